@@ -1,0 +1,79 @@
+// swift-tools-version:6.0
+// Herald: an event-sourced notification scheduler on libevent and libpq.
+// Layers (dependency direction →): HeraldCore ← HeraldStore ← HeraldRuntime ← herald.
+import PackageDescription
+
+let package = Package(
+    name: "Herald",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "herald", targets: ["herald"]),
+        .library(name: "HeraldCore", targets: ["HeraldCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
+    ],
+    targets: [
+        // C libraries, bound through module maps and pkg-config.
+        .systemLibrary(name: "CLibEvent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+
+        // Pure core: domain, engine, calendars, timing wheel, JSON. No C, no I/O, no clock reads.
+        .target(
+            name: "HeraldCore",
+            dependencies: [.product(name: "Collections", package: "swift-collections")]
+        ),
+        // libpq only: event store, migrations, private cluster management.
+        .target(
+            name: "HeraldStore",
+            dependencies: ["HeraldCore", "CLibPQ"],
+            plugins: ["EmbedSchema"]
+        ),
+        // libevent only: the loop, listener, connections, wiring core ↔ store.
+        .target(
+            name: "HeraldRuntime",
+            dependencies: [
+                "HeraldCore", "HeraldStore", "CLibEvent",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Shared by tests and benchmarks: private Postgres, manual clock, seeded RNG, TCP client.
+        .target(
+            name: "HeraldTestSupport",
+            dependencies: ["HeraldCore", "HeraldStore"]
+        ),
+        .executableTarget(
+            name: "herald",
+            dependencies: [
+                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
+        // Micro-benchmarks of the pure core (timing wheel vs heap, engine), side by side with baselines.
+        .executableTarget(
+            name: "HeraldBenchmarks",
+            dependencies: [
+                "HeraldCore", "HeraldTestSupport",
+                .product(name: "Collections", package: "swift-collections"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
+
+        // Build-time: embeds schema/*.sql into HeraldStore as Swift string constants.
+        .executableTarget(name: "SchemaEmbedder", path: "Sources/SchemaEmbedder"),
+        .plugin(name: "EmbedSchema", capability: .buildTool(), dependencies: ["SchemaEmbedder"]),
+
+        .testTarget(name: "HeraldCoreTests", dependencies: [
+            "HeraldCore", "HeraldTestSupport",
+            .product(name: "Collections", package: "swift-collections"),
+        ]),
+        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldTestSupport", "CLibPQ"]),
+        .testTarget(name: "HeraldRuntimeTests", dependencies: ["HeraldRuntime", "HeraldTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,1 @@
+// Library placeholder; see the files beside it.

@@ -1,0 +1,11 @@
+// The `herald` executable: argument parsing only; each subcommand hands off to a library.
+import ArgumentParser
+
+@main
+struct Herald: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "herald",
+        abstract: "An event-sourced notification scheduler on PostgreSQL.",
+        subcommands: []
+    )
+}

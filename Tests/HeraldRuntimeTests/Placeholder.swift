@@ -1,0 +1,2 @@
+import Testing
+@Suite struct RuntimePlaceholderTests { @Test func builds() {} }

@@ -1,0 +1,2 @@
+import Testing
+@Suite struct StorePlaceholderTests { @Test func builds() {} }

@@ -1,0 +1,1 @@
+-- 001: placeholder, replaced by the event store migration.
