@@ -5,7 +5,7 @@ import PackageDescription
 
 let package = Package(
     name: "Herald",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "herald", targets: ["herald"]),
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
@@ -29,7 +29,7 @@ let package = Package(
         // libpq only: event store, migrations, private cluster management.
         .target(
             name: "HeraldStore",
-            dependencies: ["HeraldCore", "CLibPQ"],
+            dependencies: ["HeraldCore", "CLibPQ", .product(name: "DequeModule", package: "swift-collections")],
             plugins: ["EmbedSchema"]
         ),
         // libevent only: the loop, listener, connections, wiring core ↔ store.

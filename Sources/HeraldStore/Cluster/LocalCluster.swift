@@ -1,0 +1,149 @@
+// A private PostgreSQL cluster in a folder of ours: initdb on first use, started and stopped by Herald.
+import Foundation
+import Glibc
+
+/// A PostgreSQL server Herald runs itself, for development (`herald serve` without a database
+/// URL, in `.herald/postgres`) and for tests (a throwaway folder per test run). As root it runs
+/// the PostgreSQL programs as the `postgres` user, as PostgreSQL refuses to run as root.
+public final class LocalCluster: @unchecked Sendable {
+    /// The folder holding the cluster (PG_VERSION, postgresql.conf, ...).
+    public let dataDirectory: String
+    public private(set) var port: Int
+    public let binDirectory: String
+    private var startedByUs = false
+
+    /// Connection string to the `postgres` database, or any other with `database:`.
+    public func connectionString(database: String = "postgres") -> String {
+        "host=127.0.0.1 port=\(port) user=postgres dbname=\(database)"
+    }
+
+    /// Finds the PostgreSQL server programs, or explains how to get them.
+    public static func findBinaries() throws(StoreError) -> String {
+        try findBinaries(in: defaultSearchPath())
+    }
+
+    /// Where the server programs are looked for: $HERALD_PG_BIN, /usr/lib/postgresql/*/bin (newest first), $PATH.
+    public static func defaultSearchPath() -> [String] {
+        var candidates: [String] = []
+        if let env = ProcessInfo.processInfo.environment["HERALD_PG_BIN"] { candidates.append(env) }
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        for v in versions.sorted(by: { (Int($0) ?? 0) > (Int($1) ?? 0) }) { candidates.append("/usr/lib/postgresql/\(v)/bin") }
+        for p in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") { candidates.append(String(p)) }
+        return candidates
+    }
+
+    /// The first folder of `candidates` holding initdb and pg_ctl.
+    public static func findBinaries(in candidates: [String]) throws(StoreError) -> String {
+        for dir in candidates where FileManager.default.isExecutableFile(atPath: dir + "/initdb")
+            && FileManager.default.isExecutableFile(atPath: dir + "/pg_ctl") {
+            return dir
+        }
+        throw .configuration("""
+            PostgreSQL's server programs (initdb, pg_ctl) were not found in /usr/lib/postgresql/*/bin, \
+            $HERALD_PG_BIN or $PATH, so Herald cannot start its private database. Install them \
+            (Debian: apt-get install postgresql) or pass --database-url to use a server you run.
+            """)
+    }
+
+    /// Prepares (but does not start) a cluster in `dataDirectory`; `port` nil picks a free one.
+    public init(dataDirectory: String, port: Int? = nil) throws(StoreError) {
+        self.dataDirectory = dataDirectory
+        self.binDirectory = try Self.findBinaries()
+        self.port = port ?? 0
+    }
+
+    private static var isRoot: Bool { geteuid() == 0 }
+
+    /// Creates the cluster if the folder has none, then starts it unless it already runs.
+    public func start(log: (String) -> Void = { _ in }) throws(StoreError) {
+        let fm = FileManager.default
+        if !fm.fileExists(atPath: dataDirectory + "/PG_VERSION") {
+            log("creating a private PostgreSQL cluster in \(dataDirectory)")
+            try? fm.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+            try makeOwnedByServerUser(dataDirectory)
+            try run("initdb", ["-D", dataDirectory, "-U", "postgres", "--auth=trust", "-E", "UTF8",
+                               "--locale=C", "--no-sync"], what: "initdb")
+        }
+        if let running = runningPort() {
+            port = running
+            log("using the private PostgreSQL already running on port \(port)")
+            return
+        }
+        if port == 0 { port = Self.freePort() }
+        let options = [
+            "-c listen_addresses=127.0.0.1", "-c port=\(port)", "-c unix_socket_directories=''",
+            "-c max_connections=300", "-c shared_buffers=256MB", "-c max_wal_size=4GB",
+            "-c log_min_messages=warning", "-c timezone=UTC",
+        ].joined(separator: " ")
+        try run("pg_ctl", ["-D", dataDirectory, "-l", dataDirectory + "/server.log", "-o", options, "-w", "-t", "60", "start"],
+                what: "pg_ctl start")
+        startedByUs = true
+        log("private PostgreSQL listening on 127.0.0.1:\(port)")
+    }
+
+    /// Stops the server if this object started it (`fast`: rolls back open transactions, flushes).
+    public func stop(mode: String = "fast") {
+        guard startedByUs else { return }
+        _ = try? run("pg_ctl", ["-D", dataDirectory, "-m", mode, "-w", "stop"], what: "pg_ctl stop")
+        startedByUs = false
+    }
+
+    /// Crashes the server as a power cut would (`immediate`), for outage tests; `start()` restarts it.
+    public func kill() {
+        _ = try? run("pg_ctl", ["-D", dataDirectory, "-m", "immediate", "-w", "stop"], what: "pg_ctl stop")
+        startedByUs = false
+    }
+
+    /// The port of a server already running on this folder, read from postmaster.pid.
+    private func runningPort() -> Int? {
+        guard let text = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8) else { return nil }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.count > 3, let pid = Int32(lines[0]), Glibc.kill(pid, 0) == 0, let p = Int(lines[3]) else { return nil }
+        return p
+    }
+
+    private func makeOwnedByServerUser(_ path: String) throws(StoreError) {
+        guard Self.isRoot else { return }
+        try run("/bin/chown", ["-R", "postgres:postgres", path], what: "chown", asServerUser: false)
+        chmod(path, 0o700)
+        // The server user must be able to reach the folder: parents need search permission.
+        var parent = (path as NSString).deletingLastPathComponent
+        while parent != "/" && !parent.isEmpty {
+            var st = stat()
+            if stat(parent, &st) == 0, st.st_mode & 0o001 == 0 { chmod(parent, st.st_mode | 0o711) }
+            parent = (parent as NSString).deletingLastPathComponent
+        }
+    }
+
+    @discardableResult
+    private func run(_ program: String, _ arguments: [String], what: String, asServerUser: Bool = true) throws(StoreError) -> String {
+        let path = program.hasPrefix("/") ? program : binDirectory + "/" + program
+        let argv = asServerUser && Self.isRoot
+            ? ["/usr/sbin/runuser", "-u", "postgres", "--", path] + arguments
+            : [path] + arguments
+        let (status, text) = ChildProcess.run(argv)
+        guard status == 0 else {
+            var message = "\(what) failed (exit status \(status)) for the private PostgreSQL in \(dataDirectory)."
+            message += "\n" + text.trimmingTrailingNewlines
+            if let log = try? String(contentsOfFile: dataDirectory + "/server.log", encoding: .utf8) {
+                message += "\nLast lines of server.log:\n" + log.split(separator: "\n").suffix(8).joined(separator: "\n")
+            }
+            throw .configuration(message)
+        }
+        return text
+    }
+
+    /// A TCP port on 127.0.0.1 nobody listens on right now.
+    public static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = 0
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        return Int(UInt16(bigEndian: addr.sin_port))
+    }
+}

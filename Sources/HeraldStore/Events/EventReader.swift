@@ -1,0 +1,39 @@
+// Reads the log back in position order (restart, replay, tests): blocking, paged.
+import HeraldCore
+
+/// Paged readers of events and deliveries. Blocking: for tools, start-up and tests.
+public enum EventReader {
+    /// Events with `seq > after`, in order, at most `limit`.
+    public static func events(_ connection: PGConnection, after: Int64, limit: Int = 10_000) throws(StoreError) -> [StoredEventRow] {
+        let r = try connection.execute(StoreSQL.readEvents, [String(after), String(limit)])
+        return (0..<r.rowCount).map { i in
+            StoredEventRow(seq: r.int64(i, 0) ?? 0, row: EventRow(
+                user: r.string(i, 1), type: r.string(i, 2) ?? "", app: r.string(i, 3),
+                notificationId: r.string(i, 4), body: r.string(i, 5) ?? "",
+                engineTime: Instant(millisecondsSinceEpoch: r.int64(i, 6) ?? 0)))
+        }
+    }
+
+    /// Deliveries with `cursor > after`, in order, at most `limit`.
+    public static func deliveries(_ connection: PGConnection, after: Int64, limit: Int = 10_000) throws(StoreError) -> [StoredDeliveryRow] {
+        let r = try connection.execute(StoreSQL.readDeliveries, [String(after), String(limit)])
+        return (0..<r.rowCount).map { i in
+            StoredDeliveryRow(cursor: r.int64(i, 0) ?? 0, row: DeliveryRow(
+                user: r.string(i, 1) ?? "", userIndex: r.int64(i, 2) ?? 0, causeSeq: r.int64(i, 3) ?? 0,
+                kind: r.string(i, 4) ?? "", app: r.string(i, 5), notificationId: r.string(i, 6),
+                reason: r.string(i, 7) ?? "", at: Instant(millisecondsSinceEpoch: r.int64(i, 8) ?? 0),
+                rulesVersion: r.string(i, 9) ?? "", trace: r.string(i, 10) ?? "", body: r.string(i, 11) ?? ""))
+        }
+    }
+
+    /// The highest committed event position (0 when empty).
+    public static func head(_ connection: PGConnection) throws(StoreError) -> Int64 {
+        try connection.execute("SELECT seq FROM event_head").int64(0, 0) ?? 0
+    }
+
+    /// A consumer's acknowledged cursor, nil when the consumer is unknown.
+    public static func consumerCursor(_ connection: PGConnection, name: String) throws(StoreError) -> Int64? {
+        let r = try connection.execute("SELECT acked FROM consumers WHERE name = $1", [name])
+        return r.rowCount == 0 ? nil : r.int64(0, 0)
+    }
+}

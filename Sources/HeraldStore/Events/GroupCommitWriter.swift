@@ -1,0 +1,324 @@
+// Group commit over one pipelined libpq connection: all work that queued while a transaction was in flight goes into the next.
+import CLibPQ
+import HeraldCore
+import DequeModule
+
+/// The store's single writer. Work (event appends, delivery appends, consumer acks) queues up
+/// while a transaction is in flight; when it completes, everything queued is sent as the next
+/// transaction: `BEGIN; <one batch statement per kind>; COMMIT; Sync` in one write (pipeline
+/// mode, one round trip). Completions run only after COMMIT succeeded — or with an error,
+/// never with a false success. Loop-agnostic: the owner watches `socket` for reading always
+/// and for writing while `wantsWrite`, and calls `socketReadable()` / `socketWritable()`.
+public final class GroupCommitWriter {
+    public typealias EventsCompletion = (Result<[AppendOutcome], StoreError>) -> Void
+    public typealias DeliveriesCompletion = (Result<[Int64], StoreError>) -> Void
+    public typealias AckCompletion = (Result<Int64, StoreError>) -> Void
+
+    /// Limits of one transaction, and how many may be in flight at once (1 = classic group commit).
+    public struct Limits: Sendable {
+        public var maxRowsPerTransaction: Int = 10_000
+        public var maxTransactionsInFlight: Int = 1
+        public init() {}
+    }
+
+    private enum Work {
+        case events([EventRow], EventsCompletion)
+        case deliveries([DeliveryRow], DeliveriesCompletion)
+        case ack(consumer: String, cursor: Int64, AckCompletion)
+
+        var rowCount: Int {
+            switch self {
+            case .events(let r, _): return r.count
+            case .deliveries(let r, _): return r.count
+            case .ack: return 1
+            }
+        }
+    }
+
+    /// One transaction on the wire and what its results mean.
+    private struct Transaction {
+        var events: [(rows: Range<Int>, completion: EventsCompletion)] = []
+        var eventRowCount = 0
+        var deliveries: [(rows: Range<Int>, completion: DeliveriesCompletion)] = []
+        var deliveryRowCount = 0
+        var acks: [(consumer: String, cursor: Int64, completion: AckCompletion)] = []
+        /// Statement kinds in the order sent (BEGIN and COMMIT included).
+        var statements: [Statement] = []
+        /// The first result of each statement, in order.
+        var results: [PGResult] = []
+        var currentStatementHasResult = false
+    }
+
+    private enum Statement { case begin, events, deliveries, ack(Int), commit }
+
+    public let connection: PGConnection
+    public var limits: Limits
+    private var queue: Deque<Work> = []
+    private var inFlight: Deque<Transaction> = []
+    private var broken: StoreError?
+
+    /// Counters for `stats` and benchmarks.
+    public private(set) var transactionsCommitted = 0
+    public private(set) var rowsCommitted = 0
+
+    /// Takes a connected connection and puts it in non-blocking pipeline mode.
+    public init(connection: PGConnection, limits: Limits = Limits()) throws(StoreError) {
+        self.connection = connection
+        self.limits = limits
+        try connection.setNonBlocking()
+        try connection.enterPipelineMode()
+    }
+
+    public var socket: Int32 { connection.socket }
+    /// True when output is buffered and the owner should wait for the socket to be writable.
+    public private(set) var wantsWrite = false
+    /// Work queued or in flight.
+    public var isIdle: Bool { queue.isEmpty && inFlight.isEmpty }
+    public var pendingTransactions: Int { inFlight.count }
+    public var queuedWork: Int { queue.count }
+    /// Set once the connection failed; every later request fails at once with it.
+    public var failure: StoreError? { broken }
+
+    // MARK: Requests
+
+    public func append(events rows: [EventRow], completion: @escaping EventsCompletion) {
+        if let broken { completion(.failure(broken)); return }
+        if rows.isEmpty { completion(.success([])); return }
+        queue.append(.events(rows, completion))
+        pump()
+    }
+
+    public func append(deliveries rows: [DeliveryRow], completion: @escaping DeliveriesCompletion) {
+        if let broken { completion(.failure(broken)); return }
+        if rows.isEmpty { completion(.success([])); return }
+        queue.append(.deliveries(rows, completion))
+        pump()
+    }
+
+    public func ack(consumer: String, cursor: Int64, completion: @escaping AckCompletion) {
+        if let broken { completion(.failure(broken)); return }
+        queue.append(.ack(consumer: consumer, cursor: cursor, completion))
+        pump()
+    }
+
+    // MARK: Loop hooks
+
+    /// Sends the next transaction(s) if the pipeline has room, then flushes.
+    public func pump() {
+        guard broken == nil else { return }
+        while inFlight.count < limits.maxTransactionsInFlight, !queue.isEmpty {
+            if !sendNextTransaction() { return }
+        }
+        flush()
+    }
+
+    public func socketWritable() { flush() }
+
+    public func socketReadable() {
+        guard broken == nil else { return }
+        guard connection.consumeInput() else { fail(.unavailable(connection.lastErrorMessage)); return }
+        drainResults()
+        if broken == nil && connection.isBad { fail(.unavailable(connection.lastErrorMessage)) }
+        pump()
+    }
+
+    private func flush() {
+        guard broken == nil else { wantsWrite = false; return }
+        switch connection.flush() {
+        case 0: wantsWrite = false
+        case 1: wantsWrite = true
+        default: fail(.unavailable(connection.lastErrorMessage))
+        }
+    }
+
+    // MARK: Building a transaction
+
+    private func sendNextTransaction() -> Bool {
+        var tx = Transaction()
+        var events: [EventRow] = []
+        var deliveries: [DeliveryRow] = []
+        var rows = 0
+        while let work = queue.first, rows == 0 || rows + work.rowCount <= limits.maxRowsPerTransaction {
+            queue.removeFirst()
+            rows += work.rowCount
+            switch work {
+            case .events(let r, let c):
+                tx.events.append((events.count..<(events.count + r.count), c))
+                events += r
+            case .deliveries(let r, let c):
+                tx.deliveries.append((deliveries.count..<(deliveries.count + r.count), c))
+                deliveries += r
+            case .ack(let name, let cursor, let c):
+                tx.acks.append((name, cursor, c))
+            }
+        }
+        tx.eventRowCount = events.count
+        tx.deliveryRowCount = deliveries.count
+
+        var ok = connection.send("BEGIN")
+        tx.statements.append(.begin)
+        if !events.isEmpty {
+            ok = ok && connection.send(StoreSQL.appendEvents, EventBatch.parameters(events))
+            tx.statements.append(.events)
+        }
+        if !deliveries.isEmpty {
+            ok = ok && connection.send(StoreSQL.appendDeliveries, DeliveryBatch.parameters(deliveries))
+            tx.statements.append(.deliveries)
+        }
+        for (i, a) in tx.acks.enumerated() {
+            ok = ok && connection.send(StoreSQL.ackConsumer, [a.consumer, String(a.cursor)])
+            tx.statements.append(.ack(i))
+        }
+        ok = ok && connection.send("COMMIT")
+        tx.statements.append(.commit)
+        ok = ok && connection.sendSync()
+        inFlight.append(tx)
+        if !ok { fail(.unavailable(connection.lastErrorMessage)); return false }
+        return true
+    }
+
+    // MARK: Reading results
+
+    private func drainResults() {
+        while broken == nil, !inFlight.isEmpty {
+            switch connection.nextResult() {
+            case .wouldBlock:
+                return
+            case .endOfStatement:
+                if inFlight[0].currentStatementHasResult { inFlight[0].currentStatementHasResult = false }
+            case .result(let result):
+                if result.status == PGRES_PIPELINE_SYNC {
+                    let tx = inFlight.removeFirst()
+                    finish(tx)
+                } else if !inFlight[0].currentStatementHasResult {
+                    inFlight[0].results.append(result)
+                    inFlight[0].currentStatementHasResult = true
+                }
+            }
+        }
+    }
+
+    /// Completes a transaction whose Sync arrived: success only if every statement, COMMIT included, succeeded.
+    private func finish(_ tx: Transaction) {
+        let firstError = tx.results.lazy.compactMap { r -> StoreError? in
+            r.status == PGRES_PIPELINE_ABORTED ? nil : r.error
+        }.first
+        let committed = tx.results.count == tx.statements.count
+            && tx.results.last.map { $0.status == PGRES_COMMAND_OK } == true
+            && firstError == nil
+        guard committed else {
+            let error = firstError ?? .unavailable("the transaction did not commit")
+            complete(tx, with: error)
+            return
+        }
+        transactionsCommitted += 1
+        rowsCommitted += tx.eventRowCount + tx.deliveryRowCount + tx.acks.count
+        for (index, statement) in tx.statements.enumerated() {
+            let result = tx.results[index]
+            switch statement {
+            case .begin, .commit:
+                break
+            case .events:
+                var outcomes = [AppendOutcome?](repeating: nil, count: tx.eventRowCount)
+                for r in 0..<result.rowCount {
+                    guard let ord = result.int64(r, 0), let seq = result.int64(r, 1) else { continue }
+                    let outcome: AppendOutcome
+                    switch result.string(r, 2) {
+                    case "duplicate": outcome = .duplicate(seq: seq)
+                    case "conflict": outcome = .conflict(seq: seq)
+                    default: outcome = .appended(seq: seq)
+                    }
+                    outcomes[Int(ord) - 1] = outcome
+                }
+                for (range, completion) in tx.events {
+                    completion(.success(outcomes[range].map { $0 ?? .conflict(seq: 0) }))
+                }
+            case .deliveries:
+                var cursors = [Int64](repeating: 0, count: tx.deliveryRowCount)
+                for r in 0..<result.rowCount {
+                    guard let ord = result.int64(r, 0), let cursor = result.int64(r, 1) else { continue }
+                    cursors[Int(ord) - 1] = cursor
+                }
+                for (range, completion) in tx.deliveries { completion(.success(Array(cursors[range]))) }
+            case .ack(let i):
+                tx.acks[i].completion(.success(result.int64(0, 0) ?? tx.acks[i].cursor))
+            }
+        }
+    }
+
+    private func complete(_ tx: Transaction, with error: StoreError) {
+        for e in tx.events { e.completion(.failure(error)) }
+        for d in tx.deliveries { d.completion(.failure(error)) }
+        for a in tx.acks { a.completion(.failure(error)) }
+    }
+
+    /// The connection broke: nothing in flight is known to have committed, so every waiter gets
+    /// the error (the caller must not acknowledge; a retry is answered as a duplicate if it did commit).
+    private func fail(_ error: StoreError) {
+        guard broken == nil else { return }
+        broken = error
+        wantsWrite = false
+        let transactions = inFlight
+        inFlight.removeAll()
+        let work = queue
+        queue.removeAll()
+        for tx in transactions { complete(tx, with: error) }
+        for w in work {
+            switch w {
+            case .events(_, let c): c(.failure(error))
+            case .deliveries(_, let c): c(.failure(error))
+            case .ack(_, _, let c): c(.failure(error))
+            }
+        }
+    }
+
+    // MARK: Blocking driver (tools and tests)
+
+    /// Drives the connection with poll(2) until no work is queued or in flight, or the timeout passes.
+    /// Returns false on timeout. Not for the service loop, which uses `socketReadable`/`socketWritable`.
+    @discardableResult
+    public func runUntilIdle(timeoutMilliseconds: Int32 = 30_000) -> Bool {
+        pump()
+        while !isIdle && broken == nil {
+            guard PGPoll.wait(socket: socket, read: true, write: wantsWrite, timeoutMilliseconds: timeoutMilliseconds) else {
+                return false
+            }
+            if wantsWrite { socketWritable() }
+            socketReadable()
+        }
+        return true
+    }
+}
+
+/// Parameters of the batch event insert: one text array per column.
+enum EventBatch {
+    static func parameters(_ rows: [EventRow]) -> [String?] {
+        [
+            PGArray.literal(rows.lazy.map(\.user)),
+            PGArray.literal(rows.lazy.map(\.type)),
+            PGArray.literal(rows.lazy.map(\.app)),
+            PGArray.literal(rows.lazy.map(\.notificationId)),
+            PGArray.literal(rows.lazy.map(\.body)),
+            PGArray.literal(rows.lazy.map { $0.engineTime.rfc3339 }),
+        ]
+    }
+}
+
+/// Parameters of the batch delivery insert: one text array per column.
+enum DeliveryBatch {
+    static func parameters(_ rows: [DeliveryRow]) -> [String?] {
+        [
+            PGArray.literal(rows.lazy.map(\.user)),
+            PGArray.literal(rows.lazy.map { String($0.userIndex) }),
+            PGArray.literal(rows.lazy.map { String($0.causeSeq) }),
+            PGArray.literal(rows.lazy.map(\.kind)),
+            PGArray.literal(rows.lazy.map(\.app)),
+            PGArray.literal(rows.lazy.map(\.notificationId)),
+            PGArray.literal(rows.lazy.map(\.reason)),
+            PGArray.literal(rows.lazy.map { $0.at.rfc3339 }),
+            PGArray.literal(rows.lazy.map(\.rulesVersion)),
+            PGArray.literal(rows.lazy.map(\.trace)),
+            PGArray.literal(rows.lazy.map(\.body)),
+        ]
+    }
+}

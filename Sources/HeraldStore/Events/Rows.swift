@@ -1,0 +1,67 @@
+// The rows the store appends and reads: events, deliveries, and what an append reports back.
+import HeraldCore
+
+/// An event to append. `body` is canonical JSON text (the store keeps its bytes exactly).
+public struct EventRow: Sendable, Hashable {
+    public var user: String?
+    public var type: String
+    public var app: String?
+    public var notificationId: String?
+    public var body: String
+    public var engineTime: Instant
+
+    public init(user: String?, type: String, app: String? = nil, notificationId: String? = nil, body: String, engineTime: Instant) {
+        self.user = user; self.type = type; self.app = app
+        self.notificationId = notificationId; self.body = body; self.engineTime = engineTime
+    }
+}
+
+/// An event as stored, with its global position.
+public struct StoredEventRow: Sendable, Hashable {
+    public var seq: Int64
+    public var row: EventRow
+}
+
+/// What happened to one appended event once its transaction committed.
+public enum AppendOutcome: Sendable, Hashable {
+    /// Stored at this global position.
+    case appended(seq: Int64)
+    /// The idempotency key (app, notification id, user) was already stored with the same body.
+    case duplicate(seq: Int64)
+    /// The idempotency key was already stored with a *different* body: nothing stored.
+    case conflict(seq: Int64)
+
+    public var seq: Int64 {
+        switch self {
+        case .appended(let s), .duplicate(let s), .conflict(let s): return s
+        }
+    }
+}
+
+/// A delivery decision to append. `userIndex` is its ordinal in the user's own delivery stream.
+public struct DeliveryRow: Sendable, Hashable {
+    public var user: String
+    public var userIndex: Int64
+    public var causeSeq: Int64
+    public var kind: String
+    public var app: String?
+    public var notificationId: String?
+    public var reason: String
+    public var at: Instant
+    public var rulesVersion: String
+    public var trace: String
+    public var body: String
+
+    public init(user: String, userIndex: Int64, causeSeq: Int64, kind: String, app: String?, notificationId: String?,
+                reason: String, at: Instant, rulesVersion: String, trace: String, body: String) {
+        self.user = user; self.userIndex = userIndex; self.causeSeq = causeSeq; self.kind = kind; self.app = app
+        self.notificationId = notificationId; self.reason = reason; self.at = at; self.rulesVersion = rulesVersion
+        self.trace = trace; self.body = body
+    }
+}
+
+/// A delivery as stored, with its consumer cursor.
+public struct StoredDeliveryRow: Sendable, Hashable {
+    public var cursor: Int64
+    public var row: DeliveryRow
+}

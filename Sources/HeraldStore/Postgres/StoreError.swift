@@ -1,0 +1,76 @@
+// Store failures as typed errors; every SQLSTATE Herald cares about is mapped here and nowhere else.
+
+/// What went wrong talking to PostgreSQL, written to be shown to an operator: what happened,
+/// why, and what to do. `isRetryable` tells callers whether the same request may simply be sent again.
+public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// No connection, or the connection broke. Retry after reconnecting.
+    case unavailable(String)
+    /// A unique key already exists (e.g. the idempotency key of an event).
+    case duplicate(constraint: String?, message: String)
+    /// The table refused a change because it is append-only (UPDATE/DELETE/TRUNCATE on the log).
+    case appendOnly(String)
+    /// Two writers collided (serialization failure / deadlock); the transaction may be retried.
+    case conflict(String)
+    /// The server is shutting down, in recovery, or out of resources.
+    case serverUnavailable(sqlstate: String, message: String)
+    /// Anything else the server rejected: a bug in a query or a schema mismatch.
+    case rejected(sqlstate: String, message: String, detail: String?, hint: String?)
+    /// A local misconfiguration: bad connection string, missing binaries, and so on.
+    case configuration(String)
+
+    /// Maps a server error to a typed error. The single place SQLSTATEs are interpreted.
+    static func fromServer(sqlstate: String, message: String, detail: String?, hint: String?, constraint: String?) -> StoreError {
+        switch sqlstate {
+        case "23505":
+            return .duplicate(constraint: constraint, message: message)
+        case "HE001":
+            return .appendOnly(message)
+        case "40001", "40P01":
+            return .conflict(message)
+        case "57P01", "57P02", "57P03", "53300", "53100", "53200", "08000", "08003", "08006", "08001", "08004":
+            return .serverUnavailable(sqlstate: sqlstate, message: message)
+        case "":
+            // libpq reports a lost connection without a SQLSTATE.
+            return .unavailable(message.trimmingTrailingNewlines)
+        default:
+            return .rejected(sqlstate: sqlstate, message: message, detail: detail, hint: hint)
+        }
+    }
+
+    public var isRetryable: Bool {
+        switch self {
+        case .unavailable, .conflict, .serverUnavailable: return true
+        case .duplicate, .appendOnly, .rejected, .configuration: return false
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .unavailable(let m):
+            return "PostgreSQL is unreachable (\(m)). Herald retries by itself; check that the server is running and the database URL is right."
+        case .duplicate(let c, let m):
+            return "A row with the same key already exists (\(c ?? "unique constraint"): \(m))."
+        case .appendOnly(let m):
+            return "The change was refused because the table is append-only: \(m)."
+        case .conflict(let m):
+            return "Two writers collided (\(m)); the transaction can be retried."
+        case .serverUnavailable(let s, let m):
+            return "PostgreSQL cannot serve right now (SQLSTATE \(s): \(m)). Herald retries; check the server's log."
+        case .rejected(let s, let m, let d, let h):
+            var text = "PostgreSQL rejected a statement (SQLSTATE \(s)): \(m)"
+            if let d { text += " Detail: \(d)" }
+            if let h { text += " Hint: \(h)" }
+            return text
+        case .configuration(let m):
+            return m
+        }
+    }
+}
+
+extension String {
+    var trimmingTrailingNewlines: String {
+        var s = Substring(self)
+        while let last = s.last, last == "\n" || last == "\r" || last == " " { s = s.dropLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,54 @@
+// Applies the numbered migrations of schema/ (embedded at build time) once each, in order, recorded in herald_migrations.
+
+/// Brings a database to the schema this build expects. Idempotent: applied migrations are
+/// skipped; one whose text changed since it was applied is an error (fix forward with a new file).
+/// Concurrent migrators serialise on an advisory lock.
+public enum Migrator {
+    /// The migrations this build carries, in order.
+    public static var available: [(name: String, sql: String)] { EmbeddedSchema.migrations }
+
+    /// Applies what is missing; returns the names applied now (empty when up to date).
+    @discardableResult
+    public static func migrate(_ connection: PGConnection, progress: (String) -> Void = { _ in }) throws(StoreError) -> [String] {
+        try connection.execute("SELECT pg_advisory_lock(7271001)")
+        defer { _ = try? connection.execute("SELECT pg_advisory_unlock(7271001)") }
+        try connection.execute("""
+            CREATE TABLE IF NOT EXISTS herald_migrations (
+                name text PRIMARY KEY,
+                checksum text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """)
+        let result = try connection.execute("SELECT name, checksum FROM herald_migrations")
+        var applied: [String: String] = [:]
+        for r in 0..<result.rowCount {
+            if let name = result.string(r, 0), let sum = result.string(r, 1) { applied[name] = sum }
+        }
+        var appliedNow: [String] = []
+        for migration in available {
+            let checksum = try connection.execute("SELECT md5($1)", [migration.sql]).string(0, 0) ?? ""
+            if let recorded = applied[migration.name] {
+                guard recorded == checksum else {
+                    throw .configuration("""
+                        Migration \(migration.name) was changed after it was applied to this database \
+                        (recorded checksum \(recorded), this build has \(checksum)). Applied migrations are \
+                        history: restore the file and put the change in a new, higher-numbered migration.
+                        """)
+                }
+                continue
+            }
+            progress("applying \(migration.name)")
+            try connection.execute("BEGIN")
+            do {
+                try connection.executeScript(migration.sql)
+                try connection.execute("INSERT INTO herald_migrations (name, checksum) VALUES ($1, $2)", [migration.name, checksum])
+                try connection.execute("COMMIT")
+            } catch {
+                _ = try? connection.execute("ROLLBACK")
+                throw error
+            }
+            appliedNow.append(migration.name)
+        }
+        return appliedNow
+    }
+}

@@ -1,0 +1,54 @@
+// A throwaway PostgreSQL cluster per test process, and a fresh migrated database per test.
+import Foundation
+import HeraldStore
+import Synchronization
+
+/// The test run's private PostgreSQL: started on first use in a temporary folder, crashed and
+/// removed when the process exits. Each test asks for its own database, so tests run in
+/// parallel without seeing each other's rows.
+public enum TestPostgres {
+    private static let state = Mutex<(cluster: LocalCluster?, error: StoreError?, counter: Int)>((nil, nil, 0))
+
+    /// The shared cluster, started on first call.
+    public static func cluster() throws(StoreError) -> LocalCluster {
+        let result: Result<LocalCluster, StoreError> = state.withLock { s in
+            if let c = s.cluster { return .success(c) }
+            if let e = s.error { return .failure(e) }
+            do throws(StoreError) {
+                let base = FileManager.default.temporaryDirectory.path + "/herald-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+                let c = try LocalCluster(dataDirectory: base + "/pgdata")
+                try c.start()
+                s.cluster = c
+                atexit {
+                    TestPostgres.state.withLock { s in
+                        guard let c = s.cluster else { return }
+                        c.kill()
+                        try? FileManager.default.removeItem(atPath: (c.dataDirectory as NSString).deletingLastPathComponent)
+                    }
+                }
+                return .success(c)
+            } catch {
+                s.error = error
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Creates an empty database (optionally migrated) and returns its connection string.
+    public static func freshDatabase(migrated: Bool = true, prefix: String = "t") throws(StoreError) -> String {
+        let c = try cluster()
+        let n = state.withLock { s in s.counter += 1; return s.counter }
+        let name = "\(prefix)_\(getpid())_\(n)"
+        let admin = try PGConnection.connect(c.connectionString())
+        try admin.execute("CREATE DATABASE \(name)")
+        admin.close()
+        let url = c.connectionString(database: name)
+        if migrated {
+            let conn = try PGConnection.connect(url)
+            try Migrator.migrate(conn)
+            conn.close()
+        }
+        return url
+    }
+}

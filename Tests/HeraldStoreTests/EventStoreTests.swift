@@ -1,0 +1,191 @@
+// The event store against a real PostgreSQL: ordering, gap-free positions, immutability, idempotency, durability.
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldTestSupport
+import Synchronization
+import Testing
+
+@Suite struct EventStoreTests {
+    static func event(_ i: Int, user: String = "u1", app: String = "com.example.mail", id: String? = nil, body: String? = nil) -> EventRow {
+        EventRow(user: user, type: "submit", app: app, notificationId: id ?? "n\(i)",
+                 body: body ?? #"{"body":"hello \"\#(i)\" \\ ü","title":"T\#(i)"}"#,
+                 engineTime: Instant(millisecondsSinceEpoch: 1_780_000_000_000 + Int64(i)))
+    }
+
+    static func appendAll(_ writer: GroupCommitWriter, _ rows: [EventRow]) throws -> [AppendOutcome] {
+        var outcome: Result<[AppendOutcome], StoreError>?
+        writer.append(events: rows) { outcome = $0 }
+        #expect(writer.runUntilIdle())
+        return try #require(outcome).get()
+    }
+
+    @Test func appendThenReadBackInOrder() throws {
+        let url = try TestPostgres.freshDatabase()
+        let writer = try GroupCommitWriter(connection: try PGConnection.connect(url))
+        let rows = (1...50).map { Self.event($0) }
+        let outcomes = try Self.appendAll(writer, rows)
+        #expect(outcomes == (1...50).map { AppendOutcome.appended(seq: Int64($0)) })
+
+        let reader = try PGConnection.connect(url)
+        let stored = try EventReader.events(reader, after: 0)
+        #expect(stored.map(\.seq) == Array(1...50))
+        #expect(stored.map(\.row) == rows, "bodies, users and engine times come back byte for byte")
+        #expect(try EventReader.head(reader) == 50)
+    }
+
+    @Test func migrationsRunTwiceAreANoOp() throws {
+        let url = try TestPostgres.freshDatabase(migrated: false)
+        let conn = try PGConnection.connect(url)
+        let first = try Migrator.migrate(conn)
+        #expect(first == Migrator.available.map(\.name))
+        let second = try Migrator.migrate(conn)
+        #expect(second.isEmpty)
+        let count = try conn.execute("SELECT count(*) FROM herald_migrations").int64(0, 0)
+        #expect(count == Int64(Migrator.available.count))
+    }
+
+    @Test func updateDeleteAndTruncateOnTheLogAreRefused() throws {
+        let url = try TestPostgres.freshDatabase()
+        let writer = try GroupCommitWriter(connection: try PGConnection.connect(url))
+        _ = try Self.appendAll(writer, [Self.event(1)])
+        let conn = try PGConnection.connect(url)
+        for sql in ["UPDATE events SET type = 'x'", "DELETE FROM events", "TRUNCATE events",
+                    "UPDATE deliveries SET kind = 'x'", "DELETE FROM deliveries"] {
+            #expect(throws: StoreError.self, "\(sql) must be refused") { try conn.execute(sql) }
+            do { try conn.execute(sql) } catch {
+                guard case .appendOnly = error else { Issue.record("\(sql): expected appendOnly, got \(error)"); continue }
+            }
+        }
+        #expect(try EventReader.events(conn, after: 0).count == 1)
+    }
+
+    @Test func duplicateIdempotencyKeyIsReportedWithTheOriginalSeq() throws {
+        let url = try TestPostgres.freshDatabase()
+        let writer = try GroupCommitWriter(connection: try PGConnection.connect(url))
+        _ = try Self.appendAll(writer, [Self.event(1), Self.event(2)])
+        let again = try Self.appendAll(writer, [Self.event(3), Self.event(2), Self.event(2, body: #"{"other":true}"#)])
+        #expect(again == [.appended(seq: 3), .duplicate(seq: 2), .conflict(seq: 2)])
+        let conn = try PGConnection.connect(url)
+        let stored = try EventReader.events(conn, after: 0)
+        #expect(stored.map(\.seq) == [1, 2, 3], "a duplicate leaves no gap and stores nothing")
+        #expect(stored[1].row == Self.event(2), "the first event is unchanged")
+    }
+
+    @Test func groupCommitPutsEverythingQueuedDuringATransactionIntoTheNext() throws {
+        let url = try TestPostgres.freshDatabase()
+        let writer = try GroupCommitWriter(connection: try PGConnection.connect(url))
+        var acked = 0
+        for i in 1...200 {
+            writer.append(events: [Self.event(i)]) { if case .success = $0 { acked += 1 } }
+        }
+        #expect(writer.runUntilIdle())
+        #expect(acked == 200)
+        #expect(writer.transactionsCommitted == 2, "the first append goes alone; the 199 queued behind it share one commit")
+    }
+
+    @Test func concurrentAppendersGetGapFreeCommitOrderedPositions() throws {
+        let url = try TestPostgres.freshDatabase()
+        let writers = 8, batches = 40, perBatch = 5
+        let total = writers * batches * perBatch
+        let done = Mutex(0)
+        let skipped = Mutex<[String]>([])
+        let readerThread = Thread {
+            guard let conn = try? PGConnection.connect(url) else { return }
+            var cursor: Int64 = 0
+            while cursor < Int64(total) {
+                guard let rows = try? EventReader.events(conn, after: cursor, limit: 1000) else { return }
+                for r in rows {
+                    if r.seq != cursor + 1 { skipped.withLock { $0.append("saw \(r.seq) after \(cursor)") } }
+                    cursor = r.seq
+                }
+                if done.withLock({ $0 }) == writers && rows.isEmpty { break }
+            }
+        }
+        readerThread.start()
+        DispatchQueue.concurrentPerform(iterations: writers) { w in
+            defer { done.withLock { $0 += 1 } }
+            guard let writer = try? GroupCommitWriter(connection: PGConnection.connect(url)) else { return }
+            for b in 0..<batches {
+                let rows = (0..<perBatch).map { i in Self.event(i, user: "w\(w)", id: "w\(w)-b\(b)-\(i)") }
+                writer.append(events: rows) { _ in }
+                writer.runUntilIdle()
+            }
+        }
+        let conn = try PGConnection.connect(url)
+        let stored = try EventReader.events(conn, after: 0, limit: total + 10)
+        #expect(stored.map(\.seq) == (1...total).map(Int64.init), "positions are 1…N with no gap")
+        // Give the reader its last poll, then check it never saw a position before a lower one.
+        for _ in 0..<200 where done.withLock({ $0 }) == writers && readerThread.isExecuting { usleep(10_000) }
+        #expect(skipped.withLock { $0 }.isEmpty, "a reader polling seq > cursor skipped committed events")
+    }
+
+    @Test func noAckWhenTheConnectionDiesBeforeCommit() throws {
+        let url = try TestPostgres.freshDatabase()
+        let blocker = try PGConnection.connect(url)
+        try blocker.execute("BEGIN")
+        try blocker.execute("SELECT seq FROM event_head FOR UPDATE")  // the writer's append will wait here
+
+        let writerConnection = try PGConnection.connect(url)
+        let pid = writerConnection.backendPID
+        let writer = try GroupCommitWriter(connection: writerConnection)
+        var outcome: Result<[AppendOutcome], StoreError>?
+        writer.append(events: [Self.event(1)]) { outcome = $0 }
+        writer.pump()
+
+        let killer = try PGConnection.connect(url)
+        var waited = 0
+        while waited < 500 {
+            let r = try killer.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", [String(pid)])
+            if r.string(0, 0) == "Lock" { break }
+            usleep(10_000); waited += 1
+        }
+        #expect(outcome == nil, "nothing is acknowledged while COMMIT is pending")
+        try killer.execute("SELECT pg_terminate_backend($1)", [String(pid)])
+        writer.runUntilIdle(timeoutMilliseconds: 10_000)
+        try blocker.execute("ROLLBACK")
+
+        let result = try #require(outcome, "the waiter must hear about the failure")
+        #expect(throws: StoreError.self) { try result.get() }
+        #expect(writer.failure?.isRetryable == true)
+        #expect(try EventReader.events(killer, after: 0).isEmpty, "the killed transaction stored nothing")
+    }
+
+    @Test func deliveriesTakeGapFreeCursorsAndSkipReDerivedOnes() throws {
+        let url = try TestPostgres.freshDatabase()
+        let writer = try GroupCommitWriter(connection: try PGConnection.connect(url))
+        func delivery(_ i: Int64) -> DeliveryRow {
+            DeliveryRow(user: "u1", userIndex: i, causeSeq: i, kind: "alert", app: "a", notificationId: "n\(i)",
+                        reason: "normal", at: Instant(millisecondsSinceEpoch: 1000 * i), rulesVersion: "1",
+                        trace: #"[{"rule":"normal"}]"#, body: #"{"kind":"alert"}"#)
+        }
+        var cursors: [Int64] = []
+        writer.append(deliveries: [delivery(1), delivery(2)]) { cursors += (try? $0.get()) ?? [] }
+        writer.runUntilIdle()
+        writer.append(deliveries: [delivery(2), delivery(3)]) { cursors += (try? $0.get()) ?? [] }
+        writer.runUntilIdle()
+        #expect(cursors == [1, 2, 0, 3], "a re-derived delivery is skipped (0) and takes no cursor")
+        let conn = try PGConnection.connect(url)
+        #expect(try EventReader.deliveries(conn, after: 0).map(\.row) == [delivery(1), delivery(2), delivery(3)])
+    }
+
+    @Test func consumerCursorNeverMovesBackwards() throws {
+        let url = try TestPostgres.freshDatabase()
+        let writer = try GroupCommitWriter(connection: try PGConnection.connect(url))
+        var acked: [Int64] = []
+        for c in [5, 9, 3] as [Int64] {
+            writer.ack(consumer: "push", cursor: c) { acked.append((try? $0.get()) ?? -1) }
+        }
+        writer.runUntilIdle()
+        #expect(acked == [5, 9, 9])
+        #expect(try EventReader.consumerCursor(PGConnection.connect(url), name: "push") == 9)
+    }
+
+    @Test func missingPostgresBinariesGiveAClearError() {
+        #expect {
+            _ = try LocalCluster.findBinaries(in: ["/nonexistent/bin"])
+        } throws: { error in
+            "\(error)".contains("apt-get install postgresql") && "\(error)".contains("--database-url")
+        }
+    }
+}

@@ -1,2 +1,0 @@
-import Testing
-@Suite struct StorePlaceholderTests { @Test func builds() {} }

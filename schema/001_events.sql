@@ -1,1 +1,0 @@
--- 001: placeholder, replaced by the event store migration.
