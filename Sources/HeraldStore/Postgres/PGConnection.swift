@@ -183,3 +183,31 @@ extension PGConnection {
         if let error = result.error { throw error }
     }
 }
+
+extension PGConnection {
+    /// Streams rows into `COPY … FROM STDIN` (text format) and waits for the result; returns rows copied.
+    /// Blocking: for benchmarks, import and tools.
+    @discardableResult
+    public func copyIn(_ sql: String, chunks: some Sequence<[UInt8]>) throws(StoreError) -> Int64 {
+        guard isOpen, let h = rawHandle else { throw .unavailable(lastErrorMessage) }
+        guard let start = PQexec(h, sql) else { throw .unavailable(lastErrorMessage) }
+        let started = PGResult(start)
+        guard started.status == PGRES_COPY_IN else { throw started.error ?? .unavailable(lastErrorMessage) }
+        for chunk in chunks {
+            let ok = chunk.withUnsafeBufferPointer { buffer in
+                buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                    PQputCopyData(h, $0, Int32(buffer.count))
+                }
+            }
+            guard ok == 1 else { throw .unavailable(lastErrorMessage) }
+        }
+        guard PQputCopyEnd(h, nil) == 1 else { throw .unavailable(lastErrorMessage) }
+        var copied: Int64 = 0
+        while let raw = PQgetResult(h) {
+            let r = PGResult(raw)
+            if let error = r.error { throw error }
+            copied = Int64(String(cString: PQcmdTuples(raw))) ?? copied
+        }
+        return copied
+    }
+}
