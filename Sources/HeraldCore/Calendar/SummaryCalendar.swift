@@ -39,6 +39,16 @@ public struct SummaryCalendar: Hashable, Sendable {
         self.minutes = sorted.map { Int64($0.minuteOfDay) }
     }
 
+    /// SPEC §3's schedule for an app set to summary delivery when the user has none:
+    /// 08:00 and 18:00 in UTC.
+    public static let defaultSchedule: SummaryCalendar = {
+        do {
+            return try SummaryCalendar(times: [LocalTime(hour: 8, minute: 0)!, LocalTime(hour: 18, minute: 0)!], timeZone: "UTC")
+        } catch {
+            fatalError("the default summary schedule is valid: \(error)")
+        }
+    }()
+
     /// The first firing strictly after `instant`.
     public func nextFiring(after instant: Instant) -> Instant {
         let u = instant.millisecondsSinceEpoch

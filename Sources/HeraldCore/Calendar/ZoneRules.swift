@@ -49,7 +49,8 @@ final class ZoneRules: Sendable {
     static func require(_ identifier: String) throws(CalendarError) -> ZoneRules {
         // Foundation also accepts offset spellings ("GMT+5", "UTC-03:00") that are not IANA
         // names and whose sign is the opposite of IANA's Etc/GMT±N; refuse them.
-        for prefix in ["GMT+", "GMT-", "UTC+", "UTC-"] where identifier.hasPrefix(prefix) {
+        // "GMT+0" and "GMT-0" are genuine IANA links to GMT.
+        for prefix in ["GMT+", "GMT-", "UTC+", "UTC-"] where identifier.hasPrefix(prefix) && identifier != "GMT+0" && identifier != "GMT-0" {
             throw CalendarError.offsetStyleTimeZone(identifier)
         }
         guard let rules = named(identifier) else { throw CalendarError.unknownTimeZone(identifier) }

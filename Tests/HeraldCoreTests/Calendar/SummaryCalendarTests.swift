@@ -172,6 +172,7 @@ import HeraldTestSupport
         // Foundation's Calendar with .nextTime and .first is an independent oracle, except
         // right after a fall-back, where it returns the second occurrence (ARCHITECTURE traps).
         var rng = SeededRandom(seed: 20_260_329)
+        var compared = 0
         for zone in ["Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"] {
             let tz = TimeZone(identifier: zone)!
             var gregorian = Calendar(identifier: .gregorian)
@@ -190,10 +191,12 @@ import HeraldTestSupport
                 let expected = gregorian.nextDate(after: date, matching: DateComponents(hour: time.hour, minute: time.minute, second: 0),
                                                   matchingPolicy: .nextTime, repeatedTimePolicy: .first, direction: .forward)!
                 let got = cal.nextFiring(after: start)
+                compared += 1
                 #expect(got.millisecondsSinceEpoch == Int64(expected.timeIntervalSince1970 * 1000),
                         "\(zone) \(time.text) after \(start): got \(got), Foundation \(expected)")
             }
         }
+        #expect(compared > 1_100)
     }
 
     // MARK: Errors and equality
@@ -214,6 +217,7 @@ import HeraldTestSupport
             #expect(error.title == "Time zone \"GMT+5\" is an offset, not an IANA zone name")
         }
         #expect((try? summary(["08:00"], "UTC")) != nil)
+        #expect((try? summary(["08:00"], "GMT+0")) != nil)  // an IANA link, unlike GMT+5
         #expect((try? summary(["08:00"], "Etc/GMT-5")) != nil)
     }
 
@@ -234,6 +238,12 @@ import HeraldTestSupport
         var broken = lt("08:00")
         broken.hour = 25
         #expect(throws: CalendarError.self) { try SummaryCalendar(times: [broken], timeZone: "UTC") }
+    }
+
+    @Test func defaultScheduleIsEightAndEighteenUTC() {
+        #expect(SummaryCalendar.defaultSchedule.times.map(\.text) == ["08:00", "18:00"])
+        #expect(SummaryCalendar.defaultSchedule.timeZone == "UTC")
+        #expect(SummaryCalendar.defaultSchedule.nextFiring(after: at("2026-03-29T12:00:00Z")).rfc3339 == "2026-03-29T18:00:00Z")
     }
 
     @Test func equalSchedulesAreEqualWhateverTheOrderGiven() throws {
