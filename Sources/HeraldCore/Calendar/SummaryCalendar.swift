@@ -49,9 +49,10 @@ public struct SummaryCalendar: Hashable, Sendable {
         }
     }()
 
-    /// The first firing strictly after `instant`.
+    /// The first firing strictly after `instant` (an instant outside years 0001…9999 is
+    /// first moved to the nearest end of that range).
     public func nextFiring(after instant: Instant) -> Instant {
-        let u = instant.millisecondsSinceEpoch
+        let u = ZoneRules.clamp(instant)
         // A slot (wall time L) fires after u exactly when the clock has not yet shown L by
         // u; the clock has shown at least local(u), so only later slots can qualify. Slots
         // up to the latest wall time already shown (after a fall-back) map to instants <= u

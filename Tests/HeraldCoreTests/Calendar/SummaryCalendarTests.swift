@@ -136,6 +136,15 @@ import HeraldTestSupport
         #expect(cal.nextFiring(after: at("1850-06-01T00:00:00Z")).rfc3339 == "1850-06-01T01:36:32Z")  // LMT +0:53:28
     }
 
+    @Test func instantsOutsideYearsOneToNineThousandNineHundredNinetyNineDoNotTrap() throws {
+        let cal = try summary(["08:00"], "Europe/Berlin")
+        #expect(cal.nextFiring(after: Instant(millisecondsSinceEpoch: .max)) > Instant.latestRepresentable)
+        #expect(cal.nextFiring(after: Instant(millisecondsSinceEpoch: .min)) > Instant.earliestRepresentable)
+        let focus = try FocusCalendar(windows: [FocusWindow(days: [1], start: lt("22:00"), end: lt("07:00"))], timeZone: "Europe/Berlin")
+        _ = focus.isActive(at: Instant(millisecondsSinceEpoch: .max))
+        #expect(focus.nextTransition(after: Instant(millisecondsSinceEpoch: .min)) != nil)
+    }
+
     // MARK: Properties
 
     @Test func everyLocalDayFiresEachTimeOnceMatchingFoundation() throws {
