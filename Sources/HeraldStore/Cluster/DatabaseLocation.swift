@@ -1,0 +1,38 @@
+// Where Herald's database is: a URL the operator gave, or the private cluster in the project folder.
+import Glibc
+
+/// Resolves the database to use. With a URL (flag or `HERALD_DATABASE_URL`) that server is
+/// used as is. Without one Herald runs its own cluster in `folder` (default `.herald/postgres`),
+/// creates the `herald` database in it, and stops the cluster when `close()` is called.
+public final class DatabaseLocation {
+    public let url: String
+    public let cluster: LocalCluster?
+
+    private init(url: String, cluster: LocalCluster?) {
+        self.url = url
+        self.cluster = cluster
+    }
+
+    public static func resolve(url: String?, privateFolder: String = ".herald/postgres",
+                               database: String = "herald", log: (String) -> Void) throws(StoreError) -> DatabaseLocation {
+        if let url, !url.isEmpty { return DatabaseLocation(url: url, cluster: nil) }
+        let folder = privateFolder.hasPrefix("/") ? privateFolder : currentDirectory() + "/" + privateFolder
+        let cluster = try LocalCluster(dataDirectory: folder)
+        try cluster.start(log: log)
+        let admin = try PGConnection.connect(cluster.connectionString())
+        if try admin.execute("SELECT 1 FROM pg_database WHERE datname = $1", [database]).rowCount == 0 {
+            try admin.execute("CREATE DATABASE \(database)")
+        }
+        admin.close()
+        return DatabaseLocation(url: cluster.connectionString(database: database), cluster: cluster)
+    }
+
+    /// Stops the private cluster if this process started it.
+    public func close() { cluster?.stop() }
+
+    private static func currentDirectory() -> String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getcwd(&buffer, buffer.count) != nil else { return "." }
+        return String(cString: buffer)
+    }
+}

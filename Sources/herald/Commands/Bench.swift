@@ -1,0 +1,56 @@
+// `herald bench`: load generators that print their numbers beside a baseline measured in the same run.
+import ArgumentParser
+import Foundation
+import HeraldStore
+import HeraldTestSupport
+
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Benchmarks, each beside its baseline in the same run.",
+        subcommands: [StoreBench.self])
+}
+
+struct StoreBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "store",
+        abstract: "Event appends with group commit (acked after COMMIT) beside raw COPY of the same rows.")
+
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "Events to append.") var events = 200_000
+    @Option(help: "Simulated producers.") var producers = 8
+    @Option(help: "Outstanding appends per producer.") var window = 128
+    @Flag(help: "Print JSON instead of a table.") var json = false
+
+    func run() throws {
+        try reportingErrors {
+            let location = try database.resolve()
+            defer { location.close() }
+            // A scratch database, so the benchmark never touches real data.
+            let admin = try PGConnection.connect(location.url)
+            try admin.execute("DROP DATABASE IF EXISTS herald_bench")
+            try admin.execute("CREATE DATABASE herald_bench")
+            let db = try admin.execute("SELECT current_database()").string(0, 0) ?? "postgres"
+            admin.close()
+            let url = location.url.replacingOccurrences(of: "dbname=\(db)", with: "dbname=herald_bench")
+            guard url != location.url else {
+                Log.info("error: bench store needs a key=value connection string with dbname= (or no --database-url)")
+                throw ExitCode.error
+            }
+            try Migrator.migrate(PGConnection.connect(url))
+            var bench = StoreBenchmark()
+            bench.events = events; bench.producers = producers; bench.window = window
+            bench.progress = { Log.info($0) }
+            let r = try bench.run(databaseURL: url)
+            if json {
+                print(#"{"groupCommitEventsPerSecond":\#(Int(r.groupCommitEventsPerSecond)),"copyRowsPerSecond":\#(Int(r.copyRowsPerSecond)),"ratio":\#(String(format: "%.2f", r.ratio)),"transactions":\#(r.transactions),"ackP50Ms":\#(String(format: "%.2f", r.ackLatencyP50Ms)),"ackP99Ms":\#(String(format: "%.2f", r.ackLatencyP99Ms))}"#)
+            } else {
+                print("store append, \(events) events of ~300 B, \(producers) producers × \(window) outstanding")
+                print("  group commit (acked after COMMIT)  \(Int(r.groupCommitEventsPerSecond)) events/s   "
+                      + "\(r.transactions) transactions, \(Int(r.meanRowsPerTransaction)) rows each; "
+                      + "ack p50 \(String(format: "%.1f", r.ackLatencyP50Ms)) ms, p99 \(String(format: "%.1f", r.ackLatencyP99Ms)) ms")
+                print("  baseline: one COPY, no indexes    \(Int(r.copyRowsPerSecond)) rows/s")
+                print("  ratio                              \(String(format: "%.2f", r.ratio))×")
+            }
+        }
+    }
+}

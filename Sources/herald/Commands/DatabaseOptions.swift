@@ -1,0 +1,39 @@
+// The database flags every subcommand shares.
+import ArgumentParser
+import Foundation
+import HeraldStore
+
+/// `--database-url` (or `HERALD_DATABASE_URL`); without either, the private cluster in `.herald/postgres`.
+struct DatabaseOptions: ParsableArguments {
+    @Option(name: .customLong("database-url"),
+            help: "libpq connection string or postgres:// URL. Default: $HERALD_DATABASE_URL, else a private cluster in .herald/postgres.")
+    var databaseURL: String?
+
+    func resolve() throws -> DatabaseLocation {
+        let url = databaseURL ?? ProcessInfo.processInfo.environment["HERALD_DATABASE_URL"]
+        return try DatabaseLocation.resolve(url: url) { Log.info($0) }
+    }
+}
+
+/// Progress and errors go to stderr; stdout carries only results.
+enum Log {
+    static func info(_ message: String) {
+        FileHandle.standardError.write(Data(("herald: " + message + "\n").utf8))
+    }
+}
+
+/// Exit codes: 0 success, 1 a check found a difference, 2 an error (bad input, unreachable database).
+extension ExitCode {
+    static let differences = ExitCode(1)
+    static let error = ExitCode(2)
+}
+
+/// Runs `body`, turning store errors into a readable message on stderr and exit code 2.
+func reportingErrors(_ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let error as StoreError {
+        Log.info("error: \(error)")
+        throw ExitCode.error
+    }
+}
