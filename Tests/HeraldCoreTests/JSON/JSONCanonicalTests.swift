@@ -25,7 +25,7 @@ import HeraldTestSupport
         #expect(JSONValue.double(5).canonicalString == "5.0")
         #expect(JSONValue.double(1e16).canonicalString == "1e+16")
         #expect(JSONValue.double(-0.0).canonicalString == "-0.0")
-        #expect(JSONValue.double(5e-324).canonicalString == "5e-324")
+        #expect(JSONValue.double(.leastNonzeroMagnitude).canonicalString == "5e-324")
         // JSON cannot carry non-finite numbers: they are written as null.
         #expect(JSONValue.double(.nan).canonicalString == "null")
         #expect(JSONValue.double(.infinity).canonicalString == "null")

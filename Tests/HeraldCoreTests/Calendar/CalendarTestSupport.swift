@@ -1,0 +1,30 @@
+// Small helpers shared by the calendar tests: instants from text, times from text.
+import HeraldCore
+
+/// An instant from RFC 3339 text (tests only: crashes on bad text).
+func at(_ text: String) -> Instant {
+    guard let i = Instant(rfc3339: text) else { fatalError("bad test instant \(text)") }
+    return i
+}
+
+/// A local time from `HH:MM` (tests only).
+func lt(_ text: String) -> LocalTime {
+    guard let t = LocalTime(text) else { fatalError("bad test time \(text)") }
+    return t
+}
+
+/// A summary calendar (tests only).
+func summary(_ times: [String], _ zone: String) throws(CalendarError) -> SummaryCalendar {
+    try SummaryCalendar(times: times.map(lt), timeZone: zone)
+}
+
+/// The first `count` firings after `start`, as RFC 3339 text.
+func firings(_ cal: SummaryCalendar, after start: String, count: Int) -> [String] {
+    var out: [String] = []
+    var t = at(start)
+    for _ in 0..<count {
+        t = cal.nextFiring(after: t)
+        out.append(t.rfc3339)
+    }
+    return out
+}
