@@ -89,8 +89,6 @@ struct EngineHarness {
 /// Monday 2026-01-05 12:00:00 UTC: the default start of a test.
 let T0 = Instant(rfc3339: "2026-01-05T12:00:00Z")!
 
-func at(_ s: String) -> Instant { Instant(rfc3339: s)! }
-
 /// The single delivery of `ds`, recording an issue when there is not exactly one.
 func only(_ ds: [Delivery], sourceLocation: SourceLocation = #_sourceLocation) -> Delivery {
     if ds.count != 1 {
