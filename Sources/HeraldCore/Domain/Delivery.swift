@@ -1,0 +1,134 @@
+// A decision the engine made about a notification, and its canonical JSON form (SPEC §5).
+
+/// What happened to a notification (the `kind` of a delivery line).
+public enum DeliveryKind: String, Hashable, Sendable, CaseIterable {
+    case alert, quiet, queued, held, summary, focusDigest, suppressed, expired, replaced, withdrawn, cleared
+}
+
+/// How a delivered notification is presented on the device.
+public struct Presentation: Hashable, Sendable {
+    public var banner = false
+    public var sound = false
+    /// The app's new badge count, or nil when the user's badge setting is off.
+    public var badge: Int?
+    public var lockScreen = false
+    public var notificationCenter = false
+    public var overrideSilent = false
+    public init(banner: Bool = false, sound: Bool = false, badge: Int? = nil, lockScreen: Bool = false,
+                notificationCenter: Bool = false, overrideSilent: Bool = false) {
+        self.banner = banner; self.sound = sound; self.badge = badge; self.lockScreen = lockScreen
+        self.notificationCenter = notificationCenter; self.overrideSilent = overrideSilent
+    }
+
+    var json: JSONValue {
+        var o: [String: JSONValue] = [
+            "banner": .bool(banner), "sound": .bool(sound), "lockScreen": .bool(lockScreen),
+            "notificationCenter": .bool(notificationCenter), "overrideSilent": .bool(overrideSilent),
+        ]
+        if let badge { o["badge"] = .int(Int64(badge)) }
+        return .object(o)
+    }
+}
+
+/// One notification listed in a `summary` or `focusDigest` delivery.
+public struct DeliveryItem: Hashable, Sendable {
+    public var notification: SubmittedNotification
+    /// Global seq of the submit event: the arrival order.
+    public var seq: Int64
+    public var previews: ShowPreviews
+
+    var json: JSONValue {
+        var o: [String: JSONValue] = [
+            "app": .string(notification.app), "notification": .string(notification.id),
+            "content": notification.contentJSON(previews: previews),
+        ]
+        if let t = notification.threadId { o["threadId"] = .string(t) }
+        if let r = notification.relevanceScore { o["relevanceScore"] = .double(r) }
+        return .object(o)
+    }
+}
+
+/// One evaluated rule of a decision's trace, in evaluation order (SPEC §10 "Explain").
+public struct RuleStep: Hashable, Sendable {
+    /// The rule's stable code, e.g. `not_authorized`, `focus`.
+    public var rule: String
+    /// `pass` (did not apply), `decided` (this rule decided), or `applied` (adjusted the outcome).
+    public var outcome: String
+    public init(_ rule: String, _ outcome: String) { self.rule = rule; self.outcome = outcome }
+    public var json: JSONValue { .object(["rule": .string(rule), "outcome": .string(outcome)]) }
+}
+
+/// A decision about a notification (or a user's summary / digest / badge), emitted to
+/// consumers and stored. Deterministic: `body` is a pure function of the fields.
+public struct Delivery: Hashable, Sendable {
+    public var kind: DeliveryKind
+    public var user: String
+    public var app: String?
+    /// The notification's id (nil for summary and focusDigest, and for cleared).
+    public var notificationId: String?
+    /// The engine instant the decision was made at (a timer's deadline for timed decisions).
+    public var at: Instant
+    /// The code of the rule that decided.
+    public var reason: String
+    public var presentation: Presentation?
+    /// The notification whose content this delivery carries, if any.
+    public var notification: SubmittedNotification?
+    /// The user's preview setting at decision time: shapes `content`.
+    public var previews: ShowPreviews = .whenUnlocked
+    public var provisional = false
+    /// The id of the already delivered notification this one replaces (collapse).
+    public var replaces: String?
+    public var timeSensitiveIntro = false
+    public var items: [DeliveryItem] = []
+    /// For `queued`: the instant of the summary it will be part of.
+    public var summaryAt: Instant?
+    /// For `held` and `focusDigest`: the Focus in question.
+    public var focus: String?
+    /// For a decision made when a snooze ran out.
+    public var snoozed = false
+    public var trace: [RuleStep] = []
+    public var rulesVersion: String
+    /// Seq of the event that caused this delivery (for timers: the seq of the event that armed them).
+    public var causeSeq: Int64
+
+    public init(kind: DeliveryKind, user: String, app: String?, notificationId: String?, at: Instant,
+                reason: String, rulesVersion: String, causeSeq: Int64) {
+        self.kind = kind; self.user = user; self.app = app; self.notificationId = notificationId
+        self.at = at; self.reason = reason; self.rulesVersion = rulesVersion; self.causeSeq = causeSeq
+    }
+
+    /// The delivery as canonical JSON per SPEC §5's delivery line, without `op` and `cursor`
+    /// (the runtime adds those). Optional members are omitted when absent or false:
+    /// `app`, `notification`, `presentation`, `content`, `provisional`, `replaces`,
+    /// `timeSensitiveIntro`, `items`, `summaryAt`, `focus`, `snoozed`. Always present:
+    /// `kind`, `user`, `at`, `reason`, `rulesVersion`, `causeSeq`. The trace is separate
+    /// (`traceJSON`): it goes to the deliveries table, not to consumers.
+    public var body: JSONValue {
+        var o: [String: JSONValue] = [
+            "kind": .string(kind.rawValue), "user": .string(user), "at": .string(at.rfc3339),
+            "reason": .string(reason), "rulesVersion": .string(rulesVersion), "causeSeq": .int(causeSeq),
+        ]
+        if let app { o["app"] = .string(app) }
+        if let notificationId { o["notification"] = .string(notificationId) }
+        if let presentation { o["presentation"] = presentation.json }
+        if let notification { o["content"] = notification.contentJSON(previews: previews) }
+        if provisional { o["provisional"] = .bool(true) }
+        if let replaces { o["replaces"] = .string(replaces) }
+        if timeSensitiveIntro { o["timeSensitiveIntro"] = .bool(true) }
+        if kind == .summary || kind == .focusDigest { o["items"] = .array(items.map(\.json)) }
+        if let summaryAt { o["summaryAt"] = .string(summaryAt.rfc3339) }
+        if let focus { o["focus"] = .string(focus) }
+        if snoozed { o["snoozed"] = .bool(true) }
+        return .object(o)
+    }
+
+    /// The ordered rule trace as JSON: `[{"rule":…,"outcome":…},…]`.
+    public var traceJSON: JSONValue { .array(trace.map(\.json)) }
+
+    /// `body` plus `"trace"`: what `herald explain` shows.
+    public var explainedBody: JSONValue {
+        guard case .object(var o) = body else { return body }
+        o["trace"] = traceJSON
+        return .object(o)
+    }
+}

@@ -1,0 +1,22 @@
+// The four interruption levels of SPEC §2 and what each may override.
+
+/// How urgently a notification may interrupt its recipient (SPEC §2).
+public enum InterruptionLevel: String, Hashable, Sendable, CaseIterable {
+    /// Notification Center only; never alerts.
+    case passive
+    /// The default: alerts when delivered normally; respects summary and Focus.
+    case active
+    /// Overrides the Scheduled Summary; breaks through a Focus that allows Time Sensitive
+    /// when the user has not turned Time Sensitive off for the app.
+    case timeSensitive
+    /// Overrides summary, Focus, mute and Ring/Silent. Needs the app's `critical`
+    /// entitlement and the user's `criticalAlert` authorization.
+    case critical
+
+    /// Column "overrides Scheduled Summary" of the §2 table.
+    public var overridesSummary: Bool { self == .timeSensitive || self == .critical }
+    /// Column "overrides Ring/Silent" of the §2 table.
+    public var overridesSilent: Bool { self == .critical }
+    /// Column "alerts (banner/sound) when delivered normally" of the §2 table.
+    public var alertsWhenDeliveredNormally: Bool { self != .passive }
+}

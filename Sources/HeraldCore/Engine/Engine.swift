@@ -1,0 +1,94 @@
+// The decision engine's entry points: admit a request, apply a committed event, let time pass.
+
+/// A committed event as the store hands it back: what the engine folds.
+public struct StoredEvent: Hashable, Sendable {
+    /// Global, gap-free sequence number.
+    public var seq: Int64
+    /// The user (partition key); nil for global events (`registerApp`).
+    public var user: String?
+    /// The op that produced it (`submit`, `settings`, …).
+    public var type: String
+    /// The normalized request body (see `EventDraft.body`).
+    public var body: JSONValue
+    /// The engine time at which it was accepted.
+    public var at: Instant
+
+    public init(seq: Int64, user: String?, type: String, body: JSONValue, at: Instant) {
+        self.seq = seq; self.user = user; self.type = type; self.body = body; self.at = at
+    }
+}
+
+/// What applying an event or letting time pass produced.
+public struct Outcome: Hashable, Sendable {
+    /// The decisions, in order.
+    public var deliveries: [Delivery]
+    /// The user's earliest pending deadline after this, nil if none. The runtime arms the
+    /// timing wheel with it; a spurious or late wake is harmless.
+    public var nextWake: Instant?
+    public init(deliveries: [Delivery], nextWake: Instant?) {
+        self.deliveries = deliveries; self.nextWake = nextWake
+    }
+}
+
+/// The decision engine: a value holding the rules version. Pure: every input (time
+/// included) is an argument, every output a return value.
+public struct Engine: Sendable {
+    /// The version of the rules this build implements; recorded in every delivery.
+    public static let currentRulesVersion = "1"
+    /// How many delivered notifications per (user, app) are remembered for collapse,
+    /// snooze, `opened` and `withdraw`.
+    public static let recentLimit = 64
+    /// How many early withdrawals (withdraw before its submit) a user remembers.
+    public static let tombstoneLimit = 64
+    /// The summary times used when an app is set to summary delivery but the user has no
+    /// schedule: 08:00 and 18:00 UTC (SPEC §3).
+    public static let defaultSummaryCalendar: SummaryCalendar = {
+        // Both times are valid and UTC exists: this cannot fail.
+        try! SummaryCalendar(times: [LocalTime("08:00")!, LocalTime("18:00")!], timeZone: "UTC")
+    }()
+
+    /// The rules version stamped on deliveries.
+    public let rulesVersion: String
+
+    public init(rulesVersion: String = Engine.currentRulesVersion) {
+        self.rulesVersion = rulesVersion
+    }
+
+    /// Apply one committed event (with its global seq and the engine time it was accepted
+    /// at). First advances the user's own timers to `event.at` (a timer due at exactly
+    /// `event.at` fires before the event), then folds the event and decides, then fires
+    /// anything the event made due at or before `event.at`. `registerApp` updates `apps`
+    /// and leaves `state` alone.
+    public func apply(_ event: StoredEvent, to state: inout UserState, apps: inout AppRegistry) -> Outcome {
+        if event.type == "registerApp" {
+            foldRegisterApp(event.body, apps: &apps)
+            return Outcome(deliveries: [], nextWake: state.nextDeadline())
+        }
+        var out: [Delivery] = []
+        fireTimers(&state, upTo: event.at, apps: apps, out: &out)
+        fold(event, into: &state, apps: apps, out: &out)
+        fireTimers(&state, upTo: event.at, apps: apps, out: &out)
+        state.lastSeq = event.seq
+        return Outcome(deliveries: out, nextWake: state.nextDeadline())
+    }
+
+    /// Time passing for one user: fires everything due at or before `now`, ordered by
+    /// deadline, then kind (expiry, Focus end, summary, deferred decision, snooze), then seq.
+    /// Timed decisions are judged at their deadline and carry `at` = the deadline.
+    public func advance(_ state: inout UserState, to now: Instant, apps: AppRegistry) -> Outcome {
+        var out: [Delivery] = []
+        fireTimers(&state, upTo: now, apps: apps, out: &out)
+        return Outcome(deliveries: out, nextWake: state.nextDeadline())
+    }
+
+    func foldRegisterApp(_ body: JSONValue, apps: inout AppRegistry) {
+        guard let app = body["app"]?.stringValue else { return }
+        var ents: Entitlements = []
+        for e in body["entitlements"]?.arrayValue ?? [] {
+            if let name = e.stringValue, let (_, flag) = Entitlements.wireNames.first(where: { $0.0 == name }) {
+                ents.insert(flag)
+            }
+        }
+        apps.register(app, entitlements: ents)
+    }
+}

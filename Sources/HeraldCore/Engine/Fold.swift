@@ -1,0 +1,275 @@
+// Folding one committed event into a user's state; submits and withdraws emit decisions.
+
+extension Engine {
+    /// Folds `event` into `state`. Never fails: a committed event already happened, so a
+    /// malformed or stale field is ignored (the door rejects such requests before storage).
+    func fold(_ event: StoredEvent, into state: inout UserState, apps: AppRegistry, out: inout [Delivery]) {
+        let b = event.body
+        let t = event.at
+        switch event.type {
+        case "submit":
+            foldSubmit(SubmittedNotification(body: b), seq: event.seq, at: t, state: &state, apps: apps, out: &out)
+        case "withdraw":
+            guard let app = b["app"]?.stringValue, let id = b["id"]?.stringValue else { return }
+            foldWithdraw(app: app, id: id, seq: event.seq, at: t, state: &state, out: &out)
+        case "authorization":
+            guard let app = b["app"]?.stringValue,
+                  let status = b["status"]?.stringValue.flatMap(AuthorizationStatus.init(rawValue:)) else { return }
+            var opts: AuthorizationOptions = []
+            for o in b["options"]?.arrayValue ?? [] {
+                if let name = o.stringValue, let (_, f) = AuthorizationOptions.wireNames.first(where: { $0.0 == name }) {
+                    opts.insert(f)
+                }
+            }
+            state.withApp(app) { a in
+                a.status = status
+                a.options = opts
+                a.provisionalChoice = .undecided
+                if status == .authorized || status == .provisional {
+                    a.flags.remove([.alert, .sound, .badge])
+                    if opts.contains(.alert) { a.flags.insert(.alert) }
+                    if opts.contains(.sound) { a.flags.insert(.sound) }
+                    if opts.contains(.badge) { a.flags.insert(.badge) }
+                }
+            }
+        case "settings":
+            foldSettings(b, state: &state)
+        case "provisionalKeep":
+            guard let app = b["app"]?.stringValue else { return }
+            let summary = b["delivery"]?.stringValue == DeliveryMode.summary.rawValue
+            state.withApp(app) { a in
+                if summary { a.flags.insert(.summaryDelivery) } else { a.flags.remove(.summaryDelivery) }
+                if a.status == .provisional { a.provisionalChoice = summary ? .keptSummary : .keptImmediate }
+            }
+        case "provisionalTurnOff":
+            guard let app = b["app"]?.stringValue else { return }
+            state.withApp(app) { a in
+                a.status = .denied
+                a.provisionalChoice = .undecided
+            }
+        case "summarySchedule":
+            let times = (b["times"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(LocalTime.init) }
+            let zone = b["timeZone"]?.stringValue ?? "UTC"
+            state.summarySchedule = try? SummaryCalendar(times: times, timeZone: zone)
+            if state.summaryDue != nil {
+                state.summaryDue = (state.summarySchedule ?? Engine.defaultSummaryCalendar).nextFiring(after: t)
+            }
+        case "focusDefine":
+            guard let name = b["focus"]?.stringValue else { return }
+            var calendar: FocusCalendar?
+            if let sched = b["schedule"]?.arrayValue, !sched.isEmpty {
+                let windows: [FocusWindow] = sched.compactMap { w in
+                    guard let s = w["start"]?.stringValue.flatMap(LocalTime.init),
+                          let e = w["end"]?.stringValue.flatMap(LocalTime.init) else { return nil }
+                    let days = (w["days"]?.arrayValue ?? []).compactMap { $0.intValue.map(Int.init) }
+                    return FocusWindow(days: days, start: s, end: e)
+                }
+                calendar = try? FocusCalendar(windows: windows, timeZone: b["timeZone"]?.stringValue ?? "UTC")
+            }
+            state.focus.define(FocusDefinition(
+                name: name,
+                allowedPeople: (b["allowedPeople"]?.arrayValue ?? []).compactMap(\.stringValue),
+                allowedApps: (b["allowedApps"]?.arrayValue ?? []).compactMap(\.stringValue),
+                allowTimeSensitive: b["allowTimeSensitive"]?.boolValue ?? true,
+                calendar: calendar))
+            focusChanged(&state, at: t, seq: event.seq, out: &out)
+        case "focusOn":
+            guard let name = b["focus"]?.stringValue else { return }
+            if state.focus.definition(name) == nil { state.focus.define(FocusDefinition(name: name)) }
+            state.focus.manual = name
+            state.focus.manualUntil = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:))
+            state.focus.offUntil[name] = nil
+            focusChanged(&state, at: t, seq: event.seq, out: &out)
+        case "focusOff":
+            guard let name = b["focus"]?.stringValue else { return }
+            if state.focus.manual == name {
+                state.focus.manual = nil
+                state.focus.manualUntil = nil
+            }
+            if let cal = state.focus.definition(name)?.calendar, cal.isActive(at: t), let end = cal.activeUntil(t) {
+                state.focus.offUntil[name] = end
+            }
+            focusChanged(&state, at: t, seq: event.seq, out: &out)
+        case "mute":
+            guard let app = b["app"]?.stringValue else { return }
+            let until = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:))
+            state.withApp(app) { $0.mutedUntil = until.flatMap { $0 > t ? $0 : nil } }
+        case "snooze":
+            guard let app = b["app"]?.stringValue, let id = b["id"]?.stringValue,
+                  let until = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:)),
+                  let rec = state.apps[app]?.recent.last(where: { $0.notification.id == id }) else { return }
+            state.snoozes.removeAll { $0.record.notification.app == app && $0.record.notification.id == id }
+            state.snoozes.append(Snooze(record: rec, until: until, causeSeq: event.seq))
+        case "opened":
+            guard let app = b["app"]?.stringValue else { return }
+            let id = b["id"]?.stringValue
+            state.withApp(app) { a in
+                if let id, let i = a.recent.lastIndex(where: { $0.notification.id == id }) {
+                    if a.recent[i].counted { a.recent[i].counted = false; a.badge = max(0, a.badge - 1) }
+                    return
+                }
+                a.badge = max(0, a.badge - 1)
+            }
+            if let id, let i = state.pending.firstIndex(where: { $0.notification.app == app && $0.notification.id == id }) {
+                state.pending[i].counted = false
+            }
+        case "badgeClear":
+            guard let app = b["app"]?.stringValue else { return }
+            let badgeOn = state.withApp(app) { a -> Bool in
+                a.badge = 0
+                for i in a.recent.indices { a.recent[i].counted = false }
+                return a.flags.contains(.badge)
+            }
+            for i in state.pending.indices where state.pending[i].notification.app == app { state.pending[i].counted = false }
+            var d = Delivery(kind: .cleared, user: state.user, app: app, notificationId: nil, at: t,
+                             reason: Reason.badgeCleared, rulesVersion: rulesVersion, causeSeq: event.seq)
+            if badgeOn { d.presentation = Presentation(badge: 0) }
+            d.trace = [RuleStep("badge_clear", "decided")]
+            out.append(d)
+        default:
+            break  // unknown types (from a newer rules version) are ignored
+        }
+    }
+
+    func foldSubmit(_ n: SubmittedNotification, seq: Int64, at t: Instant, state: inout UserState,
+                    apps: AppRegistry, out: inout [Delivery]) {
+        // Idempotency is the runtime's ((app, id) unique forever); as a second line of
+        // defence a duplicate of a pending or remembered notification is ignored here.
+        if state.pending.contains(where: { $0.notification.id == n.id && $0.notification.app == n.app })
+            || state.apps[n.app]?.recent.contains(where: { $0.notification.id == n.id }) == true {
+            return
+        }
+        // Collapse: a pending notification with the same (user, app, collapseId) is replaced now.
+        if let cid = n.collapseId {
+            var i = 0
+            while i < state.pending.count {
+                let p = state.pending[i]
+                if p.notification.app == n.app && p.notification.collapseId == cid {
+                    state.pending.remove(at: i)
+                    emitRemoval(p, kind: .replaced, reason: Reason.replacedByNewer, at: t, causeSeq: seq,
+                                state: &state, out: &out)
+                } else {
+                    i += 1
+                }
+            }
+            afterPendingRemoval(&state, at: t)
+        }
+        if let da = n.deliverAt, da > t {
+            state.insertPending(PendingItem(notification: n, seq: seq, stage: .deferred, counted: false))
+            return
+        }
+        decide(n, seq: seq, at: t, carriedCount: nil, state: &state, apps: apps, out: &out)
+    }
+
+    func foldWithdraw(app: String, id: String, seq: Int64, at t: Instant, state: inout UserState, out: inout [Delivery]) {
+        state.snoozes.removeAll { $0.record.notification.app == app && $0.record.notification.id == id }
+        if let i = state.pending.firstIndex(where: { $0.notification.app == app && $0.notification.id == id }) {
+            let p = state.pending.remove(at: i)
+            emitRemoval(p, kind: .withdrawn, reason: Reason.withdrawn, at: t, causeSeq: seq, state: &state, out: &out)
+            afterPendingRemoval(&state, at: t)
+            return
+        }
+        if let i = state.apps[app]?.recent.lastIndex(where: { $0.notification.id == id }) {
+            let rec = state.apps[app]!.recent.remove(at: i)
+            emitRemoval(PendingItem(notification: rec.notification, seq: rec.seq, stage: .held, counted: rec.counted),
+                        kind: .withdrawn, reason: Reason.withdrawnAfterDelivery, at: t, causeSeq: seq,
+                        state: &state, out: &out)
+            return
+        }
+        // Not known yet (or long forgotten): remember it so a later submit is not delivered.
+        let key = NotificationKey(app: app, id: id)
+        if !state.tombstones.contains(key) {
+            state.tombstones.append(key)
+            if state.tombstones.count > Engine.tombstoneLimit { state.tombstones.removeFirst() }
+        }
+    }
+
+    /// Emits the end of a pending (or delivered) notification: replaced, withdrawn, expired.
+    /// Lowers the badge if it counted, and carries the new count.
+    func emitRemoval(_ p: PendingItem, kind: DeliveryKind, reason: String, at t: Instant, causeSeq: Int64,
+                     state: inout UserState, out: inout [Delivery]) {
+        let badgeOn = state.withApp(p.notification.app) { a -> Bool in
+            if p.counted { a.badge = max(0, a.badge - 1) }
+            return a.flags.contains(.badge)
+        }
+        var d = Delivery(kind: kind, user: state.user, app: p.notification.app, notificationId: p.notification.id,
+                         at: t, reason: reason, rulesVersion: rulesVersion, causeSeq: causeSeq)
+        if badgeOn && p.counted { d.presentation = Presentation(badge: Int(state.apps[p.notification.app]!.badge)) }
+        d.trace = [RuleStep(reason == Reason.expired ? Rule.expired : (kind == .replaced ? Rule.collapse : Rule.withdrawn), "decided")]
+        out.append(d)
+    }
+
+    /// Clears summary / Focus bookkeeping when no queued / held items remain.
+    func afterPendingRemoval(_ state: inout UserState, at t: Instant) {
+        if !state.pending.contains(where: { $0.stage == .queued }) { state.summaryDue = nil }
+        if !state.pending.contains(where: { $0.stage == .held }) {
+            state.heldFocus = nil
+            state.focusCheckAt = nil
+        }
+    }
+
+    func foldSettings(_ b: JSONValue, state: inout UserState) {
+        if let app = b["app"]?.stringValue {
+            state.withApp(app) { a in
+                var presentationChanged = false
+                for (name, flag) in AppFlags.settingNames {
+                    guard let v = b[name]?.boolValue else { continue }
+                    if v { a.flags.insert(flag) } else { a.flags.remove(flag) }
+                    if flag != .marketingConsent && flag != .timeSensitive { presentationChanged = true }
+                }
+                if let d = b["delivery"]?.stringValue.flatMap(DeliveryMode.init(rawValue:)) {
+                    if d == .summary { a.flags.insert(.summaryDelivery) } else { a.flags.remove(.summaryDelivery) }
+                    presentationChanged = true
+                }
+                // A provisional app whose presentation the user set by hand is no longer
+                // provisional: the user decided ("until settings change", SPEC §3 rule 6).
+                if presentationChanged && a.status == .provisional {
+                    a.status = .authorized
+                    a.provisionalChoice = .undecided
+                }
+            }
+            return
+        }
+        if let v = b["allowNotifications"]?.boolValue { state.global.allowNotifications = v }
+        if let v = b["showPreviews"]?.stringValue.flatMap(ShowPreviews.init(rawValue:)) { state.global.showPreviews = v }
+        if let v = b["attentionBudget"] {
+            if case .int(let n) = v { state.global.attentionBudget = Int32(clamping: n) } else if v == .null {
+                state.global.attentionBudget = nil
+                state.bannerTimes = []
+            }
+        }
+    }
+
+    /// After a Focus event or a Focus transition: if the Focus holding items is no longer
+    /// the active one, emit its digest; else re-arm the check.
+    func focusChanged(_ state: inout UserState, at t: Instant, seq: Int64?, out: inout [Delivery]) {
+        guard let holding = state.heldFocus else { return }
+        if state.focus.active(at: t)?.name == holding {
+            state.focusCheckAt = state.focus.nextChange(after: t)
+            return
+        }
+        let held = state.pending.filter { $0.stage == .held }
+        state.pending.removeAll { $0.stage == .held }
+        state.heldFocus = nil
+        state.focusCheckAt = nil
+        guard !held.isEmpty else { return }
+        var d = Delivery(kind: .focusDigest, user: state.user, app: nil, notificationId: nil, at: t,
+                         reason: Reason.focusEnded, rulesVersion: rulesVersion,
+                         causeSeq: seq ?? held.map(\.seq).max()!)
+        d.focus = holding
+        d.items = held.map { DeliveryItem(notification: $0.notification, seq: $0.seq, previews: state.global.showPreviews) }
+        d.trace = [RuleStep(Rule.focus, "ended")]
+        out.append(d)
+        for h in held { state.remember(h) }
+    }
+}
+
+extension UserState {
+    /// Moves a formerly pending notification to the app's recently delivered list.
+    mutating func remember(_ p: PendingItem) {
+        withApp(p.notification.app) { a in
+            a.recent.append(DeliveredRecord(notification: p.notification, seq: p.seq, counted: p.counted))
+            if a.recent.count > Engine.recentLimit { a.recent.removeFirst(a.recent.count - Engine.recentLimit) }
+        }
+    }
+}

@@ -1,0 +1,351 @@
+// SPEC §3's delivery rules in order, with the §2 interruption-level table: one decision per call.
+
+/// Stable rule codes, in evaluation order (the trace lists them in this order).
+public enum Rule {
+    public static let withdrawn = "withdrawn"
+    public static let expired = "expired"
+    public static let notAuthorized = "not_authorized"
+    public static let silenceAll = "silence_all"
+    public static let marketing = "marketing"
+    public static let critical = "critical"
+    public static let timeSensitiveSetting = "time_sensitive_setting"
+    public static let provisional = "provisional"
+    public static let muted = "muted"
+    public static let collapse = "collapse"
+    public static let communication = "communication"
+    public static let summary = "summary"
+    public static let focus = "focus"
+    public static let normal = "normal"
+    public static let attentionBudget = "attention_budget"
+    public static let timeSensitiveIntro = "time_sensitive_intro"
+    public static let snooze = "snooze"
+}
+
+/// Stable reason codes carried by deliveries.
+public enum Reason {
+    public static let withdrawn = "withdrawn"
+    public static let withdrawnBeforeArrival = "withdrawn_before_arrival"
+    public static let withdrawnAfterDelivery = "withdrawn_after_delivery"
+    public static let expired = "expired"
+    public static let notAuthorized = "not_authorized"
+    public static let notificationsDisabled = "notifications_disabled"
+    public static let marketingNotConsented = "marketing_not_consented"
+    public static let critical = "critical"
+    public static let provisional = "provisional"
+    public static let provisionalKept = "provisional_kept"
+    public static let provisionalKeptSummary = "provisional_kept_summary"
+    public static let muted = "muted"
+    public static let collapsedIntoDelivered = "collapsed_into_delivered"
+    public static let replacedByNewer = "replaced_by_newer"
+    public static let communicationAllowedPerson = "communication_allowed_person"
+    public static let summaryQueued = "summary_queued"
+    public static let focusHeld = "focus_held"
+    public static let focusAllowedApp = "focus_allowed_app"
+    public static let focusAllowsTimeSensitive = "focus_allows_time_sensitive"
+    public static let delivered = "delivered"
+    public static let passive = "passive"
+    public static let alertsOff = "alerts_off"
+    public static let attentionBudget = "attention_budget"
+    public static let summary = "summary"
+    public static let focusEnded = "focus_ended"
+    public static let badgeCleared = "badge_cleared"
+}
+
+extension Engine {
+    /// Decides notification `n` for `state`'s user at `t` (arrival, `deliverAt`, or a
+    /// snooze's end) and records the result in `state`. `carriedCount` is nil for a fresh
+    /// notification; for a snoozed one it says whether it still counts toward the badge.
+    func decide(_ n: SubmittedNotification, seq: Int64, at t: Instant, carriedCount: Bool?,
+                state: inout UserState, apps: AppRegistry, out: inout [Delivery]) {
+        var trace: [RuleStep] = []
+        trace.reserveCapacity(12)
+        if carriedCount != nil { trace.append(RuleStep(Rule.snooze, "applied")) }
+        let app = state.apps[n.app] ?? AppState()
+        let ents = apps.entitlements(of: n.app)
+
+        func finish(_ kind: DeliveryKind, _ reason: String) {
+            var d = Delivery(kind: kind, user: state.user, app: n.app, notificationId: n.id, at: t,
+                             reason: reason, rulesVersion: rulesVersion, causeSeq: seq)
+            d.trace = trace
+            d.snoozed = carriedCount != nil
+            out.append(d)
+        }
+
+        // 1. Withdrawn before t (a pending one is withdrawn by the withdraw event itself;
+        // here: a withdraw that arrived before its submit).
+        if let i = state.tombstones.firstIndex(of: NotificationKey(app: n.app, id: n.id)) {
+            state.tombstones.remove(at: i)
+            trace.append(RuleStep(Rule.withdrawn, "decided"))
+            finish(.withdrawn, Reason.withdrawnBeforeArrival)
+            return
+        }
+        trace.append(RuleStep(Rule.withdrawn, "pass"))
+
+        // 2. Expired: t > expiresAt.
+        if let e = n.expiresAt, t > e {
+            trace.append(RuleStep(Rule.expired, "decided"))
+            finish(.expired, Reason.expired)
+            return
+        }
+        trace.append(RuleStep(Rule.expired, "pass"))
+
+        // 3. Not authorized, with the critical exception.
+        let criticalAllowed = n.level == .critical && ents.contains(.critical) && app.options.contains(.criticalAlert)
+        if (app.status == .notDetermined || app.status == .denied) && !criticalAllowed {
+            trace.append(RuleStep(Rule.notAuthorized, "decided"))
+            finish(.suppressed, Reason.notAuthorized)
+            return
+        }
+        trace.append(RuleStep(Rule.notAuthorized, "pass"))
+
+        // Silence all: allowNotifications false lets only allowed critical and government through.
+        if !state.global.allowNotifications && !criticalAllowed && !ents.contains(.government) {
+            trace.append(RuleStep(Rule.silenceAll, "decided"))
+            finish(.suppressed, Reason.notificationsDisabled)
+            return
+        }
+        trace.append(RuleStep(Rule.silenceAll, "pass"))
+
+        // 4. Marketing without consent.
+        if n.marketing && !app.flags.contains(.marketingConsent) {
+            trace.append(RuleStep(Rule.marketing, "decided"))
+            finish(.suppressed, Reason.marketingNotConsented)
+            return
+        }
+        trace.append(RuleStep(Rule.marketing, "pass"))
+
+        // Collapse onto an already delivered notification: found now, applied below.
+        var replacesRecord: DeliveredRecord?
+        if carriedCount == nil, let cid = n.collapseId {
+            replacesRecord = app.recent.last { $0.notification.collapseId == cid }
+        }
+
+        // 5. Critical (allowed): alert now, overriding silent, Focus, summary, mute.
+        var level = n.level
+        if criticalAllowed {
+            trace.append(RuleStep(Rule.critical, "decided"))
+            let p = Presentation(banner: true, sound: true, lockScreen: true, notificationCenter: true, overrideSilent: true)
+            land(n, seq: seq, kind: .alert, reason: Reason.critical, presentation: p, at: t, trace: trace,
+                 replaces: replacesRecord, carriedCount: carriedCount, provisional: false,
+                 state: &state, out: &out)
+            return
+        }
+        if level == .critical {
+            // Entitled (checked at the door) but the user did not grant criticalAlert, or the
+            // entitlement was revoked since: delivered as an ordinary `active` notification.
+            level = .active
+            trace.append(RuleStep(Rule.critical, "downgraded"))
+        } else {
+            trace.append(RuleStep(Rule.critical, "pass"))
+        }
+        if level == .timeSensitive && !app.flags.contains(.timeSensitive) {
+            // The user turned Time Sensitive off for this app: treated as `active`.
+            level = .active
+            trace.append(RuleStep(Rule.timeSensitiveSetting, "downgraded"))
+        }
+
+        let quietPresentation = Presentation(notificationCenter: app.flags.contains(.notificationCenter))
+
+        // 6. Provisional.
+        if app.status == .provisional {
+            trace.append(RuleStep(Rule.provisional, "decided"))
+            switch app.provisionalChoice {
+            case .undecided:
+                land(n, seq: seq, kind: .quiet, reason: Reason.provisional,
+                     presentation: Presentation(notificationCenter: true), at: t, trace: trace,
+                     replaces: replacesRecord, carriedCount: carriedCount, provisional: true, state: &state, out: &out)
+            case .keptImmediate:
+                land(n, seq: seq, kind: .quiet, reason: Reason.provisionalKept,
+                     presentation: quietPresentation, at: t, trace: trace,
+                     replaces: replacesRecord, carriedCount: carriedCount, provisional: false, state: &state, out: &out)
+            case .keptSummary:
+                land(n, seq: seq, kind: .queued, reason: Reason.provisionalKeptSummary,
+                     presentation: quietPresentation, at: t, trace: trace,
+                     replaces: replacesRecord, carriedCount: carriedCount, provisional: false, state: &state, out: &out)
+            }
+            return
+        }
+        trace.append(RuleStep(Rule.provisional, "pass"))
+
+        // 7. Muted until m > t.
+        if let m = app.mutedUntil, m > t {
+            trace.append(RuleStep(Rule.muted, "decided"))
+            land(n, seq: seq, kind: .quiet, reason: Reason.muted, presentation: quietPresentation, at: t, trace: trace,
+                 replaces: replacesRecord, carriedCount: carriedCount, provisional: false, state: &state, out: &out)
+            return
+        }
+        trace.append(RuleStep(Rule.muted, "pass"))
+
+        // Collapse: the old one was already delivered → the new one is quiet, replacing it,
+        // unless Time Sensitive (Critical was decided above).
+        if replacesRecord != nil {
+            if level != .timeSensitive {
+                trace.append(RuleStep(Rule.collapse, "decided"))
+                land(n, seq: seq, kind: .quiet, reason: Reason.collapsedIntoDelivered, presentation: quietPresentation,
+                     at: t, trace: trace, replaces: replacesRecord, carriedCount: carriedCount, provisional: false,
+                     state: &state, out: &out)
+                return
+            }
+            trace.append(RuleStep(Rule.collapse, "applied"))
+        } else {
+            trace.append(RuleStep(Rule.collapse, "pass"))
+        }
+
+        // 8. Communication: the sender decides Focus break-through; never summarized.
+        let isCommunication = n.communication != nil && ents.contains(.communication)
+        trace.append(RuleStep(Rule.communication, isCommunication ? "applied" : "pass"))
+
+        // 9. Scheduled Summary (passive/active only; Time Sensitive overrides).
+        if !isCommunication && app.flags.contains(.summaryDelivery) && (level == .passive || level == .active) {
+            trace.append(RuleStep(Rule.summary, "decided"))
+            land(n, seq: seq, kind: .queued, reason: Reason.summaryQueued, presentation: quietPresentation, at: t,
+                 trace: trace, replaces: replacesRecord, carriedCount: carriedCount, provisional: false,
+                 state: &state, out: &out)
+            return
+        }
+        trace.append(RuleStep(Rule.summary, "pass"))
+
+        // 10. Focus.
+        var reason = Reason.delivered
+        if let f = state.focus.active(at: t) {
+            let breaks: Bool
+            if isCommunication {
+                breaks = f.allowedPeople.contains(n.communication!.sender)
+                reason = Reason.communicationAllowedPerson
+            } else if f.allowedApps.contains(n.app) {
+                breaks = true
+                reason = Reason.focusAllowedApp
+            } else {
+                breaks = level == .timeSensitive && f.allowTimeSensitive
+                reason = Reason.focusAllowsTimeSensitive
+            }
+            if !breaks {
+                trace.append(RuleStep(Rule.focus, "decided"))
+                land(n, seq: seq, kind: .held, reason: Reason.focusHeld, presentation: quietPresentation, at: t,
+                     trace: trace, replaces: replacesRecord, carriedCount: carriedCount, provisional: false,
+                     state: &state, out: &out, focus: f.name)
+                return
+            }
+            trace.append(RuleStep(Rule.focus, "breaks_through"))
+        } else {
+            trace.append(RuleStep(Rule.focus, "pass"))
+        }
+
+        // 11. Normal.
+        trace.append(RuleStep(Rule.normal, "decided"))
+        if level == .passive {
+            land(n, seq: seq, kind: .quiet, reason: Reason.passive, presentation: quietPresentation, at: t,
+                 trace: trace, replaces: replacesRecord, carriedCount: carriedCount, provisional: false,
+                 state: &state, out: &out)
+            return
+        }
+        var p = Presentation(banner: app.flags.contains(.alert), sound: app.flags.contains(.sound),
+                             lockScreen: app.flags.contains(.lockScreen),
+                             notificationCenter: app.flags.contains(.notificationCenter))
+        if !p.banner && !p.sound {
+            land(n, seq: seq, kind: .quiet, reason: Reason.alertsOff, presentation: p, at: t,
+                 trace: trace, replaces: replacesRecord, carriedCount: carriedCount, provisional: false,
+                 state: &state, out: &out)
+            return
+        }
+        var kind = DeliveryKind.alert
+        if p.banner, let budget = state.global.attentionBudget {
+            let windowStart = t.adding(.hours(-1))
+            state.bannerTimes.removeAll { $0 <= windowStart }
+            if level == .active && state.bannerTimes.count >= Int(budget) {
+                trace.append(RuleStep(Rule.attentionBudget, "decided"))
+                kind = .quiet
+                reason = Reason.attentionBudget
+                p = quietPresentation
+            } else {
+                trace.append(RuleStep(Rule.attentionBudget, "pass"))
+                state.bannerTimes.append(t)
+            }
+        }
+        var intro = false
+        if kind == .alert && level == .timeSensitive && !app.flags.contains(.timeSensitiveIntroSeen) {
+            intro = true
+            state.apps[n.app, default: AppState()].flags.insert(.timeSensitiveIntroSeen)
+            trace.append(RuleStep(Rule.timeSensitiveIntro, "applied"))
+        }
+        land(n, seq: seq, kind: kind, reason: reason, presentation: p, at: t, trace: trace,
+             replaces: replacesRecord, carriedCount: carriedCount, provisional: false,
+             state: &state, out: &out, timeSensitiveIntro: intro)
+    }
+
+    /// Records a notification that reached the user (alert, quiet, queued, held): badge,
+    /// collapse bookkeeping, pending or recent lists, and the delivery itself.
+    func land(_ n: SubmittedNotification, seq: Int64, kind: DeliveryKind, reason: String, presentation: Presentation,
+              at t: Instant, trace: [RuleStep], replaces: DeliveredRecord?, carriedCount: Bool?, provisional: Bool,
+              state: inout UserState, out: inout [Delivery], focus: String? = nil, timeSensitiveIntro: Bool = false) {
+        var p = presentation
+        let user = state.user
+        let previews = state.global.showPreviews
+        let counted: Bool = state.withApp(n.app) { app in
+            if let old = replaces, let i = app.recent.firstIndex(where: { $0.seq == old.seq }) {
+                if app.recent[i].counted { app.badge -= 1 }
+                app.recent.remove(at: i)
+            }
+            let badgeOn = app.flags.contains(.badge) && !provisional
+            var counted = false
+            if let carried = carriedCount {
+                counted = carried
+            } else if badgeOn {
+                app.badge += 1
+                counted = true
+            }
+            if badgeOn { p.badge = Int(app.badge) }
+            if kind == .alert || kind == .quiet {
+                app.recent.append(DeliveredRecord(notification: n, seq: seq, counted: counted))
+                if app.recent.count > Engine.recentLimit { app.recent.removeFirst(app.recent.count - Engine.recentLimit) }
+            }
+            return counted
+        }
+        var d = Delivery(kind: kind, user: user, app: n.app, notificationId: n.id, at: t, reason: reason,
+                         rulesVersion: rulesVersion, causeSeq: seq)
+        d.presentation = p
+        d.notification = n
+        d.previews = previews
+        d.provisional = provisional
+        d.replaces = replaces?.notification.id
+        d.timeSensitiveIntro = timeSensitiveIntro
+        d.trace = trace
+        d.focus = focus
+        d.snoozed = carriedCount != nil
+        switch kind {
+        case .queued:
+            state.insertPending(PendingItem(notification: n, seq: seq, stage: .queued, counted: counted))
+            if state.summaryDue == nil {
+                state.summaryDue = (state.summarySchedule ?? Engine.defaultSummaryCalendar).nextFiring(after: t)
+            }
+            d.summaryAt = state.summaryDue
+        case .held:
+            state.insertPending(PendingItem(notification: n, seq: seq, stage: .held, counted: counted))
+            if state.heldFocus == nil {
+                state.heldFocus = focus
+                state.focusCheckAt = state.focus.nextChange(after: t)
+            }
+        default:
+            break
+        }
+        out.append(d)
+    }
+}
+
+extension UserState {
+    /// Runs `body` on the state of `app`, creating the default entry if needed.
+    @inline(__always)
+    mutating func withApp<R>(_ app: String, _ body: (inout AppState) -> R) -> R {
+        body(&apps[app, default: AppState()])
+    }
+
+    /// Inserts keeping seq order.
+    mutating func insertPending(_ item: PendingItem) {
+        if let last = pending.last, last.seq > item.seq {
+            let i = pending.firstIndex { $0.seq > item.seq } ?? pending.count
+            pending.insert(item, at: i)
+        } else {
+            pending.append(item)
+        }
+    }
+}

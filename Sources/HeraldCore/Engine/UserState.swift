@@ -1,0 +1,170 @@
+// One user's folded state: settings, authorization, Focus, summary schedule, pending items, badges.
+
+/// What one app may do for one user, and what the user has seen of it.
+struct AppState: Hashable, Sendable {
+    var status: AuthorizationStatus = .notDetermined
+    var options: AuthorizationOptions = []
+    var flags: AppFlags = .defaults
+    var provisionalChoice: ProvisionalChoice = .undecided
+    /// Delivered, unopened notifications (SPEC §3 "Badge").
+    var badge: Int32 = 0
+    var mutedUntil: Instant?
+    /// The most recently delivered notifications of this app (oldest first), kept for
+    /// collapse onto a delivered one, snooze, `opened` and `withdraw`. Bounded by
+    /// `Engine.recentLimit`; older ones are forgotten (see docs/engine.md).
+    var recent: [DeliveredRecord] = []
+}
+
+/// A delivered notification remembered for collapse, snooze, opened and withdraw.
+struct DeliveredRecord: Hashable, Sendable {
+    var notification: SubmittedNotification
+    var seq: Int64
+    /// True while it counts toward the app's badge (delivered with badges on, not opened).
+    var counted: Bool
+}
+
+/// Where a pending notification waits.
+enum PendingStage: UInt8, Hashable, Sendable {
+    /// `deliverAt` in the future: decided then.
+    case deferred
+    /// In the next Scheduled Summary.
+    case queued
+    /// Held by a Focus, listed in its digest when it ends.
+    case held
+}
+
+/// A notification not yet in its final place.
+struct PendingItem: Hashable, Sendable {
+    var notification: SubmittedNotification
+    var seq: Int64
+    var stage: PendingStage
+    var counted: Bool
+}
+
+/// A delivered notification that alerts again once at `until`.
+struct Snooze: Hashable, Sendable {
+    var record: DeliveredRecord
+    var until: Instant
+    var causeSeq: Int64
+}
+
+/// A Focus as the user defined it (`focusDefine`).
+public struct FocusDefinition: Hashable, Sendable {
+    public var name: String
+    /// Sorted, unique.
+    public var allowedPeople: [String]
+    /// Sorted, unique.
+    public var allowedApps: [String]
+    public var allowTimeSensitive: Bool
+    /// The weekly schedule, if any.
+    public var calendar: FocusCalendar?
+
+    public init(name: String, allowedPeople: [String] = [], allowedApps: [String] = [],
+                allowTimeSensitive: Bool = true, calendar: FocusCalendar? = nil) {
+        self.name = name
+        self.allowedPeople = Array(Set(allowedPeople)).sorted()
+        self.allowedApps = Array(Set(allowedApps)).sorted()
+        self.allowTimeSensitive = allowTimeSensitive
+        self.calendar = calendar
+    }
+}
+
+/// Focus definitions and the manual switches.
+struct FocusState: Hashable, Sendable {
+    /// Sorted by name.
+    var definitions: [FocusDefinition] = []
+    /// The Focus turned on by hand, and until when (nil = until turned off).
+    var manual: String?
+    var manualUntil: Instant?
+    /// Scheduled Focuses turned off by hand during a window: off until the window's end.
+    var offUntil: [String: Instant] = [:]
+
+    func definition(_ name: String) -> FocusDefinition? {
+        definitions.first { $0.name == name }
+    }
+
+    mutating func define(_ d: FocusDefinition) {
+        if let i = definitions.firstIndex(where: { $0.name == d.name }) { definitions[i] = d } else {
+            definitions.append(d)
+            definitions.sort { $0.name < $1.name }
+        }
+    }
+
+    /// The Focus active at `t`: the manual one while on, else the first (by name)
+    /// scheduled one whose window contains `t` and that was not turned off by hand.
+    func active(at t: Instant) -> FocusDefinition? {
+        if let m = manual, manualUntil.map({ t < $0 }) ?? true, let d = definition(m) { return d }
+        for d in definitions {
+            guard let cal = d.calendar, cal.isActive(at: t) else { continue }
+            if let off = offUntil[d.name], t < off { continue }
+            return d
+        }
+        return nil
+    }
+
+    /// The earliest instant after `t` at which `active(at:)` may change.
+    func nextChange(after t: Instant) -> Instant? {
+        var best: Instant?
+        func consider(_ x: Instant?) {
+            guard let x, x > t else { return }
+            if best == nil || x < best! { best = x }
+        }
+        if manual != nil { consider(manualUntil) }
+        for d in definitions { consider(d.calendar?.nextTransition(after: t)) }
+        for k in offUntil.keys.sorted() { consider(offUntil[k]) }
+        return best
+    }
+}
+
+/// One user's state: the fold of that user's events. Users are independent.
+/// Small when idle: apps, pending items and Focus data are empty collections (no heap)
+/// until events fill them.
+public struct UserState: Hashable, Sendable {
+    /// The user this state belongs to.
+    public let user: String
+    var global = GlobalSettings()
+    var apps: [String: AppState] = [:]
+    var summarySchedule: SummaryCalendar?
+    var focus = FocusState()
+    /// Deferred, queued and held notifications, in arrival (seq) order.
+    var pending: [PendingItem] = []
+    /// When the next summary fires (set while something is queued).
+    var summaryDue: Instant?
+    /// The Focus that holds the `held` items; nil when none are held.
+    var heldFocus: String?
+    /// When to check whether `heldFocus` has ended.
+    var focusCheckAt: Instant?
+    var snoozes: [Snooze] = []
+    /// Banner instants of the last hour (kept only while an attention budget is set).
+    var bannerTimes: [Instant] = []
+    /// (app, id) withdrawn before their submit arrived (bounded).
+    var tombstones: [NotificationKey] = []
+    /// Seq of the last event folded.
+    public internal(set) var lastSeq: Int64 = 0
+
+    /// A fresh user with every SPEC §3 default.
+    public init(user: String) { self.user = user }
+}
+
+/// (app, notification id): the idempotency key of a notification.
+struct NotificationKey: Hashable, Sendable {
+    var app: String
+    var id: String
+}
+
+extension UserState {
+    /// The user's authorization status for `app` (for inspection and tests).
+    public func authorization(of app: String) -> AuthorizationStatus { apps[app]?.status ?? .notDetermined }
+    /// The badge count of `app`.
+    public func badge(of app: String) -> Int { Int(apps[app]?.badge ?? 0) }
+    /// The global settings.
+    public var globalSettings: GlobalSettings { global }
+    /// Number of pending (deferred, queued, held) notifications.
+    public var pendingCount: Int { pending.count }
+    /// The Focus active at `t`, by name.
+    public func activeFocus(at t: Instant) -> String? { focus.active(at: t)?.name }
+    /// Pending notifications as (app, id, stage) for `herald pending`-style listings.
+    public var pendingList: [(app: String, id: String, stage: String)] {
+        pending.map { ($0.notification.app, $0.notification.id, "\($0.stage)") }
+    }
+}

@@ -1,0 +1,68 @@
+// The door's verdict on one wire request: the events to store and the warnings, or an error.
+
+/// The result of `Engine.admit`: store these events, or reject with this error.
+public enum Admission: Hashable, Sendable {
+    case accepted(AcceptedRequest)
+    case rejected(RequestError)
+}
+
+/// An accepted request: one or more events to append (fan-out gives one per user) and the
+/// warnings to list in the ack.
+public struct AcceptedRequest: Hashable, Sendable {
+    public var events: [EventDraft]
+    public var warnings: [RequestWarning]
+    public init(events: [EventDraft], warnings: [RequestWarning]) { self.events = events; self.warnings = warnings }
+}
+
+/// An event to append: the store gives it a seq and the engine time, and hands it back
+/// as a `StoredEvent`.
+public struct EventDraft: Hashable, Sendable {
+    /// The user (partition key); nil for `registerApp` (global) and for a `withdraw`
+    /// without `user` (the runtime resolves the users from the original submit — see
+    /// docs/engine.md — and stores one event per user with `withUser`).
+    public var user: String?
+    /// The op.
+    public var type: String
+    public var app: String?
+    /// For `submit`: with `app`, the idempotency key. Also set for withdraw/snooze/opened.
+    public var notificationId: String?
+    /// The normalized request: known fields only, canonical forms (timestamps in canonical
+    /// RFC 3339), no `op`/`rid`/`token`/`users`; a per-user event has its own `user`.
+    public var body: JSONValue
+
+    public init(user: String?, type: String, app: String?, notificationId: String?, body: JSONValue) {
+        self.user = user; self.type = type; self.app = app; self.notificationId = notificationId; self.body = body
+    }
+
+    /// This draft addressed to `user` (sets `user` and the body's `"user"`).
+    public func withUser(_ user: String) -> EventDraft {
+        var d = self
+        d.user = user
+        if case .object(var o) = body { o["user"] = .string(user); d.body = .object(o) }
+        return d
+    }
+}
+
+/// Why a request was rejected, written like a good alert: `title` says what happened,
+/// specifically; `detail` says why and what to change. `code` is stable snake_case.
+public struct RequestError: Error, Hashable, Sendable {
+    public var code: String
+    public var title: String
+    public var detail: String
+    public init(code: String, title: String, detail: String) { self.code = code; self.title = title; self.detail = detail }
+
+    /// `{"code":…,"title":…,"detail":…}` for the failure reply.
+    public var json: JSONValue {
+        .object(["code": .string(code), "title": .string(title), "detail": .string(detail)])
+    }
+}
+
+/// Something accepted but worth fixing; listed in the ack's `warnings`.
+public struct RequestWarning: Hashable, Sendable {
+    public var code: String
+    public var message: String
+    public init(code: String, message: String) { self.code = code; self.message = message }
+
+    /// `{"code":…,"message":…}` for the ack.
+    public var json: JSONValue { .object(["code": .string(code), "message": .string(message)]) }
+}

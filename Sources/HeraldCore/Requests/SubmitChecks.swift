@@ -1,0 +1,227 @@
+// SPEC §4 content checks of a submit: errors reject it, warnings are stored and reported.
+
+extension Engine {
+    /// The most a fan-out submit may address.
+    public static let maxFanOutUsers = 10_000
+    /// The largest notification payload, in canonical JSON bytes (SPEC §4: "a body over 4 KiB").
+    public static let maxPayloadBytes = 4096
+    /// The most actions a notification may carry.
+    public static let maxActions = 4
+    /// The longest action title without a warning, in characters.
+    public static let maxActionTitleCharacters = 20
+
+    static let submitFields: Set<String> = [
+        "id", "app", "user", "users", "interruptionLevel", "title", "subtitle", "body",
+        "hiddenPreviewsBodyPlaceholder", "threadId", "collapseId", "relevanceScore", "sound", "actions",
+        "communication", "marketing", "deliverAt", "expiresAt", "relevantAt", "data",
+    ]
+
+    /// Action titles that only open the app (compared lowercased, trimmed).
+    static let openOnlyTitles: Set<String> = [
+        "open", "open app", "open the app", "open in app", "view", "view in app", "show", "launch", "go to app", "see more",
+    ]
+
+    func admitSubmit(_ f: RequestFields, apps: AppRegistry, now: Instant?) throws(RequestError) -> AcceptedRequest {
+        var warnings: [RequestWarning] = []
+        let id = try f.identifier("id", "the notification's id, unique per app")
+        let app = try f.identifier("app", "the sending app")
+
+        // Recipients: exactly one of user / users.
+        let single = try f.string("user")
+        let many = try f.stringArray("users")
+        var users: [String]
+        switch (single, many) {
+        case (.some, .some):
+            throw RequestError(code: "user_and_users",
+                               title: "submit names both “user” and “users”",
+                               detail: "Send “user” for one recipient or “users” (up to \(Engine.maxFanOutUsers)) for a fan-out, not both.")
+        case (.none, .none):
+            throw f.missing("user", "the recipient; or “users” for a fan-out")
+        case (.some(let u), .none):
+            try f.checkIdentifier("user", u)
+            users = [u]
+        case (.none, .some(let us)):
+            if us.isEmpty {
+                throw RequestError(code: "empty_users", title: "submit has an empty “users” list",
+                                   detail: "A fan-out needs at least one recipient. Add users, or send “user” instead.")
+            }
+            if us.count > Engine.maxFanOutUsers {
+                throw RequestError(code: "too_many_users", title: "submit addresses \(us.count) users",
+                                   detail: "One fan-out submit may address at most \(Engine.maxFanOutUsers) users. Split it into several requests.")
+            }
+            for u in us { try f.checkIdentifier("users[]", u) }
+            var seen = Set<String>()
+            users = us.filter { seen.insert($0).inserted }
+            if users.count != us.count {
+                warnings.append(RequestWarning(code: "duplicate_users",
+                    message: "“users” lists \(us.count - users.count) recipient(s) more than once; each gets the notification once."))
+            }
+        }
+
+        var n = SubmittedNotification(id: id, app: app)
+        if let l = try f.string("interruptionLevel") {
+            guard let level = InterruptionLevel(rawValue: l) else {
+                throw RequestError(code: "unknown_interruption_level", title: "Unknown interruption level “\(l)”",
+                                   detail: "“interruptionLevel” must be passive, active, timeSensitive or critical (active when left out).")
+            }
+            n.level = level
+        }
+        n.title = try f.string("title")
+        n.subtitle = try f.string("subtitle")
+        n.body = try f.string("body")
+        n.hiddenPreviewsBodyPlaceholder = try f.string("hiddenPreviewsBodyPlaceholder")
+        n.threadId = try f.string("threadId")
+        n.collapseId = try f.string("collapseId")
+        n.sound = try f.string("sound")
+        if let r = try f.number("relevanceScore") {
+            guard r >= 0, r <= 1 else {
+                throw RequestError(code: "relevance_score_out_of_range", title: "relevanceScore \(r) is outside 0…1",
+                                   detail: "relevanceScore ranks items in a summary: send a number from 0 (least) to 1 (most relevant).")
+            }
+            n.relevanceScore = r
+        }
+        if let acts = try f.array("actions") {
+            if acts.count > Engine.maxActions {
+                throw RequestError(code: "too_many_actions", title: "Notification has \(acts.count) actions",
+                                   detail: "A notification shows at most \(Engine.maxActions) actions. Keep the \(Engine.maxActions) most useful ones.")
+            }
+            for (i, a) in acts.enumerated() {
+                guard case .object(let o) = a else { throw f.wrongType("actions[\(i)]", expected: "an object", got: a) }
+                let af = RequestFields(op: f.op, members: o)
+                let aid = try af.string("id")
+                guard let title = try af.string("title"), !title.trimmed.isEmpty else {
+                    throw RequestError(code: "action_without_title", title: "Action \(i + 1) has no title",
+                                       detail: "Every action button needs a short title that says what it does, e.g. “Reply” or “Archive”.")
+                }
+                n.actions.append(NotificationAction(id: aid ?? "", title: title,
+                                                    destructive: try af.bool("destructive") ?? false, icon: try af.string("icon")))
+            }
+        }
+        if let c = try f.object("communication") {
+            let cf = RequestFields(op: f.op, members: c)
+            guard let sender = try cf.string("sender"), !sender.isEmpty else { throw f.missing("communication.sender", "who sent it") }
+            n.communication = CommunicationInfo(sender: sender, group: try cf.string("group"))
+        }
+        n.marketing = try f.bool("marketing") ?? false
+        n.deliverAt = try f.instant("deliverAt")
+        n.expiresAt = try f.instant("expiresAt")
+        n.relevantAt = try f.instant("relevantAt")
+        if let d = f.members["data"], d != .null {
+            guard case .object = d else { throw f.wrongType("data", expected: "an object", got: d) }
+            n.data = d
+        }
+
+        // Errors between fields.
+        if n.marketing && (n.level == .timeSensitive || n.level == .critical) {
+            throw RequestError(code: "marketing_not_urgent", title: "Marketing notification sent as \(n.level.rawValue)",
+                               detail: "Marketing is never Time Sensitive or Critical. Send it as active or passive.")
+        }
+        let ents = apps.entitlements(of: app)
+        if n.level == .critical && !ents.contains(.critical) {
+            throw RequestError(code: "critical_not_entitled", title: "\(app) may not send Critical notifications",
+                               detail: "Critical alerts need the app's critical entitlement (registerApp). Send it as timeSensitive, or ask an admin to grant the entitlement.")
+        }
+        if let e = n.expiresAt, let d = n.deliverAt, e < d {
+            throw RequestError(code: "expires_before_deliver",
+                               title: "expiresAt \(e.rfc3339) is before deliverAt \(d.rfc3339)",
+                               detail: "The notification would expire before it could be delivered. Move expiresAt after deliverAt, or drop one of them.")
+        }
+
+        // Warnings.
+        if n.communication != nil && !ents.contains(.communication) {
+            warnings.append(RequestWarning(code: "communication_not_entitled",
+                message: "\(app) has no communication entitlement: “communication” is ignored and the notification is judged as an ordinary one."))
+        }
+        if let t = n.title, let last = t.trimmed.last, ".!?,;:…".contains(last) {
+            warnings.append(RequestWarning(code: "title_ends_with_punctuation",
+                message: "The title “\(t)” ends in “\(last)”: titles read better without ending punctuation."))
+        }
+        let appName = app.split(separator: ".").last.map { String($0).lowercased() } ?? ""
+        for (i, a) in n.actions.enumerated() {
+            let lower = a.title.trimmed.lowercased()
+            if Engine.openOnlyTitles.contains(lower) || (appName.count >= 3 && lower == "open \(appName)") {
+                warnings.append(RequestWarning(code: "action_opens_app_only",
+                    message: "Action \(i + 1) (“\(a.title)”) only opens the app, which tapping the notification already does: give it a task of its own or remove it."))
+            }
+            if a.title.count > Engine.maxActionTitleCharacters {
+                warnings.append(RequestWarning(code: "action_title_too_long",
+                    message: "Action \(i + 1) title “\(a.title)” is \(a.title.count) characters; keep action titles to \(Engine.maxActionTitleCharacters) or fewer so they are not cut off."))
+            }
+            if appName.count >= 3 && lower.contains(appName) {
+                warnings.append(RequestWarning(code: "action_title_contains_app_name",
+                    message: "Action \(i + 1) title “\(a.title)” contains the app's name; the notification already shows it."))
+            }
+        }
+        if n.hiddenPreviewsBodyPlaceholder == nil {
+            warnings.append(RequestWarning(code: "missing_hidden_previews_placeholder",
+                message: "No hiddenPreviewsBodyPlaceholder: users who hide previews will see just “Notification”. Add a short text such as “New message”."))
+        }
+        if n.level == .timeSensitive, let now {
+            for (name, t) in [("deliverAt", n.deliverAt), ("relevantAt", n.relevantAt)] {
+                if let t, t.since(now) > .hours(1) {
+                    warnings.append(RequestWarning(code: "time_sensitive_far_off",
+                        message: "This Time Sensitive notification's \(name) (\(t.rfc3339)) is more than an hour away; Time Sensitive is for what needs attention now. Send it as active, or submit it closer to the time."))
+                }
+            }
+        }
+        for u in f.unknown(Engine.submitFields) {
+            warnings.append(RequestWarning(code: "unknown_field", message: "Field “\(u)” is not part of submit and was ignored (not stored)."))
+        }
+
+        // The normalized body and its size.
+        var body = Engine.normalizedSubmitBody(n)
+        let size = JSONValue.object(body).canonicalBytes.count
+        if size > Engine.maxPayloadBytes {
+            throw RequestError(code: "payload_too_large", title: "Notification is \(size) bytes, over the 4 KiB limit",
+                               detail: "The notification (content, actions and data, as canonical JSON) may be at most \(Engine.maxPayloadBytes) bytes. Shorten the texts or move data behind an id the app fetches.")
+        }
+        var events: [EventDraft] = []
+        events.reserveCapacity(users.count)
+        for u in users {
+            body["user"] = .string(u)
+            events.append(EventDraft(user: u, type: "submit", app: app, notificationId: id, body: .object(body)))
+        }
+        return AcceptedRequest(events: events, warnings: warnings)
+    }
+
+    /// The stored form of a notification: only known fields, canonical values.
+    static func normalizedSubmitBody(_ n: SubmittedNotification) -> [String: JSONValue] {
+        var o: [String: JSONValue] = ["id": .string(n.id), "app": .string(n.app), "interruptionLevel": .string(n.level.rawValue)]
+        if let v = n.title { o["title"] = .string(v) }
+        if let v = n.subtitle { o["subtitle"] = .string(v) }
+        if let v = n.body { o["body"] = .string(v) }
+        if let v = n.hiddenPreviewsBodyPlaceholder { o["hiddenPreviewsBodyPlaceholder"] = .string(v) }
+        if let v = n.threadId { o["threadId"] = .string(v) }
+        if let v = n.collapseId { o["collapseId"] = .string(v) }
+        if let v = n.relevanceScore { o["relevanceScore"] = .double(v) }
+        if let v = n.sound { o["sound"] = .string(v) }
+        if !n.actions.isEmpty {
+            o["actions"] = .array(n.actions.map { a in
+                var ao: [String: JSONValue] = ["id": .string(a.id), "title": .string(a.title), "destructive": .bool(a.destructive)]
+                if let i = a.icon { ao["icon"] = .string(i) }
+                return .object(ao)
+            })
+        }
+        if let c = n.communication {
+            var co: [String: JSONValue] = ["sender": .string(c.sender)]
+            if let g = c.group { co["group"] = .string(g) }
+            o["communication"] = .object(co)
+        }
+        if n.marketing { o["marketing"] = .bool(true) }
+        if let v = n.deliverAt { o["deliverAt"] = .string(v.rfc3339) }
+        if let v = n.expiresAt { o["expiresAt"] = .string(v.rfc3339) }
+        if let v = n.relevantAt { o["relevantAt"] = .string(v.rfc3339) }
+        if let v = n.data { o["data"] = v }
+        return o
+    }
+}
+
+extension String {
+    /// Without leading and trailing whitespace.
+    var trimmed: String {
+        var s = Substring(self)
+        while let f = s.first, f.isWhitespace { s.removeFirst() }
+        while let l = s.last, l.isWhitespace { s.removeLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,155 @@
+// SPEC §10 engine parts: attention budget, snooze, fan-out, deterministic replay, timers as outputs.
+import HeraldCore
+import Testing
+
+@Suite struct BeyondAnchorsTests {
+    func authorized() -> EngineHarness {
+        var h = EngineHarness()
+        h.authorize(options: ["alert", "sound", "badge"])
+        h.authorize("u", "com.example.chat")
+        return h
+    }
+
+    // Attention budget.
+
+    @Test func attentionBudget_excessActiveBecomesQuiet() {
+        var h = authorized()
+        h.send("settings", #"{"user":"u","attentionBudget":2}"#)
+        #expect(only(h.submit("n1")).kind == .alert)
+        #expect(only(h.submit("n2", app: "com.example.chat")).kind == .alert)  // across apps
+        let d = only(h.submit("n3"))
+        #expect(d.kind == .quiet && d.reason == "attention_budget")
+    }
+
+    @Test func attentionBudget_rollingHour() {
+        var h = authorized()
+        h.send("settings", #"{"user":"u","attentionBudget":1}"#)
+        #expect(only(h.submit("n1")).kind == .alert)
+        h.advance(to: T0.adding(.minutes(59)))
+        #expect(only(h.submit("n2")).kind == .quiet)
+        h.advance(to: T0.adding(.minutes(60)))
+        #expect(only(h.submit("n3")).kind == .alert)
+    }
+
+    @Test func attentionBudget_timeSensitiveAndCriticalExemptButCounted() {
+        var h = authorized()
+        h.register("com.example.mail", ["critical"])
+        h.authorize(options: ["alert", "sound", "criticalAlert"])
+        h.send("settings", #"{"user":"u","attentionBudget":1}"#)
+        #expect(only(h.submit("n1", #""interruptionLevel":"timeSensitive""#)).kind == .alert)
+        #expect(only(h.submit("n2", #""interruptionLevel":"critical""#)).kind == .alert)
+        #expect(only(h.submit("n3")).kind == .quiet)  // the exempt ones used the budget
+    }
+
+    @Test func attentionBudget_nullRemovesIt() {
+        var h = authorized()
+        h.send("settings", #"{"user":"u","attentionBudget":0}"#)
+        #expect(only(h.submit("n1")).kind == .quiet)
+        h.send("settings", #"{"user":"u","attentionBudget":null}"#)
+        #expect(only(h.submit("n2")).kind == .alert)
+    }
+
+    // Snooze.
+
+    @Test func snooze_alertsAgainOnceAtUntil() {
+        var h = authorized()
+        h.submit("n1")
+        #expect(h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"n1","until":"2026-01-05T13:00:00Z"}"#).isEmpty)
+        #expect(h.state().nextDeadline() == at("2026-01-05T13:00:00Z"))
+        let d = only(h.advance(to: at("2026-01-05T13:30:00Z")))
+        #expect(d.kind == .alert && d.snoozed && d.at == at("2026-01-05T13:00:00Z") && d.notificationId == "n1")
+        #expect(d.presentation?.badge == 1)  // same notification: not counted twice
+        #expect(h.advance(to: at("2026-01-06T13:30:00Z")).isEmpty)  // once
+    }
+
+    @Test func snooze_judgedByRulesInForceThen() {
+        var h = authorized()
+        h.submit("n1")
+        h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"n1","until":"2026-01-05T13:00:00Z"}"#)
+        h.send("focusOn", #"{"user":"u","focus":"Work"}"#)
+        #expect(only(h.advance(to: at("2026-01-05T13:00:00Z"))).kind == .held)
+    }
+
+    @Test func snooze_withdrawnMeanwhile_nothing() {
+        var h = authorized()
+        h.submit("n1")
+        h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"n1","until":"2026-01-05T13:00:00Z"}"#)
+        h.send("withdraw", #"{"user":"u","app":"com.example.mail","id":"n1"}"#)
+        #expect(h.advance(to: at("2026-01-05T14:00:00Z")).isEmpty)
+    }
+
+    @Test func snooze_unknownNotificationIgnored() {
+        var h = authorized()
+        h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"nope","until":"2026-01-05T13:00:00Z"}"#)
+        #expect(h.state().nextDeadline() == nil)
+    }
+
+    // Fan-out.
+
+    @Test func fanOut_oneEventPerUser_eachJudgedOnItsOwn() {
+        var h = EngineHarness()
+        h.authorize("u1", "com.example.mail")
+        h.authorize("u3", "com.example.mail")
+        h.send("focusOn", #"{"user":"u3","focus":"Work"}"#)
+        let a = Engine().admit(op: "submit", request: try! JSONValue.parse(
+            #"{"id":"n1","app":"com.example.mail","users":["u1","u2","u3"],"title":"Hi"}"#), apps: h.apps)
+        guard case .accepted(let acc) = a else { Issue.record("rejected"); return }
+        #expect(acc.events.map(\.user) == ["u1", "u2", "u3"])
+        #expect(acc.events.map { $0.body["user"] } == [.string("u1"), .string("u2"), .string("u3")])
+        #expect(acc.events.allSatisfy { $0.body["users"] == nil })
+        let ds = h.send("submit", #"{"id":"n1","app":"com.example.mail","users":["u1","u2","u3"],"title":"Hi"}"#)
+        #expect(ds.map(\.kind) == [.alert, .suppressed, .held])
+        #expect(ds.map(\.user) == ["u1", "u2", "u3"])
+    }
+
+    // Determinism and timers.
+
+    @Test func replay_sameEventsGiveIdenticalBytes() {
+        var h = authorized()
+        h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
+        h.submit("n1", #""relevanceScore":0.5,"data":{"z":1,"a":[1,2.5,"x"]}"#)
+        h.submit("n2", app: "com.example.chat", #""interruptionLevel":"timeSensitive""#)
+        h.advance(to: at("2026-01-06T09:00:00Z"))
+        var replay = EngineHarness()
+        for e in h.events { _ = replay.apply(e) }
+        replay.advance(to: at("2026-01-06T09:00:00Z"))
+        #expect(replay.log.map(\.body.canonicalBytes) == h.log.map(\.body.canonicalBytes))
+        #expect(replay.log.map(\.traceJSON) == h.log.map(\.traceJSON))
+        #expect(replay.state() == h.state())
+    }
+
+    @Test func timers_spuriousWakeIsHarmless() {
+        var h = authorized()
+        h.submit("n1", #""deliverAt":"2026-01-05T13:00:00Z""#)
+        #expect(h.advance(to: at("2026-01-05T12:30:00Z")).isEmpty)
+        #expect(h.advance(to: at("2026-01-05T12:30:00Z")).isEmpty)
+        #expect(only(h.advance(to: at("2026-01-05T13:00:00Z"))).kind == .alert)
+        #expect(h.advance(to: at("2026-01-05T13:00:00Z")).isEmpty)
+    }
+
+    @Test func timers_nextWakeIsEarliestDeadline() {
+        var h = authorized()
+        var s = h.state()
+        let o = h.engine.apply(StoredEvent(seq: 99, user: "u", type: "submit",
+                                           body: try! JSONValue.parse(#"{"id":"x","app":"com.example.mail","user":"u","deliverAt":"2026-01-05T15:00:00Z"}"#),
+                                           at: T0), to: &s, apps: &h.apps)
+        #expect(o.deliveries.isEmpty && o.nextWake == at("2026-01-05T15:00:00Z"))
+    }
+
+    @Test func timers_sameDeadline_expiryThenFocusThenSummaryThenDeferred() {
+        var h = authorized()
+        h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
+        h.send("focusOn", #"{"user":"u","focus":"Work","until":"2026-01-05T18:00:00Z"}"#)
+        h.submit("q1")  // queued
+        h.submit("q2", #""expiresAt":"2026-01-05T17:59:59.999Z""#)  // expires at 18:00
+        h.submit("h1", app: "com.example.chat")  // held until 18:00
+        h.submit("d1", app: "com.example.chat", #""deliverAt":"2026-01-05T18:00:00Z""#)
+        let ds = h.advance(to: at("2026-01-05T18:00:00Z"))
+        #expect(ds.map(\.kind) == [.expired, .focusDigest, .summary, .alert])
+        #expect(ds.allSatisfy { $0.at == at("2026-01-05T18:00:00Z") })
+    }
+
+    @Test func idleUser_defaultStateIsSmall() {
+        #expect(MemoryLayout<UserState>.size < 256)
+    }
+}

@@ -1,0 +1,206 @@
+// SPEC §4: every content-check error and warning at the door, with stable codes and clear texts.
+import HeraldCore
+import Testing
+
+@Suite struct ContentCheckTests {
+    let engine = Engine()
+
+    func admit(_ json: String, op: String = "submit", apps: AppRegistry = AppRegistry(), now: Instant? = T0) -> Admission {
+        engine.admit(op: op, request: try! JSONValue.parse(json), apps: apps, now: now)
+    }
+
+    func rejection(_ json: String, op: String = "submit", apps: AppRegistry = AppRegistry(),
+               sourceLocation: SourceLocation = #_sourceLocation) -> RequestError? {
+        if case .rejected(let e) = admit(json, op: op, apps: apps) {
+            #expect(!e.title.isEmpty && !e.detail.isEmpty && e.title != e.detail, sourceLocation: sourceLocation)
+            return e
+        }
+        Issue.record("accepted: \(json)", sourceLocation: sourceLocation)
+        return nil
+    }
+
+    func warnings(_ json: String, op: String = "submit", apps: AppRegistry = AppRegistry(), now: Instant? = T0,
+                  sourceLocation: SourceLocation = #_sourceLocation) -> [String] {
+        switch admit(json, op: op, apps: apps, now: now) {
+        case .accepted(let a): return a.warnings.map(\.code)
+        case .rejected(let e): Issue.record("rejected: \(e.code) \(e.title)", sourceLocation: sourceLocation); return []
+        }
+    }
+
+    static let base = #""id":"n1","app":"com.example.mail","user":"u","hiddenPreviewsBodyPlaceholder":"New mail""#
+
+    func submit(_ extra: String) -> String { "{\(Self.base)\(extra.isEmpty ? "" : ",")\(extra)}" }
+
+    // Errors.
+
+    @Test func check_error_moreThanFourActions() {
+        let acts = (1...5).map { #"{"id":"a\#($0)","title":"Do \#($0)"}"# }.joined(separator: ",")
+        let e = rejection(submit(#""actions":[\#(acts)]"#))
+        #expect(e?.code == "too_many_actions")
+        #expect(e?.title == "Notification has 5 actions")
+    }
+
+    @Test func check_fourActionsAccepted() {
+        let acts = (1...4).map { #"{"id":"a\#($0)","title":"Do \#($0)"}"# }.joined(separator: ",")
+        #expect(warnings(submit(#""actions":[\#(acts)]"#)) == [])
+    }
+
+    @Test func check_error_actionWithoutTitle() {
+        #expect(rejection(submit(#""actions":[{"id":"a"}]"#))?.code == "action_without_title")
+        #expect(rejection(submit(#""actions":[{"id":"a","title":"  "}]"#))?.code == "action_without_title")
+    }
+
+    @Test func check_error_relevanceScoreOutsideZeroToOne() {
+        #expect(rejection(submit(#""relevanceScore":1.5"#))?.code == "relevance_score_out_of_range")
+        #expect(rejection(submit(#""relevanceScore":-0.1"#))?.code == "relevance_score_out_of_range")
+        #expect(warnings(submit(#""relevanceScore":1"#)) == [])
+        #expect(warnings(submit(#""relevanceScore":0"#)) == [])
+    }
+
+    @Test func check_error_marketingWithTimeSensitiveOrCritical() {
+        #expect(rejection(submit(#""marketing":true,"interruptionLevel":"timeSensitive""#))?.code == "marketing_not_urgent")
+        var apps = AppRegistry()
+        apps.register("com.example.mail", entitlements: .critical)
+        #expect(rejection(submit(#""marketing":true,"interruptionLevel":"critical""#), apps: apps)?.code == "marketing_not_urgent")
+    }
+
+    @Test func check_error_criticalWithoutEntitlement() {
+        let e = rejection(submit(#""interruptionLevel":"critical""#))
+        #expect(e?.code == "critical_not_entitled")
+        #expect(e?.title == "com.example.mail may not send Critical notifications")
+    }
+
+    @Test func check_error_expiresAtBeforeDeliverAt() {
+        #expect(rejection(submit(#""deliverAt":"2026-01-05T13:00:00Z","expiresAt":"2026-01-05T12:59:59Z""#))?.code == "expires_before_deliver")
+    }
+
+    @Test func check_error_fieldOfWrongType_namesFieldExpectedAndGot() {
+        let e = rejection(submit(#""title":42"#))
+        #expect(e?.code == "wrong_type")
+        #expect(e?.title == "Field “title” of submit is an integer, not a string")
+        #expect(rejection(submit(#""marketing":"yes""#))?.title == "Field “marketing” of submit is a string, not a boolean (true or false)")
+        #expect(rejection(submit(#""actions":{}"#))?.title == "Field “actions” of submit is an object, not an array")
+        #expect(rejection(submit(#""relevanceScore":"high""#))?.code == "wrong_type")
+        #expect(rejection(submit(#""data":[1]"#))?.code == "wrong_type")
+        #expect(rejection(#"{"user":"u","app":"a","alert":1}"#, op: "settings")?.code == "wrong_type")
+        #expect(rejection(#"{"user":"u","attentionBudget":2.5}"#, op: "settings")?.code == "wrong_type")
+    }
+
+    @Test func check_error_unknownInterruptionLevel() {
+        let e = rejection(submit(#""interruptionLevel":"urgent""#))
+        #expect(e?.code == "unknown_interruption_level")
+        #expect(e?.title == "Unknown interruption level “urgent”")
+    }
+
+    @Test func check_error_bodyOver4KiB() {
+        let big = String(repeating: "x", count: 4100)
+        #expect(rejection(submit(#""body":"\#(big)""#))?.code == "payload_too_large")
+        let fits = String(repeating: "x", count: 3900)
+        #expect(warnings(submit(#""body":"\#(fits)""#)) == [])
+    }
+
+    @Test func check_error_invalidTimestamp() {
+        #expect(rejection(submit(#""deliverAt":"tomorrow""#))?.code == "invalid_timestamp")
+    }
+
+    @Test func check_error_missingFields() {
+        #expect(rejection(#"{"app":"a","user":"u"}"#)?.code == "missing_field")
+        #expect(rejection(#"{"id":"n","user":"u"}"#)?.code == "missing_field")
+        #expect(rejection(#"{"id":"n","app":"a"}"#)?.code == "missing_field")
+        #expect(rejection(#"{"id":"","app":"a","user":"u"}"#)?.code == "invalid_value")
+    }
+
+    @Test func check_error_userAndUsers() {
+        #expect(rejection(#"{"id":"n","app":"a","user":"u","users":["v"]}"#)?.code == "user_and_users")
+        #expect(rejection(#"{"id":"n","app":"a","users":[]}"#)?.code == "empty_users")
+    }
+
+    @Test func check_error_unknownOp() {
+        #expect(rejection(#"{}"#, op: "subscribe")?.code == "unknown_op")
+    }
+
+    @Test func check_error_settingsScope() {
+        #expect(rejection(#"{"user":"u","app":"a","showPreviews":"never"}"#, op: "settings")?.code == "global_setting_with_app")
+        #expect(rejection(#"{"user":"u","alert":true}"#, op: "settings")?.code == "app_setting_without_app")
+        #expect(rejection(#"{"user":"u","showPreviews":"sometimes"}"#, op: "settings")?.code == "invalid_value")
+    }
+
+    @Test func check_error_authorizationValues() {
+        #expect(rejection(#"{"user":"u","app":"a","status":"maybe"}"#, op: "authorization")?.code == "invalid_value")
+        #expect(rejection(#"{"user":"u","app":"a","status":"authorized","options":["vibrate"]}"#, op: "authorization")?.code == "invalid_value")
+    }
+
+    @Test func check_error_scheduleValues() {
+        #expect(rejection(#"{"user":"u","times":["25:00"],"timeZone":"UTC"}"#, op: "summarySchedule")?.code == "invalid_local_time")
+        #expect(rejection(#"{"user":"u","times":[],"timeZone":"UTC"}"#, op: "summarySchedule")?.code == "invalid_summary_times")
+        #expect(rejection(#"{"user":"u","times":["08:00"],"timeZone":"Mars/Olympus"}"#, op: "summarySchedule") != nil)
+        #expect(rejection(#"{"user":"u","focus":"Sleep","schedule":[{"days":[8],"start":"22:00","end":"07:00"}],"timeZone":"UTC"}"#, op: "focusDefine")?.code == "invalid_weekday")
+    }
+
+    @Test func check_nulByteRejectedByParser() {
+        #expect(throws: JSONParseError.self) { try JSONValue.parse("{\"id\":\"a\\u0000b\"}") }
+    }
+
+    // Warnings.
+
+    @Test func check_warning_titleEndingInPunctuation() {
+        #expect(warnings(submit(#""title":"Your order shipped!""#)) == ["title_ends_with_punctuation"])
+        #expect(warnings(submit(#""title":"Your order shipped""#)) == [])
+    }
+
+    @Test func check_warning_actionThatOnlyOpensTheApp() {
+        #expect(warnings(submit(#""actions":[{"id":"o","title":"Open"}]"#)) == ["action_opens_app_only"])
+        #expect(warnings(submit(#""actions":[{"id":"r","title":"Reply"}]"#)) == [])
+    }
+
+    @Test func check_warning_actionTitleLongerThan20() {
+        #expect(warnings(submit(#""actions":[{"id":"r","title":"Reply to everyone now"}]"#)) == ["action_title_too_long"])
+        #expect(warnings(submit(#""actions":[{"id":"r","title":"Reply to everyone no"}]"#)) == [])
+    }
+
+    @Test func check_warning_actionTitleContainingAppName() {
+        #expect(warnings(submit(#""actions":[{"id":"r","title":"Archive in Mail"}]"#)) == ["action_title_contains_app_name"])
+    }
+
+    @Test func check_warning_noHiddenPreviewsPlaceholder() {
+        #expect(warnings(#"{"id":"n","app":"a","user":"u"}"#) == ["missing_hidden_previews_placeholder"])
+    }
+
+    @Test func check_warning_timeSensitiveMoreThanAnHourAway() {
+        #expect(warnings(submit(#""interruptionLevel":"timeSensitive","deliverAt":"2026-01-05T13:00:01Z""#)) == ["time_sensitive_far_off"])
+        #expect(warnings(submit(#""interruptionLevel":"timeSensitive","relevantAt":"2026-01-05T14:00:00Z""#)) == ["time_sensitive_far_off"])
+        #expect(warnings(submit(#""interruptionLevel":"timeSensitive","deliverAt":"2026-01-05T13:00:00Z""#)) == [])
+        #expect(warnings(submit(#""interruptionLevel":"active","deliverAt":"2026-01-06T13:00:00Z""#)) == [])
+    }
+
+    @Test func check_warning_unknownFieldIgnoredNotStored() {
+        guard case .accepted(let a) = admit(submit(#""interuptionLevel":"passive""#)) else { Issue.record("rejected"); return }
+        #expect(a.warnings.map(\.code) == ["unknown_field"])
+        #expect(a.warnings[0].message.contains("interuptionLevel"))
+        #expect(a.events[0].body["interuptionLevel"] == nil)
+    }
+
+    @Test func check_warning_communicationWithoutEntitlement() {
+        #expect(warnings(submit(#""communication":{"sender":"alice"}"#)) == ["communication_not_entitled"])
+    }
+
+    @Test func check_warning_duplicateUsers() {
+        #expect(warnings(#"{"id":"n","app":"a","users":["u","v","u"],"hiddenPreviewsBodyPlaceholder":"x"}"#) == ["duplicate_users"])
+    }
+
+    // Normalization.
+
+    @Test func check_normalizedBody_isCanonical() {
+        guard case .accepted(let a) = admit(submit(#""deliverAt":"2026-01-05T14:00:00+01:00","rid":7,"token":"t""#)) else {
+            Issue.record("rejected"); return
+        }
+        #expect(a.events[0].body.canonicalString ==
+            #"{"app":"com.example.mail","deliverAt":"2026-01-05T13:00:00Z","hiddenPreviewsBodyPlaceholder":"New mail","id":"n1","interruptionLevel":"active","user":"u"}"#)
+    }
+
+    @Test func check_withdrawWithoutUser_leavesUserToRuntime() {
+        guard case .accepted(let a) = admit(#"{"app":"a","id":"n"}"#, op: "withdraw") else { Issue.record("rejected"); return }
+        #expect(a.events[0].user == nil)
+        #expect(a.events[0].withUser("u").body["user"] == .string("u"))
+    }
+}
