@@ -12,9 +12,14 @@ enum StoreSQL {
                  WITH ORDINALITY AS t(user_id, type, app, notification_id, body, engine_time, ord)
         ),
         existing AS (
+            -- LATERAL … LIMIT 1 keeps this an index probe per row: a hash join would scan the whole log.
             SELECT i.ord, e.seq, e.body_hash = i.body_hash AS same
             FROM input i
-            JOIN events e ON e.app = i.app AND e.notification_id = i.notification_id AND e.user_id = i.user_id
+            CROSS JOIN LATERAL (
+                SELECT seq, body_hash FROM events
+                WHERE app = i.app AND notification_id = i.notification_id AND user_id = i.user_id
+                LIMIT 1
+            ) e
             WHERE i.notification_id IS NOT NULL
         ),
         fresh AS (
@@ -51,7 +56,7 @@ enum StoreSQL {
         fresh AS (
             SELECT i.*, row_number() OVER (ORDER BY i.ord) AS rn
             FROM input i
-            WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.user_id = i.user_id AND d.user_index = i.user_index)
+            WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.user_id = i.user_id AND d.user_index = i.user_index LIMIT 1)
         ),
         head AS (
             UPDATE delivery_head SET cursor = cursor + (SELECT count(*) FROM fresh)

@@ -10,6 +10,7 @@ public enum Migrator {
     /// Applies what is missing; returns the names applied now (empty when up to date).
     @discardableResult
     public static func migrate(_ connection: PGConnection, progress: (String) -> Void = { _ in }) throws(StoreError) -> [String] {
+        try connection.execute("SET client_min_messages = warning")
         try connection.execute("SELECT pg_advisory_lock(7271001)")
         defer { _ = try? connection.execute("SELECT pg_advisory_unlock(7271001)") }
         try connection.execute("""

@@ -1,0 +1,81 @@
+// Builds the reply lines of the wire protocol (SPEC §5) as canonical JSON.
+
+/// Reply lines: `{"rid":…,"ok":true,…}` and `{"rid":…,"ok":false,"error":{code,title,detail}}`.
+public enum WireReply {
+    /// A success reply; `fields` are merged in (e.g. seq, warnings, duplicate).
+    public static func ok(rid: JSONValue?, _ fields: [String: JSONValue] = [:]) -> [UInt8] {
+        var object = fields
+        object["ok"] = .bool(true)
+        if let rid { object["rid"] = rid }
+        return line(.object(object))
+    }
+
+    /// A failure reply written like a good alert.
+    public static func error(rid: JSONValue?, _ error: RequestError) -> [UInt8] {
+        var object: [String: JSONValue] = ["ok": .bool(false), "error": error.json]
+        if let rid { object["rid"] = rid }
+        return line(.object(object))
+    }
+
+    /// One line: canonical JSON and a newline.
+    public static func line(_ value: JSONValue) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(128)
+        value.write(to: &out)
+        out.append(0x0A)
+        return out
+    }
+}
+
+extension RequestError {
+    /// Errors of the wire layer itself (framing, JSON, roles), shared by the runtime and tests.
+    public static func malformedLine(_ parse: JSONParseError) -> RequestError {
+        RequestError(code: "malformed_json", title: "The line is not valid JSON (\(parse.message) at byte \(parse.offset))",
+                     detail: "Send one JSON object per line, UTF-8 encoded, terminated by \\n.")
+    }
+
+    public static func lineTooLong(limit: Int) -> RequestError {
+        RequestError(code: "line_too_long", title: "A request line exceeded \(limit / 1024) KiB",
+                     detail: "Lines are limited to \(limit) bytes. The connection is closed because the rest of the line cannot be parsed; shorten the request (bodies are limited to 4 KiB) and reconnect.")
+    }
+
+    public static let notAnObject = RequestError(
+        code: "not_an_object", title: "The request is not a JSON object",
+        detail: "Each line must be one JSON object with an \"op\" field, e.g. {\"op\":\"ping\"}.")
+
+    public static let missingOp = RequestError(
+        code: "missing_op", title: "The request has no \"op\" string",
+        detail: "Every request names its operation, e.g. {\"op\":\"submit\", …}. See the protocol table in the README.")
+
+    public static func unknownOp(_ op: String) -> RequestError {
+        RequestError(code: "unknown_op", title: "Unknown op “\(op)”",
+                     detail: "Known ops: hello, ping, stats, submit, withdraw, authorization, settings, provisionalKeep, provisionalTurnOff, summarySchedule, focusDefine, focusOn, focusOff, mute, snooze, opened, badgeClear, registerApp, subscribe, ack, clock.")
+    }
+
+    public static let helloRequired = RequestError(
+        code: "hello_required", title: "Say hello first",
+        detail: "Until a valid {\"op\":\"hello\",\"token\":\"…\"} only hello and ping are answered. Send hello with your token.")
+
+    public static let invalidToken = RequestError(
+        code: "invalid_token", title: "The token was not recognised",
+        detail: "Check the token your operator issued; tokens are case-sensitive. The connection stays open for another hello.")
+
+    public static func forbidden(op: String, role: String) -> RequestError {
+        RequestError(code: "forbidden", title: "This connection may not \(op)",
+                     detail: "\(op) needs the \(role) role, which your token does not grant. Ask the operator for a token with it.")
+    }
+
+    public static func appNotOwned(_ app: String) -> RequestError {
+        RequestError(code: "forbidden_app", title: "This token may not act for app “\(app)”",
+                     detail: "A producer token lists the apps it may submit and withdraw for. Use the token issued for \(app).")
+    }
+
+    public static func storeUnavailable(_ reason: String) -> RequestError {
+        RequestError(code: "store_unavailable", title: "The request was not stored: PostgreSQL is unavailable",
+                     detail: "Nothing was committed (\(reason)). Herald reconnects by itself; retry the same request, with the same id, in a moment.")
+    }
+
+    public static let busy = RequestError(
+        code: "busy", title: "Herald is at its connection limit",
+        detail: "The server refuses connections past its maximum. Retry with backoff, or pool connections.")
+}

@@ -1,1 +1,0 @@
-// Library placeholder; see the files beside it.

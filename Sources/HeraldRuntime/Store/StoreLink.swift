@@ -1,0 +1,127 @@
+// Keeps the store's writer connected on the loop: watches its socket, reconnects with backoff.
+import CLibEvent
+import CLibPQ
+import HeraldStore
+
+/// Drives a `GroupCommitWriter` from libevent. While PostgreSQL is unreachable, requests fail
+/// at once with `StoreError.unavailable` (the caller answers `store_unavailable`), and the
+/// link reconnects by itself with a non-blocking connect and exponential backoff (up to 5 s).
+public final class StoreLink {
+    private let loop: EventLoop
+    private let url: String
+    public private(set) var writer: GroupCommitWriter?
+    private var connecting: PGConnection?
+    private var readWatch: LoopEvent?
+    private var writeWatch: LoopEvent?
+    private var connectWatch: LoopEvent?
+    private var retryTimer: LoopEvent?
+    private var backoffMs: Int64 = 100
+    public private(set) var lastError: StoreError?
+    /// Called each time a connection becomes ready (first time and after reconnects).
+    public var onReady: (() -> Void)?
+    public var log: (String) -> Void = { _ in }
+
+    public init(loop: EventLoop, url: String) {
+        self.loop = loop
+        self.url = url
+    }
+
+    /// Adopts an already-connected connection (start-up connects synchronously before serving).
+    public func adopt(_ connection: PGConnection) throws(StoreError) {
+        let w = try GroupCommitWriter(connection: connection)
+        install(w)
+    }
+
+    public var isReady: Bool { writer != nil && writer?.failure == nil }
+
+    /// The writer if connected; otherwise the error to give callers.
+    public func currentWriter() -> Result<GroupCommitWriter, StoreError> {
+        if let w = writer, w.failure == nil { return .success(w) }
+        return .failure(lastError ?? .unavailable("reconnecting to PostgreSQL"))
+    }
+
+    /// To be called after handing the writer new work, so its output gets flushed and watched.
+    public func kick() {
+        guard let w = writer else { return }
+        w.pump()
+        afterIO()
+    }
+
+    private func install(_ w: GroupCommitWriter) {
+        writer = w
+        lastError = nil
+        backoffMs = 100
+        readWatch = loop.watch(fd: w.socket, flags: Int32(EV_READ | EV_PERSIST)) { [weak self] _ in
+            guard let self, let w = self.writer else { return }
+            w.socketReadable()
+            self.afterIO()
+        }
+        readWatch?.arm()
+        writeWatch = loop.watch(fd: w.socket, flags: Int32(EV_WRITE)) { [weak self] _ in
+            guard let self, let w = self.writer else { return }
+            w.socketWritable()
+            self.afterIO()
+        }
+        onReady?()
+    }
+
+    private func afterIO() {
+        guard let w = writer else { return }
+        if let failure = w.failure {
+            lastError = failure
+            log("lost PostgreSQL: \(failure); reconnecting")
+            readWatch = nil
+            writeWatch = nil
+            writer = nil
+            scheduleReconnect()
+            return
+        }
+        if w.wantsWrite && !(writeWatch?.isArmed ?? false) { writeWatch?.arm() }
+    }
+
+    private func scheduleReconnect() {
+        retryTimer = loop.timer { [weak self] in self?.startConnect() }
+        retryTimer?.arm(afterMilliseconds: backoffMs)
+        backoffMs = min(backoffMs * 2, 5_000)
+    }
+
+    private func startConnect() {
+        do {
+            let conn = try PGConnection.startConnect(url)
+            connecting = conn
+            pollConnect(PGRES_POLLING_WRITING)
+        } catch {
+            lastError = error
+            scheduleReconnect()
+        }
+    }
+
+    /// Non-blocking connect: wait for the socket as libpq asks, then poll again.
+    private func pollConnect(_ status: PostgresPollingStatusType) {
+        guard let conn = connecting else { return }
+        switch status {
+        case PGRES_POLLING_OK:
+            connecting = nil
+            connectWatch = nil
+            do {
+                try install(GroupCommitWriter(connection: conn))
+                log("reconnected to PostgreSQL")
+            } catch {
+                lastError = error
+                scheduleReconnect()
+            }
+        case PGRES_POLLING_FAILED:
+            lastError = .unavailable(conn.lastErrorMessage)
+            connecting = nil
+            connectWatch = nil
+            scheduleReconnect()
+        default:
+            let flags = status == PGRES_POLLING_READING ? EV_READ : EV_WRITE
+            connectWatch = loop.watch(fd: conn.socket, flags: Int32(flags)) { [weak self] _ in
+                guard let self, let c = self.connecting else { return }
+                self.pollConnect(c.pollConnect())
+            }
+            connectWatch?.arm(afterMilliseconds: 10_000)
+        }
+    }
+}
