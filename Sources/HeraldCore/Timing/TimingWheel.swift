@@ -21,6 +21,14 @@
 /// stale cancel is harmless. Freed nodes and blocks are reused, so the steady state
 /// allocates nothing.
 ///
+/// **Cancel is lazy.** Cancelling only marks the node dead (its generation turns even): it
+/// touches one cache line. The dead entry stays in its slot and its node is reclaimed when
+/// that slot is next processed (cascaded or fired). So that dead timers cannot pile up
+/// (say far-future timers cancelled over and over), the wheel reclaims before it grows:
+/// when a node is needed, none is free and at least 1/8 of all nodes are cancelled ones, a
+/// compaction pass re-buckets every slot and frees them all (amortized O(1) per cancel; the
+/// slab stays within 8/7 of the peak live count plus what `reserveCapacity` asked for).
+///
 /// **Firing order.** Timers fire in deadline order; timers with equal deadlines fire in
 /// ascending payload order. (Timers with equal deadline *and* payload are indistinguishable
 /// to the callback.) The rule does not depend on scheduling order, so a wheel rebuilt
@@ -48,6 +56,8 @@ public struct TimingWheel: Sendable {
     public let tickMilliseconds: Int64
     /// Scratch for one tick's expiries (sorted before the callback); keeps its capacity.
     @usableFromInline var fired: ContiguousArray<FiredTimer> = []
+    /// Scratch for sorting large batches (bursts); keeps its capacity.
+    @usableFromInline var sorter = FiredBatchSorter()
 
     /// Creates an empty wheel whose time is `start`.
     /// - Parameter tickMilliseconds: the tick length, at least 1. With ticks longer than
@@ -73,7 +83,7 @@ public struct TimingWheel: Sendable {
     @discardableResult
     public mutating func schedule(at deadline: Instant, payload: UInt64) -> TimerHandle {
         let d = deadline.millisecondsSinceEpoch
-        let (index, generation) = slab.allocate(deadline: d, payload: payload)
+        let (index, generation) = allocateNode(deadline: d, payload: payload)
         place(index, deadline: d)
         return TimerHandle(index: index, generation: generation)
     }
@@ -83,8 +93,9 @@ public struct TimingWheel: Sendable {
     @discardableResult
     public mutating func cancel(_ handle: TimerHandle) -> Bool {
         guard slab.isLive(handle) else { return false }
-        remove(position: slab.nodes[Int(handle.index)].link)
-        slab.release(handle.index)
+        slab.nodes[Int(handle.index)].generation &+= 1  // even: dead; reclaimed with its slot
+        slab.liveCount &-= 1
+        slab.cancelledCount &+= 1
         return true
     }
 
@@ -105,9 +116,16 @@ public struct TimingWheel: Sendable {
                 current = target
                 return
             }
-            current = tick
-            if level > 0 {
-                cascade(slot: level &* 64 &+ Int((tick &>> UInt64(level &* 6)) & 63))
+            if level == 0 {
+                current = tick
+            } else {
+                // Time enters a coarse slot. Nothing is pending before the slot's minimum
+                // deadline (lower levels are empty, the slot holds nothing earlier), so jump
+                // straight to it: a burst due in one tick then drops to level 0 in a single
+                // cascade instead of one per level.
+                let slot = level &* 64 &+ Int((tick &>> UInt64(level &* 6)) & 63)
+                current = Swift.min(Swift.max(key(slots[slot].minimum), tick), target)
+                cascade(slot: slot)
             }
         }
     }
@@ -115,11 +133,12 @@ public struct TimingWheel: Sendable {
     /// The earliest pending deadline, or nil when no timer is pending.
     ///
     /// Never later than the true earliest deadline. It is exact unless the earliest timer of
-    /// a slot wider than one deadline was cancelled (a coarse slot remembers its minimum
-    /// until it is processed); then it may be that cancelled, earlier deadline, and advancing
-    /// to it fires nothing but makes the value exact. It may be at or before `now` when
+    /// a slot was cancelled (a slot remembers its minimum until it is processed, and
+    /// cancelled entries stay until then); it may then be that cancelled, earlier deadline,
+    /// and advancing to it fires nothing but makes the value exact. It may be at or before `now` when
     /// overdue timers wait for the next `advance`: advance at once then.
     public var nextDeadline: Instant? {
+        if slab.liveCount == 0 { return nil }
         let currentSlot = Int(current & 63)
         if slots[currentSlot].head != SlotBlockPool.none {
             return Instant(millisecondsSinceEpoch: slots[currentSlot].minimum)
@@ -153,7 +172,7 @@ public struct TimingWheel: Sendable {
     public var storageBytes: Int {
         slab.storageBytes + pool.storageBytes
             + slots.capacity * MemoryLayout<WheelSlot>.stride
-            + occupied.capacity * 8 + fired.capacity * MemoryLayout<FiredTimer>.stride
+            + occupied.capacity * 8 + fired.capacity * MemoryLayout<FiredTimer>.stride + sorter.storageBytes
     }
 }
 
@@ -177,8 +196,41 @@ extension TimingWheel {
     /// Schedules without building a handle (bulk loading).
     @usableFromInline
     mutating func insert(deadline: Int64, payload: UInt64) {
-        let (index, _) = slab.allocate(deadline: deadline, payload: payload)
+        let (index, _) = allocateNode(deadline: deadline, payload: payload)
         place(index, deadline: deadline)
+    }
+
+    /// Takes a node (a free one first, else a new one) and gives it a new odd generation.
+    @inlinable @inline(__always)
+    mutating func allocateNode(deadline: Int64, payload: UInt64) -> (index: UInt32, generation: UInt32) {
+        slab.liveCount &+= 1
+        var index = pool.popFreeNode()
+        if index == SlotBlockPool.none && slab.cancelledCount > 0 && slab.cancelledCount >= slab.nodes.count &>> 3 {
+            compact()
+            index = pool.popFreeNode()
+        }
+        if index != SlotBlockPool.none {
+            let i = Int(index)
+            let generation = slab.nodes[i].generation &+ 1
+            slab.nodes[i] = TimerNode(deadline: deadline, payload: payload, generation: generation)
+            return (index, generation)
+        }
+        precondition(slab.nodes.count < Int(UInt32.max), "TimingWheel: more than 2^32-1 timers")
+        slab.nodes.append(TimerNode(deadline: deadline, payload: payload, generation: 1))
+        return (UInt32(truncatingIfNeeded: slab.nodes.count &- 1), 1)
+    }
+
+    /// Reclaims every cancelled node by re-bucketing all slots (see "Cancel is lazy").
+    @usableFromInline
+    mutating func compact() {
+        for level in 0..<TimingWheel.levelCount {
+            var bits = occupied[level]
+            while bits != 0 {
+                let digit = bits.trailingZeroBitCount
+                bits &= bits &- 1
+                cascade(slot: level &* 64 &+ digit)  // same tick: every live entry lands back in its slot
+            }
+        }
     }
 
     /// Puts a node in the slot its deadline belongs to, relative to the current tick.
@@ -204,38 +256,12 @@ extension TimingWheel {
             }
             let b = pool.allocate()
             pool.next[Int(b)] = s.head
-            pool.owner[Int(b)] = UInt16(truncatingIfNeeded: slot)
             s.head = b
             s.fill = 0
         }
-        let position = s.head &<< UInt32(SlotBlockPool.shift) | s.fill
-        pool.entries[Int(position)] = index
-        slab.nodes[Int(index)].link = position
+        pool.entries[Int(s.head &<< UInt32(SlotBlockPool.shift) | s.fill)] = index
         s.fill &+= 1
         if deadline < s.minimum { s.minimum = deadline }
-        slots[slot] = s
-    }
-
-    /// Removes the entry at `position` from its slot by moving the slot's last entry into it.
-    @inlinable
-    mutating func remove(position: UInt32) {
-        let slot = Int(pool.owner[Int(position &>> UInt32(SlotBlockPool.shift))])
-        var s = slots[slot]
-        s.fill &-= 1
-        let lastPosition = s.head &<< UInt32(SlotBlockPool.shift) | s.fill
-        let last = pool.entries[Int(lastPosition)]
-        pool.entries[Int(position)] = last
-        slab.nodes[Int(last)].link = position
-        if s.fill == 0 {
-            let emptied = s.head
-            s.head = pool.next[Int(emptied)]
-            s.fill = UInt32(SlotBlockPool.size)
-            pool.release(emptied)
-            if s.head == SlotBlockPool.none {
-                s.minimum = .max
-                occupied[slot &>> 6] &= ~(1 &<< UInt64(slot & 63))
-            }
-        }
         slots[slot] = s
     }
 
@@ -248,7 +274,29 @@ extension TimingWheel {
         return s
     }
 
-    /// Re-places every timer of a coarse slot that time has just entered.
+    /// Loads the nodes of one block's entries into registers/stack first, in a tight loop of
+    /// independent loads, so their cache misses overlap instead of being paid one by one.
+    @inlinable @inline(__always)
+    func gather(block base: Int, count n: Int) -> (deadlines: SIMD16<Int64>, payloads: SIMD16<UInt64>, generations: SIMD16<UInt32>) {
+        var deadlines = SIMD16<Int64>()
+        var payloads = SIMD16<UInt64>()
+        var generations = SIMD16<UInt32>()
+        // Unchecked reads: every entry of a used block is a valid node index (the wheel wrote it).
+        slab.nodes.withUnsafeBufferPointer { nodes in
+            pool.entries.withUnsafeBufferPointer { entries in
+                for j in 0..<n {
+                    let node = nodes[Int(entries[base &+ j])]
+                    deadlines[j] = node.deadline
+                    payloads[j] = node.payload
+                    generations[j] = node.generation
+                }
+            }
+        }
+        return (deadlines, payloads, generations)
+    }
+
+    /// Re-places every live timer of a slot (a coarse slot time has just entered, or any
+    /// slot during compaction) and reclaims the cancelled ones.
     @usableFromInline
     mutating func cascade(slot: Int) {
         let s = detach(slot: slot)
@@ -256,9 +304,15 @@ extension TimingWheel {
         var n = Int(s.fill)
         while block != SlotBlockPool.none {
             let base = Int(block) &<< SlotBlockPool.shift
+            let batch = gather(block: base, count: n)
             for j in 0..<n {
                 let index = pool.entries[base &+ j]
-                place(index, deadline: slab.nodes[Int(index)].deadline)
+                if batch.generations[j] & 1 == 1 {
+                    place(index, deadline: batch.deadlines[j])
+                } else {
+                    pool.pushFreeNode(index)
+                    slab.cancelledCount &-= 1
+                }
             }
             let next = pool.next[Int(block)]
             pool.release(block)  // safe: all its entries were read
@@ -280,15 +334,21 @@ extension TimingWheel {
         var n = Int(s.fill)
         while block != SlotBlockPool.none {
             let base = Int(block) &<< SlotBlockPool.shift
+            let batch = gather(block: base, count: n)
             for j in 0..<n {
                 let index = pool.entries[base &+ j]
-                let node = slab.nodes[Int(index)]
-                if node.deadline <= limit {
+                let node = TimerNode(deadline: batch.deadlines[j], payload: batch.payloads[j], generation: batch.generations[j])
+                if node.generation & 1 == 0 {  // cancelled
+                    pool.pushFreeNode(index)
+                    slab.cancelledCount &-= 1
+                } else if node.deadline <= limit {
                     let f = FiredTimer(deadline: node.deadline, payload: node.payload)
                     if f < previous { inOrder = false }
                     previous = f
                     fired.append(f)
-                    slab.release(index)
+                    slab.nodes[Int(index)].generation = node.generation &+ 1
+                    slab.liveCount &-= 1
+                    pool.pushFreeNode(index)
                 } else {
                     append(index, deadline: node.deadline, to: slot)
                 }
@@ -298,7 +358,7 @@ extension TimingWheel {
             block = next
             n = SlotBlockPool.size
         }
-        if !inOrder { fired.sort() }
+        if !inOrder { sorter.sort(&fired) }
         for f in fired {
             body(Instant(millisecondsSinceEpoch: f.deadline), f.payload)
         }
@@ -346,21 +406,5 @@ struct WheelSlot: Sendable {
         self.head = head
         self.fill = fill
         self.minimum = minimum
-    }
-}
-
-/// A timer taken out of the wheel during `advance`, ordered by (deadline, payload).
-@usableFromInline
-struct FiredTimer: Comparable, Sendable {
-    @usableFromInline var deadline: Int64
-    @usableFromInline var payload: UInt64
-
-    @inlinable init(deadline: Int64, payload: UInt64) {
-        self.deadline = deadline
-        self.payload = payload
-    }
-
-    @inlinable static func < (a: FiredTimer, b: FiredTimer) -> Bool {
-        a.deadline != b.deadline ? a.deadline < b.deadline : a.payload < b.payload
     }
 }

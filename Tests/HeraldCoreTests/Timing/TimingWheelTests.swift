@@ -95,10 +95,11 @@ import Testing
 
     @Test func reusedSlotIsNotCancelledThroughTheOldHandle() {
         var wheel = TimingWheel(start: Self.start)
-        let old = wheel.schedule(at: Self.at(10), payload: 1)
+        let old = wheel.schedule(at: Self.at(5), payload: 1)
         let cancelled = wheel.cancel(old)
         #expect(cancelled)
-        let new = wheel.schedule(at: Self.at(10), payload: 2)
+        #expect(Self.drain(&wheel, to: 9).isEmpty)  // the cancelled node is reclaimed with its slot...
+        let new = wheel.schedule(at: Self.at(10), payload: 2)  // ...and then handed out again
         #expect(new.index == old.index, "the free list should hand the slot back")
         #expect(new != old)
         let staleCancel = wheel.cancel(old)
@@ -235,5 +236,53 @@ import Testing
         for p in 0..<n { wheel.schedule(at: Self.at(Int64(rng.next() % UInt64(7 * Self.day))), payload: UInt64(p)) }
         let perTimer = Double(wheel.storageBytes) / Double(n)
         #expect(perTimer <= 32, "\(perTimer) bytes per timer")
+    }
+
+    @Test func cancelledFarFutureTimersAreReclaimedBeforeTheWheelGrows() {
+        var wheel = TimingWheel(start: Self.start)
+        var rng = SeededRandom(seed: 17)
+        var expected: [FiredPair] = []
+        var handles: [TimerHandle] = []
+        for p in 0..<20_000 {
+            handles.append(wheel.schedule(at: Self.at(Self.year + Int64(rng.next() % UInt64(Self.year))), payload: UInt64(p)))
+        }
+        let bytes = wheel.storageBytes
+        for round in 1...5 {
+            // Cancel everything (far future: no slot is processed, nodes stay until compaction)...
+            for h in handles { wheel.cancel(h) }
+            #expect(wheel.count == 0)
+            handles.removeAll()
+            // ...then schedule as many again: the wheel must reuse them, not grow.
+            for p in 0..<20_000 {
+                let offset = Self.year + Int64(rng.next() % UInt64(Self.year))
+                handles.append(wheel.schedule(at: Self.at(offset), payload: UInt64(round * 100_000 + p)))
+                if round == 5 { expected.append(FiredPair(deadline: offset, payload: UInt64(round * 100_000 + p))) }
+            }
+            #expect(wheel.count == 20_000)
+            #expect(wheel.storageBytes == bytes, "round \(round): storage grew")
+        }
+        expected.sort { ($0.deadline, $0.payload) < ($1.deadline, $1.payload) }
+        #expect(Self.drain(&wheel, to: 3 * Self.year) == expected)
+    }
+
+    @Test(arguments: [Int64(1), 1000])
+    func largeSameTickBatchesFireInDeadlineThenPayloadOrder(tick: Int64) {
+        // Big enough to take the radix-sort path; full-range payloads and mixed deadlines
+        // (overdue timers of many past instants, including negative ones, plus one tick).
+        var wheel = TimingWheel(start: Self.start, tickMilliseconds: tick)
+        var rng = SeededRandom(seed: 23)
+        var expected: [FiredPair] = []
+        _ = Self.drain(&wheel, to: 10_000)
+        for _ in 0..<5_000 {
+            let payload = rng.next()
+            wheel.schedule(at: Self.at(12_000), payload: payload)
+            expected.append(FiredPair(deadline: 12_000, payload: payload))
+            let past = Int64(rng.next() % 3_000_000_000_000) - 2_000_000_000_000
+            let overduePayload = rng.next() % 4
+            wheel.schedule(at: Self.at(min(past, 10_000)), payload: overduePayload)
+            expected.append(FiredPair(deadline: min(past, 10_000), payload: overduePayload))
+        }
+        expected.sort { ($0.deadline, $0.payload) < ($1.deadline, $1.payload) }
+        #expect(Self.drain(&wheel, to: 12_000) == expected)
     }
 }
