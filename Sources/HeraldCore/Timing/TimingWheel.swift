@@ -109,8 +109,9 @@ public struct TimingWheel: Sendable {
         let target = key(nowMs)
         while true {
             if slots[Int(current & 63)].head != SlotBlockPool.none {
-                fireCurrentSlot(upTo: current < target ? .max : nowMs, body)
+                process(slot: Int(current & 63), firingUpTo: current < target ? .max : nowMs, fires: true)
             }
+            if !fired.isEmpty { flushFired(body) }
             if current == target { return }
             guard let (tick, level) = nextOccupied(), tick <= target else {
                 current = target
@@ -121,11 +122,11 @@ public struct TimingWheel: Sendable {
             } else {
                 // Time enters a coarse slot. Nothing is pending before the slot's minimum
                 // deadline (lower levels are empty, the slot holds nothing earlier), so jump
-                // straight to it: a burst due in one tick then drops to level 0 in a single
-                // cascade instead of one per level.
+                // straight to it: a burst due in one tick is then fired straight out of the
+                // coarse slot in a single pass instead of one cascade per level.
                 let slot = level &* 64 &+ Int((tick &>> UInt64(level &* 6)) & 63)
                 current = Swift.min(Swift.max(key(slots[slot].minimum), tick), target)
-                cascade(slot: slot)
+                process(slot: slot, firingUpTo: current < target ? .max : nowMs, fires: true)
             }
         }
     }
@@ -228,7 +229,7 @@ extension TimingWheel {
             while bits != 0 {
                 let digit = bits.trailingZeroBitCount
                 bits &= bits &- 1
-                cascade(slot: level &* 64 &+ digit)  // same tick: every live entry lands back in its slot
+                process(slot: level &* 64 &+ digit, firingUpTo: .min, fires: false)  // live entries land back in their slot
             }
         }
     }
@@ -295,10 +296,13 @@ extension TimingWheel {
         return (deadlines, payloads, generations)
     }
 
-    /// Re-places every live timer of a slot (a coarse slot time has just entered, or any
-    /// slot during compaction) and reclaims the cancelled ones.
+    /// Empties a slot: reclaims cancelled entries, moves timers that are due now (tick at or
+    /// before the current one and deadline <= `limit`) to the `fired` batch, and re-places the
+    /// rest relative to the current tick (one or more levels down when time has just entered
+    /// a coarse slot; back into the same slot during compaction). One pass serves cascading,
+    /// firing and compaction, and each node is read once, in gathered blocks.
     @usableFromInline
-    mutating func cascade(slot: Int) {
+    mutating func process(slot: Int, firingUpTo limit: Int64, fires: Bool) {
         let s = detach(slot: slot)
         var block = s.head
         var n = Int(s.fill)
@@ -307,11 +311,18 @@ extension TimingWheel {
             let batch = gather(block: base, count: n)
             for j in 0..<n {
                 let index = pool.entries[base &+ j]
-                if batch.generations[j] & 1 == 1 {
-                    place(index, deadline: batch.deadlines[j])
-                } else {
+                let generation = batch.generations[j]
+                let deadline = batch.deadlines[j]
+                if generation & 1 == 0 {  // cancelled: reclaim the node now
                     pool.pushFreeNode(index)
                     slab.cancelledCount &-= 1
+                } else if fires && deadline <= limit && key(deadline) <= current {
+                    fired.append(FiredTimer(deadline: deadline, payload: batch.payloads[j]))
+                    slab.nodes[Int(index)].generation = generation &+ 1
+                    slab.liveCount &-= 1
+                    pool.pushFreeNode(index)
+                } else {
+                    place(index, deadline: deadline)
                 }
             }
             let next = pool.next[Int(block)]
@@ -321,47 +332,22 @@ extension TimingWheel {
         }
     }
 
-    /// Fires the current tick's slot: timers with deadline <= `limit` (all of them when the
-    /// wheel is moving past this tick), sorted by (deadline, payload). Others stay.
+    /// Reports the batch of due timers in (deadline, payload) order and clears it.
     @usableFromInline
-    mutating func fireCurrentSlot(upTo limit: Int64, _ body: (Instant, UInt64) -> Void) {
-        let slot = Int(current & 63)
-        let s = detach(slot: slot)
-        fired.removeAll(keepingCapacity: true)
-        var inOrder = true
-        var previous = FiredTimer(deadline: .min, payload: 0)
-        var block = s.head
-        var n = Int(s.fill)
-        while block != SlotBlockPool.none {
-            let base = Int(block) &<< SlotBlockPool.shift
-            let batch = gather(block: base, count: n)
-            for j in 0..<n {
-                let index = pool.entries[base &+ j]
-                let node = TimerNode(deadline: batch.deadlines[j], payload: batch.payloads[j], generation: batch.generations[j])
-                if node.generation & 1 == 0 {  // cancelled
-                    pool.pushFreeNode(index)
-                    slab.cancelledCount &-= 1
-                } else if node.deadline <= limit {
-                    let f = FiredTimer(deadline: node.deadline, payload: node.payload)
-                    if f < previous { inOrder = false }
-                    previous = f
-                    fired.append(f)
-                    slab.nodes[Int(index)].generation = node.generation &+ 1
-                    slab.liveCount &-= 1
-                    pool.pushFreeNode(index)
-                } else {
-                    append(index, deadline: node.deadline, to: slot)
-                }
+    mutating func flushFired(_ body: (Instant, UInt64) -> Void) {
+        if fired.count > 1 {
+            var inOrder = true
+            var previous = fired[0]
+            for f in fired.dropFirst() {
+                if f < previous { inOrder = false; break }
+                previous = f
             }
-            let next = pool.next[Int(block)]
-            pool.release(block)
-            block = next
-            n = SlotBlockPool.size
+            if !inOrder { sorter.sort(&fired) }
         }
-        if !inOrder { sorter.sort(&fired) }
         for f in fired {
             body(Instant(millisecondsSinceEpoch: f.deadline), f.payload)
         }
+        fired.removeAll(keepingCapacity: true)
     }
 
     /// The next tick after the current one at which something must happen: the first
