@@ -152,9 +152,12 @@ public struct TimingWheel: Sendable {
     /// Reserves room for `n` live timers so that scheduling up to `n` allocates nothing.
     public mutating func reserveCapacity(_ n: Int) {
         guard n > 0 else { return }
-        slab.reserveCapacity(n)
-        // Full blocks for all timers plus at most one partly filled block per slot.
-        pool.reserve(blocks: (n + SlotBlockPool.size - 1) / SlotBlockPool.size + Swift.min(n, TimingWheel.slotCount))
+        // Cancelled nodes still waiting in their slots hold their nodes until reclaimed.
+        let nodes = n + slab.cancelledCount
+        slab.reserveCapacity(nodes)
+        // Each node's index sits in one block entry (in a slot, or on the free-node stack),
+        // plus at most one partly filled block per slot and one for the free-node stack.
+        pool.reserve(blocks: (nodes + SlotBlockPool.size - 1) / SlotBlockPool.size + Swift.min(nodes, TimingWheel.slotCount + 1))
     }
 
     /// Schedules many timers at once (rebuilding after a restart). Handles are not returned.
