@@ -1,2 +1,22 @@
 // Micro-benchmarks of the pure core, each printed side by side with its baseline.
-print("HeraldBenchmarks: no benchmarks yet")
+//
+// Usage: swift run -c release HeraldBenchmarks <benchmark> [options]
+//   wheel [--timers 1000000,10000000] [--burst 1000000] [--seed 1] [--repeat 1] [--wall]
+//         timing wheel vs indexed heap
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "wheel":
+    runWheelBenchmark(arguments: Array(arguments.dropFirst()))
+// ENGINE BENCHMARK GOES HERE: the engine benchmark lives in EngineBenchmark.swift (another
+// engineer's file) as `runEngineBenchmark(arguments: [String])`; when it lands, add:
+// case "engine":
+//     runEngineBenchmark(arguments: Array(arguments.dropFirst()))
+default:
+    print("""
+        usage: HeraldBenchmarks <benchmark> [options]
+          wheel [--timers 1000000,10000000] [--burst 1000000] [--seed 1] [--repeat 1] [--wall]
+                timing wheel vs indexed binary heap: schedule, cancel, bulk load,
+                fire-all over a week, same-tick burst drain, bytes per live timer
+        """)
+}
