@@ -6,6 +6,6 @@ struct Herald: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "An event-sourced notification scheduler on PostgreSQL.",
-        subcommands: [Migrate.self, Bench.self]
+        subcommands: [Serve.self, Migrate.self, Tail.self, Bench.self]
     )
 }

@@ -30,7 +30,7 @@ public enum WireReply {
 extension RequestError {
     /// Errors of the wire layer itself (framing, JSON, roles), shared by the runtime and tests.
     public static func malformedLine(_ parse: JSONParseError) -> RequestError {
-        RequestError(code: "malformed_json", title: "The line is not valid JSON (\(parse.message) at byte \(parse.offset))",
+        RequestError(code: "malformed_json", title: "The line is not valid JSON: \(parse.message)",
                      detail: "Send one JSON object per line, UTF-8 encoded, terminated by \\n.")
     }
 

@@ -1,0 +1,48 @@
+// The admin `clock` op: moves the manual clock and fires every timer due up to the new instant.
+import HeraldCore
+import HeraldStore
+
+extension HeraldService {
+    func clock(_ request: ClientSession.Request, reply: @escaping ([UInt8]) -> Void) {
+        guard let current = manualNow else {
+            reply(WireReply.error(rid: request.rid, RequestError(code: "clock_not_manual", title: "The clock can only be moved in manual-clock mode",
+                detail: "This server runs on the system clock. Start it with --clock manual to drive time from tests or demos.")))
+            return
+        }
+        guard let text = request.body["advanceTo"]?.stringValue, let target = Instant(rfc3339: text) else {
+            reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "“advanceTo” must be an RFC 3339 timestamp",
+                detail: "For example {\"op\":\"clock\",\"advanceTo\":\"2026-03-29T08:00:00Z\"}.")))
+            return
+        }
+        guard target >= current else {
+            reply(WireReply.error(rid: request.rid, RequestError(code: "clock_backwards", title: "The manual clock cannot go back (now \(current.rfc3339))",
+                detail: "Engine time only moves forward, so replay gives the same decisions. Pick an instant at or after now.")))
+            return
+        }
+        guard case .success(let writer) = store.currentWriter() else {
+            reply(WireReply.error(rid: request.rid, .storeUnavailable("reconnecting")))
+            return
+        }
+        // Like every accepted request, the clock move is an event: a restart resumes at this instant.
+        let row = EventRow(user: nil, type: "clock", body: JSONValue.object(["advanceTo": .string(target.rfc3339)]).canonicalString,
+                           engineTime: target)
+        manualNow = target
+        inFlightTimes.append(current)
+        let rid = request.rid
+        writer.append(events: [row]) { [weak self] result in
+            guard let self else { return }
+            self.inFlightTimes.removeFirst()
+            if case .failure(let error) = result {
+                reply(WireReply.error(rid: rid, self.requestError(error)))
+                return
+            }
+            self.eventsCommitted += 1
+            // Every event appended before this one has committed (commits are ordered): fire what is due.
+            self.fireTimers()
+            self.flushDeliveries {
+                reply(WireReply.ok(rid: rid, ["now": .string(target.rfc3339), "deliveryHead": .int(self.deliveryHead)]))
+            }
+        }
+        store.kick()
+    }
+}

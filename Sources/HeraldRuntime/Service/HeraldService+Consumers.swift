@@ -1,0 +1,135 @@
+// Consumers: durable named cursors, streamed from memory when close to the head, from PostgreSQL when behind.
+import HeraldCore
+import HeraldStore
+
+/// One subscribed consumer on one connection.
+final class ConsumerStream {
+    let name: String
+    weak var connection: ClientConnection?
+    /// The last cursor sent on this connection.
+    var position: Int64
+    /// A catch-up read from PostgreSQL is in flight.
+    var reading = false
+
+    init(name: String, connection: ClientConnection, position: Int64) {
+        self.name = name; self.connection = connection; self.position = position
+    }
+}
+
+extension HeraldService {
+    func subscribe(_ request: ClientSession.Request, connection: ClientConnection, reply: @escaping ([UInt8]) -> Void) {
+        guard let name = request.body["consumer"]?.stringValue, !name.isEmpty, name.utf8.count <= 200 else {
+            reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "subscribe needs a consumer name",
+                detail: "Send {\"op\":\"subscribe\",\"consumer\":\"<durable name>\"}; the name (1–200 bytes) keys the acknowledged cursor.")))
+            return
+        }
+        let from = request.body["from"]
+        var explicit: Int64?
+        switch from {
+        case nil, .string("committed")?: explicit = nil
+        case .string("earliest")?: explicit = 0
+        case .int(let n)? where n >= 0: explicit = n
+        default:
+            reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "“from” must be \"committed\", \"earliest\" or a cursor",
+                detail: "Omit it to resume from the consumer's acknowledged cursor (new consumers start at the tail).")))
+            return
+        }
+        let rid = request.rid
+        reader.query("SELECT acked FROM consumers WHERE name = $1", [name]) { [weak self, weak connection] result in
+            guard let self, let connection, !connection.isClosing else { return }
+            let acked: Int64?
+            switch result {
+            case .failure(let error):
+                reply(WireReply.error(rid: rid, self.requestError(error)))
+                return
+            case .success(let r):
+                acked = r.rowCount > 0 ? r.int64(0, 0) : nil
+            }
+            let start = explicit ?? acked ?? self.deliveryHead
+            if let old = self.consumers[name], let c = old.connection, c !== connection {
+                c.close(reason: "consumer \(name) subscribed again on another connection")
+            }
+            let stream = ConsumerStream(name: name, connection: connection, position: start)
+            self.consumers[name] = stream
+            reply(WireReply.ok(rid: rid, ["op": "subscribe", "consumer": .string(name), "cursor": .int(start)]))
+            self.pump(stream)
+        }
+    }
+
+    func ack(_ request: ClientSession.Request, reply: @escaping ([UInt8]) -> Void) {
+        guard let name = request.body["consumer"]?.stringValue, let cursor = request.body["cursor"]?.intValue, cursor >= 0 else {
+            reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "ack needs consumer and cursor",
+                detail: "Send {\"op\":\"ack\",\"consumer\":\"<name>\",\"cursor\":<last cursor processed>}.")))
+            return
+        }
+        guard case .success(let writer) = store.currentWriter() else {
+            reply(WireReply.error(rid: request.rid, .storeUnavailable("reconnecting")))
+            return
+        }
+        let rid = request.rid
+        writer.ack(consumer: name, cursor: min(cursor, deliveryHead)) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let acked): reply(WireReply.ok(rid: rid, ["cursor": .int(acked)]))
+            case .failure(let error): reply(WireReply.error(rid: rid, self.requestError(error)))
+            }
+        }
+        store.kick()
+    }
+
+    /// New deliveries were committed: wake every consumer that is caught up.
+    func publish() {
+        for stream in consumers.values where !stream.reading { pump(stream) }
+    }
+
+    /// Sends what the consumer has not seen, while its socket buffer has room.
+    func pump(_ stream: ConsumerStream) {
+        guard let connection = stream.connection, !connection.isClosing else { consumers[stream.name] = nil; return }
+        while stream.position < deliveryHead {
+            if connection.outputBytes >= configuration.consumerBufferBytes {
+                // Slow consumer: pause; resume when its socket drains (from PostgreSQL if the ring moved on).
+                connection.onDrained = { [weak self, weak stream] in
+                    guard let self, let stream else { return }
+                    stream.connection?.onDrained = nil
+                    self.pump(stream)
+                }
+                return
+            }
+            let next = stream.position + 1
+            if !ring.isEmpty && next >= ringFirstCursor {
+                let index = Int(next - ringFirstCursor)
+                guard index < ring.count else { return }
+                var batch: [UInt8] = []
+                var i = index
+                while i < ring.count && batch.count < 256 * 1024 {
+                    batch += ring[i]
+                    i += 1
+                }
+                connection.send(batch)
+                stream.position = ringFirstCursor + Int64(i) - 1
+            } else {
+                readBehind(stream)
+                return
+            }
+        }
+    }
+
+    /// A consumer behind the in-memory ring reads a page from PostgreSQL.
+    func readBehind(_ stream: ConsumerStream) {
+        stream.reading = true
+        reader.query("SELECT cursor, body FROM deliveries WHERE cursor > $1 ORDER BY cursor LIMIT 1000",
+                     [String(stream.position)]) { [weak self, weak stream] result in
+            guard let self, let stream else { return }
+            stream.reading = false
+            guard case .success(let r) = result, let connection = stream.connection else { return }
+            var batch: [UInt8] = []
+            for i in 0..<r.rowCount {
+                guard let cursor = r.int64(i, 0), let body = r.string(i, 1) else { continue }
+                batch += Self.line(body, cursor: cursor)
+                stream.position = cursor
+            }
+            connection.send(batch)
+            if r.rowCount > 0 { self.pump(stream) }
+        }
+    }
+}

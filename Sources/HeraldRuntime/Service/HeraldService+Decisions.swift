@@ -1,0 +1,137 @@
+// Folding committed events into user state, firing timers, and committing the deliveries they produce.
+import HeraldCore
+import HeraldStore
+
+extension HeraldService {
+    /// The user's record, created on first sight.
+    func record(for user: String) -> UserRecord {
+        if let r = users[user] { return r }
+        let r = UserRecord(state: UserState(user: user), index: UInt64(userIds.count))
+        userIds.append(user)
+        users[user] = r
+        return r
+    }
+
+    /// Folds one committed event; its deliveries queue for commit, its next wake goes to the wheel.
+    func applyCommitted(_ event: StoredEvent, collect: ((Delivery, Int64) -> Void)? = nil) {
+        if event.type == "clock" { return }  // a manual-clock move: no state, timers fire by time
+        guard let user = event.user else {
+            var scratch = UserState(user: "")
+            _ = engine.apply(event, to: &scratch, apps: &apps)
+            return
+        }
+        var r = record(for: user)
+        let outcome = engine.apply(event, to: &r.state, apps: &apps)
+        users[user] = r
+        take(outcome, user: user, collect: collect)
+    }
+
+    func take(_ outcome: Outcome, user: String, collect: ((Delivery, Int64) -> Void)? = nil) {
+        guard var r = users[user] else { return }
+        for d in outcome.deliveries {
+            r.deliveryCount += 1
+            if let collect { collect(d, r.deliveryCount) } else { unsentDeliveries.append(Self.row(d, index: r.deliveryCount)) }
+        }
+        if outcome.nextWake != r.wakeAt {
+            if let h = r.wakeHandle { wheel.cancel(h) }
+            r.wakeHandle = outcome.nextWake.map { wheel.schedule(at: $0, payload: r.index) }
+            r.wakeAt = outcome.nextWake
+        }
+        users[user] = r
+    }
+
+    static func row(_ d: Delivery, index: Int64) -> DeliveryRow {
+        DeliveryRow(user: d.user, userIndex: index, causeSeq: d.causeSeq, kind: d.kind.rawValue, app: d.app,
+                    notificationId: d.notificationId, reason: d.reason, at: d.at, rulesVersion: d.rulesVersion,
+                    trace: JSONValue.array(d.trace.map(\.json)).canonicalString, body: d.body.canonicalString)
+    }
+
+    /// Fires every wake-up due by now — but never past an event appended and not yet committed,
+    /// so timers and events meet each user's state in the same order replay will use.
+    func fireTimers() {
+        var horizon = now()
+        if let oldest = inFlightTimes.first { horizon = min(horizon, oldest) }
+        var due: [UInt64] = []
+        wheel.advance(to: horizon) { _, payload in due.append(payload) }
+        for index in due {
+            let user = userIds[Int(index)]
+            guard var r = users[user] else { continue }
+            r.wakeHandle = nil
+            r.wakeAt = nil
+            let outcome = engine.advance(&r.state, to: horizon, apps: apps)
+            users[user] = r
+            take(outcome, user: user)
+        }
+        flushDeliveries()
+        armWheelTimer()
+    }
+
+    /// Arms the one libevent timer for the wheel's next deadline (system clock only).
+    func armWheelTimer() {
+        guard manualNow == nil, let next = wheel.nextDeadline else { wheelTimer?.disarm(); return }
+        let delay = max(0, next.millisecondsSinceEpoch - now().millisecondsSinceEpoch)
+        wheelTimer?.arm(afterMilliseconds: delay)
+    }
+
+    func timerFired() { fireTimers() }
+
+    /// Commits decided deliveries (one batch in flight at a time), then streams them.
+    func flushDeliveries(then done: (() -> Void)? = nil) {
+        if let done { deliveryWaiters.append(done) }
+        guard !deliveriesInFlight else { return }
+        guard !unsentDeliveries.isEmpty else {
+            let waiters = deliveryWaiters
+            deliveryWaiters.removeAll()
+            waiters.forEach { $0() }
+            return
+        }
+        guard case .success(let writer) = store.currentWriter() else { return }  // retried on reconnect
+        let rows = unsentDeliveries
+        unsentDeliveries.removeAll()
+        deliveriesInFlight = true
+        let waiters = deliveryWaiters
+        deliveryWaiters.removeAll()
+        writer.append(deliveries: rows) { [weak self] result in
+            guard let self else { return }
+            self.deliveriesInFlight = false
+            switch result {
+            case .failure(let error):
+                self.log("deliveries not committed yet (\(error)); will retry")
+                self.unsentDeliveries = rows + self.unsentDeliveries
+                self.deliveryWaiters = waiters + self.deliveryWaiters
+            case .success(let cursors):
+                for (row, cursor) in zip(rows, cursors) where cursor > 0 {
+                    self.deliveriesCommitted += 1
+                    self.committed(row, cursor: cursor)
+                }
+                waiters.forEach { $0() }
+                self.publish()
+                if !self.unsentDeliveries.isEmpty || !self.deliveryWaiters.isEmpty { self.flushDeliveries() }
+            }
+        }
+        store.kick()
+    }
+
+    /// The wire line of a committed delivery: its stored body with op and cursor.
+    static func line(_ body: String, cursor: Int64) -> [UInt8] {
+        var out = Array("{\"cursor\":\(cursor),\"op\":\"delivery\",".utf8)
+        out += body.utf8.dropFirst()
+        out.append(0x0A)
+        return out
+    }
+
+    func committed(_ row: DeliveryRow, cursor: Int64) {
+        if ring.isEmpty { ringFirstCursor = cursor }
+        if cursor != ringFirstCursor + Int64(ring.count) {
+            // Another writer took cursors in between: restart the ring here (consumers read the gap from PostgreSQL).
+            ring.removeAll()
+            ringFirstCursor = cursor
+        }
+        ring.append(Self.line(row.body, cursor: cursor))
+        if ring.count > configuration.deliveryRingCapacity {
+            ring.removeFirst()
+            ringFirstCursor += 1
+        }
+        deliveryHead = max(deliveryHead, cursor)
+    }
+}

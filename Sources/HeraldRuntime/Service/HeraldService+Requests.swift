@@ -1,0 +1,123 @@
+// State-changing requests: admit, append, and on COMMIT fold, acknowledge and decide.
+import HeraldCore
+import HeraldStore
+
+extension HeraldService {
+    func submitEvent(_ request: ClientSession.Request, reply: @escaping ([UInt8]) -> Void) {
+        let at = now()
+        let admission = engine.admit(op: request.op, request: request.body, apps: apps, now: at)
+        guard case .accepted(let accepted) = admission else {
+            if case .rejected(let error) = admission {
+                requestsRejected += 1
+                reply(WireReply.error(rid: request.rid, error))
+            }
+            return
+        }
+        let rows = accepted.events.map { draft in
+            EventRow(user: draft.user, type: draft.type, app: draft.app, notificationId: draft.notificationId,
+                     body: draft.body.canonicalString, engineTime: at)
+        }
+        let warnings: JSONValue = .array(accepted.warnings.map(\.json))
+        let rid = request.rid
+
+        // A re-send racing its original (same idempotency key in flight) waits for it.
+        if rows.count == 1, let key = Self.idempotencyKey(rows[0]), inFlightKeys[key] != nil {
+            let body = rows[0].body
+            inFlightKeys[key]!.waiters.append { [weak self] outcome, error in
+                guard let self else { return }
+                if let error { reply(WireReply.error(rid: rid, self.requestError(error))); return }
+                guard let outcome else { return }
+                let original = self.inFlightKeys[key]?.body
+                reply(self.replyFor(outcome: outcome.sameBody(original == nil || original == body), rid: rid, warnings: warnings))
+            }
+            return
+        }
+
+        let writer: GroupCommitWriter
+        switch store.currentWriter() {
+        case .success(let w): writer = w
+        case .failure(let error):
+            reply(WireReply.error(rid: rid, requestError(error)))
+            return
+        }
+        let keys = rows.compactMap(Self.idempotencyKey)
+        for (key, row) in zip(rows.compactMap { Self.idempotencyKey($0) }, rows.filter { Self.idempotencyKey($0) != nil }) {
+            inFlightKeys[key] = InFlightKey(body: row.body)
+        }
+        inFlightTimes.append(at)
+        writer.append(events: rows) { [weak self] result in
+            guard let self else { return }
+            self.inFlightTimes.removeFirst()
+            let waiting = keys.map { ($0, self.inFlightKeys[$0]) }
+            switch result {
+            case .failure(let error):
+                reply(WireReply.error(rid: rid, self.requestError(error)))
+                for (key, entry) in waiting {
+                    self.inFlightKeys[key] = nil
+                    entry?.waiters.forEach { $0(nil, error) }
+                }
+            case .success(let outcomes):
+                for (outcome, draft) in zip(outcomes, accepted.events) {
+                    if case .appended(let seq) = outcome {
+                        self.eventsCommitted += 1
+                        self.applyCommitted(StoredEvent(seq: seq, user: draft.user, type: draft.type, body: draft.body, at: at))
+                    }
+                }
+                reply(self.replyFor(outcomes: outcomes, rid: rid, warnings: warnings))
+                for (index, (key, entry)) in waiting.enumerated() where index < outcomes.count {
+                    entry?.waiters.forEach { $0(outcomes[index], nil) }
+                    self.inFlightKeys[key] = nil
+                }
+                self.flushDeliveries()
+                self.fireTimers()
+            }
+        }
+        store.kick()
+    }
+
+    static func idempotencyKey(_ row: EventRow) -> String? {
+        guard let id = row.notificationId, let app = row.app, let user = row.user else { return nil }
+        return app + "\u{1}" + id + "\u{1}" + user
+    }
+
+    func replyFor(outcomes: [AppendOutcome], rid: JSONValue?, warnings: JSONValue) -> [UInt8] {
+        guard let first = outcomes.first else { return WireReply.ok(rid: rid, ["warnings": warnings]) }
+        if outcomes.count > 1 {
+            let appended = outcomes.filter { if case .appended = $0 { return true } else { return false } }.count
+            var fields: [String: JSONValue] = ["seq": .int(first.seq), "events": .int(Int64(outcomes.count)),
+                                               "appended": .int(Int64(appended)), "warnings": warnings]
+            if appended == 0 { fields["duplicate"] = true }
+            return WireReply.ok(rid: rid, fields)
+        }
+        return replyFor(outcome: first, rid: rid, warnings: warnings)
+    }
+
+    func replyFor(outcome: AppendOutcome, rid: JSONValue?, warnings: JSONValue) -> [UInt8] {
+        switch outcome {
+        case .appended(let seq):
+            return WireReply.ok(rid: rid, ["seq": .int(seq), "warnings": warnings])
+        case .duplicate(let seq):
+            return WireReply.ok(rid: rid, ["seq": .int(seq), "duplicate": true, "warnings": .array([])])
+        case .conflict(let seq):
+            return WireReply.error(rid: rid, RequestError(
+                code: "conflict", title: "This notification id was already used with a different payload",
+                detail: "The (app, id) pair is unique forever; the event stored at seq \(seq) is unchanged. Use a new id for new content, or re-send the original payload to get its acknowledgement."))
+        }
+    }
+
+    func requestError(_ error: StoreError) -> RequestError {
+        if error.isRetryable { return .storeUnavailable(error.description) }
+        return RequestError(code: "store_error", title: "The request could not be stored",
+                            detail: "PostgreSQL refused it: \(error). This is a server-side problem; report it with the time of the request.")
+    }
+}
+
+extension AppendOutcome {
+    /// A waiter's view of its original's outcome: a different body makes it a conflict.
+    func sameBody(_ same: Bool) -> AppendOutcome {
+        switch self {
+        case .appended(let s), .duplicate(let s): return same ? .duplicate(seq: s) : .conflict(seq: s)
+        case .conflict: return self
+        }
+    }
+}

@@ -1,0 +1,204 @@
+// The service: wires connections, the engine, the timing wheel and the store on one loop.
+import CLibEvent
+import DequeModule
+import Glibc
+import HeraldCore
+import HeraldStore
+
+/// One user's live state: the engine's fold, its delivery ordinal and its wake-up in the wheel.
+struct UserRecord {
+    var state: UserState
+    var index: UInt64
+    var deliveryCount: Int64 = 0
+    var wakeAt: Instant?
+    var wakeHandle: TimerHandle?
+}
+
+/// `herald serve`. Order for every request: admit (pure checks) → append to PostgreSQL →
+/// on COMMIT: fold into the user's state (the engine decides), acknowledge, append the
+/// deliveries → on their COMMIT: stream them to consumers. Nothing is acknowledged before
+/// its event is committed; deliveries are re-derivable from events, so a crash between the
+/// two commits is repaired at start-up by re-deriving them.
+public final class HeraldService: ConnectionDelegate {
+    public let configuration: ServiceConfiguration
+    public let loop: EventLoop
+    let engine = Engine()
+    var apps = AppRegistry()
+    var users: [String: UserRecord] = [:]
+    var userIds: [String] = []
+    var wheel: TimingWheel
+    var wheelTimer: LoopEvent?
+    let store: StoreLink
+    let reader: AsyncReader
+    var listener: Listener?
+    var connections: [UInt64: ClientConnection] = [:]
+    var graveyard: [ClientConnection] = []
+    var reaper: LoopEvent?
+    var nextConnectionId: UInt64 = 1
+    var signals: [LoopEvent] = []
+    var shutdownTimer: LoopEvent?
+    var shuttingDown = false
+
+    /// Engine time: manual, or the wall clock never allowed to go backwards.
+    var manualNow: Instant?
+    var lastNow = Instant.epoch
+    /// Engine times of appended events not yet committed, oldest first: timers may not fire past the oldest.
+    var inFlightTimes: Deque<Instant> = []
+    /// Idempotency keys in flight, so a re-send racing its original is answered as a duplicate.
+    var inFlightKeys: [String: InFlightKey] = [:]
+    /// Deliveries decided but not yet committed (re-sent after a reconnect).
+    var unsentDeliveries: [DeliveryRow] = []
+    var deliveriesInFlight = false
+    var deliveryWaiters: [() -> Void] = []
+
+    /// Committed deliveries kept for consumers: cursor of the first, and the wire lines.
+    var ring: Deque<[UInt8]> = []
+    var ringFirstCursor: Int64 = 1
+    var deliveryHead: Int64 = 0
+    var consumers: [String: ConsumerStream] = [:]
+
+    public var log: (String) -> Void
+
+    struct InFlightKey {
+        var body: String
+        var waiters: [(AppendOutcome?, StoreError?) -> Void] = []
+    }
+
+    // Counters for `stats`.
+    var eventsCommitted = 0
+    var deliveriesCommitted = 0
+    var requestsRejected = 0
+
+    public init(configuration: ServiceConfiguration, log: @escaping (String) -> Void) {
+        self.configuration = configuration
+        self.log = log
+        self.loop = EventLoop()
+        self.store = StoreLink(loop: loop, url: configuration.databaseURL)
+        self.reader = AsyncReader(loop: loop, url: configuration.databaseURL)
+        if case .manual(let start) = configuration.clock { manualNow = start }
+        self.wheel = TimingWheel(start: Instant.epoch)
+        store.log = log
+    }
+
+    /// The engine's idea of now.
+    func now() -> Instant {
+        if let manualNow { return manualNow }
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        let wall = Instant(millisecondsSinceEpoch: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000)
+        lastNow = max(lastNow, wall)
+        return lastNow
+    }
+
+    /// Connects, migrates, rebuilds state from the log, then listens. Returns the bound port.
+    @discardableResult
+    public func start() throws -> Int {
+        let conn = try PGConnection.connect(configuration.databaseURL)
+        try Migrator.migrate(conn) { self.log($0) }
+        try restore(from: conn)
+        try store.adopt(conn)
+        try reader.adopt(PGConnection.connect(configuration.databaseURL))
+        store.onReady = { [weak self] in self?.flushDeliveries() }
+        if configuration.tokens.isDevMode {
+            log("dev mode: no tokens configured, every hello is granted every role (pass --tokens FILE in production)")
+        }
+        let listener = try Listener(loop: loop, host: configuration.host, port: configuration.port) { [weak self] fd in
+            self?.accept(fd)
+        }
+        self.listener = listener
+        reaper = loop.timer { [weak self] in self?.graveyard.removeAll() }
+        wheelTimer = loop.timer { [weak self] in self?.timerFired() }
+        for sig in [SIGTERM, SIGINT] {
+            let s = loop.signal(sig) { [weak self] in self?.beginShutdown() }
+            s.arm()
+            signals.append(s)
+        }
+        signal(SIGPIPE, SIG_IGN)
+        fireTimers()
+        log("listening on \(configuration.host):\(listener.port), clock \(manualNow.map { "manual at \($0)" } ?? "system")")
+        return listener.port
+    }
+
+    /// Runs the loop until shutdown.
+    public func run() { loop.run() }
+
+    // MARK: Connections
+
+    func accept(_ fd: Int32) {
+        if shuttingDown || connections.count >= configuration.maxConnections {
+            let line = WireReply.error(rid: nil, .busy)
+            _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            close(fd)
+            return
+        }
+        let id = nextConnectionId
+        nextConnectionId += 1
+        let session = ClientSession(tokens: configuration.tokens, serverName: configuration.serverName)
+        let connection = ClientConnection(id: id, fd: fd, loop: loop, session: session,
+                                          maxLineBytes: configuration.maxLineBytes, delegate: self)
+        connection.setReadTimeout(milliseconds: configuration.helloTimeoutMilliseconds)
+        connections[id] = connection
+    }
+
+    func connectionClosing(_ connection: ClientConnection, reason: String) {
+        log("connection \(connection.id) from \(connection.peer) closing: \(reason)")
+        for (name, c) in consumers where c.connection === connection { consumers[name] = nil }
+    }
+
+    func connectionClosed(_ connection: ClientConnection) {
+        // Freed one loop turn later: libevent may still be inside this connection's callback.
+        if let c = connections.removeValue(forKey: connection.id) { graveyard.append(c) }
+        reaper?.arm(afterMilliseconds: 0)
+    }
+
+    func handle(_ request: ClientSession.Request, from connection: ClientConnection) {
+        if connection.session.grant != nil {
+            connection.setReadTimeout(milliseconds: configuration.idleTimeoutMilliseconds)
+        }
+        let reply: ([UInt8]) -> Void = { [weak connection] bytes in connection?.complete(ticket: request.ticket, reply: bytes) }
+        switch request.op {
+        case "stats": reply(WireReply.ok(rid: request.rid, stats()))
+        case "subscribe": subscribe(request, connection: connection, reply: reply)
+        case "ack": ack(request, reply: reply)
+        case "clock": clock(request, reply: reply)
+        default: submitEvent(request, reply: reply)
+        }
+    }
+
+    func stats() -> [String: JSONValue] {
+        [
+            "op": "stats",
+            "eventsCommitted": .int(Int64(eventsCommitted)),
+            "deliveriesCommitted": .int(Int64(deliveriesCommitted)),
+            "requestsRejected": .int(Int64(requestsRejected)),
+            "users": .int(Int64(users.count)),
+            "timers": .int(Int64(wheel.count)),
+            "connections": .int(Int64(connections.count)),
+            "consumers": .int(Int64(consumers.count)),
+            "deliveryHead": .int(deliveryHead),
+            "now": .string(now().rfc3339),
+        ]
+    }
+
+    // MARK: Shutdown
+
+    /// SIGTERM: stop accepting, finish in-flight commits (their clients get their acks), then stop.
+    func beginShutdown() {
+        guard !shuttingDown else { return }
+        shuttingDown = true
+        log("shutting down: no new connections; finishing in-flight commits")
+        listener?.disable()
+        shutdownTimer = loop.timer { [weak self] in self?.shutdownStep() }
+        shutdownTimer?.arm(afterMilliseconds: 0)
+    }
+
+    private func shutdownStep() {
+        let idle = (store.writer?.isIdle ?? true) && unsentDeliveries.isEmpty && !deliveriesInFlight
+        if idle || !store.isReady {
+            for c in connections.values { c.close(reason: "server shutting down") }
+            loop.stop()
+        } else {
+            shutdownTimer?.arm(afterMilliseconds: 10)
+        }
+    }
+}

@@ -1,0 +1,30 @@
+// Everything `herald serve` can be told, in one struct.
+import HeraldCore
+
+/// How the engine learns the time (SPEC §6).
+public enum ClockMode: Sendable, Equatable {
+    /// The system's real-time clock (default).
+    case system
+    /// Starts at the given instant and moves only by the admin `clock` op (tests, demos).
+    case manual(start: Instant)
+}
+
+/// The service's settings. Defaults are what a single-machine deployment wants.
+public struct ServiceConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 7411
+    public var databaseURL: String
+    public var clock: ClockMode = .system
+    public var tokens = TokenTable()
+    public var maxConnections = 10_000
+    public var helloTimeoutMilliseconds: Int64 = 10_000
+    public var idleTimeoutMilliseconds: Int64 = 300_000
+    public var maxLineBytes = LineFramer.defaultMaxLineBytes
+    /// Recent deliveries kept in memory for consumers; older ones are read from PostgreSQL.
+    public var deliveryRingCapacity = 65_536
+    /// Bytes queued to one consumer before its stream pauses (it resumes from PostgreSQL).
+    public var consumerBufferBytes = 4 << 20
+    public var serverName = "herald/0.1.0"
+
+    public init(databaseURL: String) { self.databaseURL = databaseURL }
+}

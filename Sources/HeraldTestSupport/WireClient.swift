@@ -1,0 +1,94 @@
+// A small blocking TCP client of Herald's line protocol, for tests, tail, bench and the demo.
+import Foundation
+import Glibc
+import HeraldCore
+
+/// Newline-delimited JSON over a plain blocking socket with read time-outs.
+public final class WireClient {
+    public enum Failure: Error, CustomStringConvertible {
+        case connect(String), closed, timeout, io(String)
+        public var description: String {
+            switch self {
+            case .connect(let m): return "could not connect: \(m)"
+            case .closed: return "the server closed the connection"
+            case .timeout: return "no reply in time"
+            case .io(let m): return m
+            }
+        }
+    }
+
+    private var fd: Int32
+    private var buffer: [UInt8] = []
+
+    public init(host: String = "127.0.0.1", port: Int) throws(Failure) {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &addr.sin_addr)
+        let rc = withUnsafePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if rc != 0 {
+            let m = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw .connect("\(host):\(port): \(m)")
+        }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    deinit { close() }
+
+    public func close() {
+        if fd >= 0 { Glibc.close(fd) }
+        fd = -1
+    }
+
+    /// Sends raw bytes as they are (tests of framing send partial or oversized lines this way).
+    public func sendRaw(_ bytes: [UInt8]) throws(Failure) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { throw .io("write failed: \(String(cString: strerror(errno)))") }
+            offset += n
+        }
+    }
+
+    /// Sends one line (a newline is added).
+    public func send(_ line: String) throws(Failure) {
+        try sendRaw(Array((line + "\n").utf8))
+    }
+
+    /// The next line, waiting at most `timeoutMilliseconds`; nil on time-out.
+    public func readLine(timeoutMilliseconds: Int32 = 10_000) throws(Failure) -> [UInt8]? {
+        while true {
+            if let nl = buffer.firstIndex(of: 0x0A) {
+                let line = Array(buffer[..<nl])
+                buffer.removeSubrange(...nl)
+                return line
+            }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&p, 1, timeoutMilliseconds)
+            if ready == 0 { return nil }
+            if ready < 0 { if errno == EINTR { continue }; throw .io("poll failed") }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n == 0 { throw .closed }
+            if n < 0 { throw .io("read failed: \(String(cString: strerror(errno)))") }
+            buffer += chunk[..<n]
+        }
+    }
+
+    /// The next line parsed as JSON; throws on time-out.
+    public func readJSON(timeoutMilliseconds: Int32 = 10_000) throws -> JSONValue {
+        guard let line = try readLine(timeoutMilliseconds: timeoutMilliseconds) else { throw Failure.timeout }
+        return try JSONValue.parse(line)
+    }
+
+    /// Sends a request and returns the next line as JSON (use only when no deliveries interleave).
+    public func request(_ line: String, timeoutMilliseconds: Int32 = 10_000) throws -> JSONValue {
+        try send(line)
+        return try readJSON(timeoutMilliseconds: timeoutMilliseconds)
+    }
+}

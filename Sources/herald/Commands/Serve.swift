@@ -1,0 +1,59 @@
+// `herald serve`: the TCP service on its libevent loop.
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldRuntime
+import HeraldStore
+
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the service: producers and the settings service submit over TCP, consumers receive deliveries.")
+
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "HOST:PORT to listen on.") var listen = "127.0.0.1:7411"
+    @Option(help: "system (default) or manual (moved only by the admin clock op).") var clock = "system"
+    @Option(help: "The manual clock's first instant (RFC 3339).") var start: String?
+    @Option(help: "JSON file of tokens and their roles; without it, dev mode grants every role.") var tokens: String?
+    @Option(help: "Maximum client connections.") var maxConnections = 10_000
+
+    func run() throws {
+        let parts = listen.split(separator: ":")
+        guard parts.count == 2, let port = Int(parts[1]) else {
+            Log.info("error: --listen must be HOST:PORT, e.g. 127.0.0.1:7411")
+            throw ExitCode.error
+        }
+        try reportingErrors {
+            let location = try database.resolve()
+            defer { location.close() }
+            var config = ServiceConfiguration(databaseURL: location.url)
+            config.host = String(parts[0])
+            config.port = port
+            config.maxConnections = maxConnections
+            switch clock {
+            case "system": config.clock = .system
+            case "manual":
+                guard let startText = start ?? Optional("2026-01-01T00:00:00Z"), let instant = Instant(rfc3339: startText) else {
+                    Log.info("error: --start must be an RFC 3339 instant such as 2026-03-29T00:00:00Z")
+                    throw ExitCode.error
+                }
+                config.clock = .manual(start: instant)
+            default:
+                Log.info("error: --clock must be system or manual")
+                throw ExitCode.error
+            }
+            if let tokens {
+                let data = try Data(contentsOf: URL(fileURLWithPath: tokens))
+                config.tokens = try TokenTable.parse(JSONValue.parse([UInt8](data)))
+            }
+            let service = HeraldService(configuration: config) { Log.info($0) }
+            do {
+                try service.start()
+            } catch let error as ServiceError {
+                Log.info("error: \(error)")
+                throw ExitCode.error
+            }
+            service.run()
+            Log.info("stopped")
+        }
+    }
+}

@@ -1,0 +1,49 @@
+// `herald tail`: a consumer that prints deliveries as they come, acknowledging each.
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldTestSupport
+
+struct Tail: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Subscribe as a durable consumer and print deliveries (one JSON line each).")
+
+    @Option(help: "HOST:PORT of a running herald serve.") var connect = "127.0.0.1:7411"
+    @Option(help: "Durable consumer name.") var consumer = "tail"
+    @Option(help: "committed (default: resume, or the tail for a new consumer), earliest, or a cursor.") var from: String?
+    @Option(help: "Token with the consumer role (omit in dev mode).") var token: String?
+    @Option(help: "Exit after this many deliveries.") var limit: Int?
+    @Option(help: "Exit after this many seconds without a delivery.") var idleExit: Int?
+
+    func run() throws {
+        let parts = connect.split(separator: ":")
+        guard parts.count == 2, let port = Int(parts[1]) else { throw ValidationError("--connect must be HOST:PORT") }
+        do {
+            let client = try WireClient(host: String(parts[0]), port: port)
+            let hello = try client.request(#"{"op":"hello","token":\#(JSONValue.string(token ?? "").canonicalString)}"#)
+            guard hello["ok"]?.boolValue == true else {
+                Log.info("hello refused: \(hello.canonicalString)")
+                throw ExitCode.error
+            }
+            var sub: [String: JSONValue] = ["op": "subscribe", "consumer": .string(consumer)]
+            if let from { sub["from"] = Int64(from).map { .int($0) } ?? .string(from) }
+            try client.send(JSONValue.object(sub).canonicalString)
+            var printed = 0
+            while limit.map({ printed < $0 }) ?? true {
+                guard let line = try client.readLine(timeoutMilliseconds: idleExit.map { Int32($0 * 1000) } ?? -1) else { break }
+                let value = try JSONValue.parse(line)
+                if value["op"]?.stringValue == "delivery", let cursor = value["cursor"]?.intValue {
+                    print(String(decoding: line, as: UTF8.self))
+                    fflush(nil)
+                    printed += 1
+                    try client.send(#"{"op":"ack","consumer":\#(JSONValue.string(consumer).canonicalString),"cursor":\#(cursor)}"#)
+                } else if value["ok"]?.boolValue == false {
+                    Log.info("error: \(value.canonicalString)")
+                    throw ExitCode.error
+                }
+            }
+        } catch let error as WireClient.Failure {
+            Log.info("error: \(error)")
+            throw ExitCode.error
+        }
+    }
+}
