@@ -9,11 +9,15 @@ public final class EventLoop {
     let base: OpaquePointer
 
     public init() {
+        // Lets another thread wake this loop (`LoopEvent.activate`), e.g. a test stopping a server.
+        _ = EventLoop.threadingEnabled
         guard let base = event_base_new() else { fatalError("libevent could not create an event base (out of memory)") }
         self.base = base
     }
 
     deinit { event_base_free(base) }
+
+    private static let threadingEnabled: Bool = evthread_use_pthreads() == 0
 
     /// Runs until `stop()` or until nothing is armed.
     public func run() { event_base_dispatch(base) }
@@ -70,6 +74,11 @@ public final class LoopEvent {
         } else {
             event_add(event, nil)
         }
+    }
+
+    /// Makes the event fire on its loop's thread; safe to call from any thread.
+    public func activate() {
+        if let event { event_active(event, Int32(EV_TIMEOUT), 0) }
     }
 
     public func disarm() {

@@ -38,6 +38,7 @@ public final class HeraldService: ConnectionDelegate {
     var signals: [LoopEvent] = []
     var shutdownTimer: LoopEvent?
     var shuttingDown = false
+    var stopRequest: LoopEvent?
 
     /// Engine time: manual, or the wall clock never allowed to go backwards.
     var manualNow: Instant?
@@ -108,7 +109,8 @@ public final class HeraldService: ConnectionDelegate {
         self.listener = listener
         reaper = loop.timer { [weak self] in self?.graveyard.removeAll() }
         wheelTimer = loop.timer { [weak self] in self?.timerFired() }
-        for sig in [SIGTERM, SIGINT] {
+        stopRequest = loop.timer { [weak self] in self?.beginShutdown() }
+        for sig in configuration.handleSignals ? [SIGTERM, SIGINT] : [] {
             let s = loop.signal(sig) { [weak self] in self?.beginShutdown() }
             s.arm()
             signals.append(s)
@@ -121,6 +123,9 @@ public final class HeraldService: ConnectionDelegate {
 
     /// Runs the loop until shutdown.
     public func run() { loop.run() }
+
+    /// Asks the loop, from any thread, to shut down gracefully (as SIGTERM does).
+    public func requestShutdown() { stopRequest?.activate() }
 
     // MARK: Connections
 

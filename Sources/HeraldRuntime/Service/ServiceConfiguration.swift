@@ -25,6 +25,8 @@ public struct ServiceConfiguration: Sendable {
     /// Bytes queued to one consumer before its stream pauses (it resumes from PostgreSQL).
     public var consumerBufferBytes = 4 << 20
     public var serverName = "herald/0.1.0"
+    /// Handle SIGTERM/SIGINT (one service per process may; tests run several and stop them with `requestShutdown`).
+    public var handleSignals = true
 
     public init(databaseURL: String) { self.databaseURL = databaseURL }
 }

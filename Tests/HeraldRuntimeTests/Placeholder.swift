@@ -1,2 +1,0 @@
-import Testing
-@Suite struct RuntimePlaceholderTests { @Test func builds() {} }

@@ -1,0 +1,188 @@
+// End to end over real TCP and a real PostgreSQL, with the manual clock: the wire protocol of SPEC §5–§6.
+import Foundation
+import HeraldCore
+import HeraldRuntime
+import HeraldTestSupport
+import Testing
+
+@Suite struct ServiceTests {
+    static let mail = "com.example.mail"
+
+    static func setUpAlice(_ c: WireClient) throws {
+        #expect(try c.call(["op": "registerApp", "app": .string(mail), "entitlements": []])["ok"] == true)
+        #expect(try c.call(["op": "authorization", "user": "alice", "app": .string(mail), "status": "authorized",
+                            "options": ["alert", "sound", "badge"]])["ok"] == true)
+    }
+
+    static func submit(_ id: String, extra: [String: JSONValue] = [:]) -> JSONValue {
+        var o: [String: JSONValue] = ["op": "submit", "id": .string(id), "app": .string(mail), "user": "alice",
+                                      "title": "Hello", "body": "World", "hiddenPreviewsBodyPlaceholder": "A message"]
+        for (k, v) in extra { o[k] = v }
+        return .object(o)
+    }
+
+    @Test func pingHelloAndRidAreAnsweredInRequestOrder() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client(hello: false)
+        // Pipelined: three requests in one write, replies in order with their rids.
+        try c.sendRaw(Array(#"{"op":"ping","rid":1}{"op":"hello","token":"t","rid":"two"}{"op":"stats","rid":3}"#
+            .replacingOccurrences(of: "}{", with: "}\n{").appending("\n").utf8))
+        let r1 = try c.readJSON(), r2 = try c.readJSON(), r3 = try c.readJSON()
+        #expect(r1["rid"] == 1 && r1["op"] == "pong")
+        #expect(r2["rid"] == "two" && r2["server"] == "herald/0.1.0")
+        #expect(r3["rid"] == 3 && r3["op"] == "stats")
+    }
+
+    @Test func submitIsAckedAfterCommitAndDeliveredToAConsumer() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let producer = try server.client()
+        try Self.setUpAlice(producer)
+        let ack = try producer.call(Self.submit("n1", extra: ["rid": 7]))
+        #expect(ack["ok"] == true && ack["rid"] == 7)
+        let seq = try #require(ack["seq"]?.intValue)
+
+        let consumer = try server.client()
+        #expect(try consumer.call(["op": "subscribe", "consumer": "push", "from": "earliest"])["ok"] == true)
+        let d = try #require(consumer.deliveries(1).first)
+        #expect(d["kind"] == "alert" && d["notification"] == "n1" && d["causeSeq"]?.intValue == seq)
+        #expect(d["presentation"]?["banner"] == true && d["presentation"]?["badge"] == 1)
+    }
+
+    @Test func duplicateSubmitReturnsTheOriginalSeq() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.setUpAlice(c)
+        let first = try c.call(Self.submit("n1"))
+        let again = try c.call(Self.submit("n1"))
+        #expect(again["ok"] == true && again["duplicate"] == true && again["seq"] == first["seq"])
+        let conflict = try c.call(Self.submit("n1", extra: ["body": "Different"]))
+        #expect(conflict["ok"] == false && conflict["error"]?["code"] == "conflict")
+    }
+
+    @Test func malformedLineAndUnknownOpGetClearErrorsAndTheConnectionLives() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client()
+        try c.send("this is not json")
+        let bad = try c.readJSON()
+        #expect(bad["ok"] == false && bad["error"]?["code"] == "malformed_json")
+        #expect(bad["error"]?["detail"]?.stringValue?.isEmpty == false)
+        let unknown = try c.call(["op": "launchRockets"])
+        #expect(unknown["error"]?["code"] == "unknown_op")
+        #expect(try c.call(["op": "ping"])["op"] == "pong")
+    }
+
+    @Test func overLongLineGetsAnErrorAndClosesOnlyThatConnection() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let other = try server.client()
+        let c = try server.client()
+        try c.sendRaw([UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024 + 10))
+        let reply = try c.readJSON()
+        #expect(reply["error"]?["code"] == "line_too_long")
+        #expect(throws: WireClient.Failure.self) { _ = try c.readLine(timeoutMilliseconds: 5_000) }
+        #expect(try other.call(["op": "ping"])["op"] == "pong", "other connections are unaffected")
+    }
+
+    @Test func requestBeforeHelloIsRefusedWhenTokensAreConfigured() throws {
+        let tokens = TokenTable(["producer-secret": Grant(name: "mail", roles: [.producer], apps: [Self.mail]),
+                                 "admin-secret-1": Grant(name: "ops", roles: [.admin, .settings, .consumer], apps: nil)])
+        let server = try TestServer(tokens: tokens)
+        defer { server.stop() }
+        let c = try server.client(hello: false)
+        #expect(try c.call(Self.submit("n1"))["error"]?["code"] == "hello_required")
+        #expect(try c.call(["op": "hello", "token": "wrong-token"])["error"]?["code"] == "invalid_token")
+        #expect(try c.call(["op": "hello", "token": "producer-secret"])["roles"] == ["producer"])
+        var other = Self.submit("n1")
+        if case .object(var o) = other { o["app"] = "com.example.bank"; other = .object(o) }
+        #expect(try c.call(other)["error"]?["code"] == "forbidden_app", "a producer may not submit for an app it does not own")
+        #expect(try c.call(["op": "registerApp", "app": "x", "entitlements": []])["error"]?["code"] == "forbidden")
+    }
+
+    @Test func summaryFiresWhenTheManualClockPassesItsTime() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.setUpAlice(c)
+        #expect(try c.call(["op": "settings", "user": "alice", "app": .string(Self.mail), "delivery": "summary"])["ok"] == true)
+        #expect(try c.call(["op": "summarySchedule", "user": "alice", "times": ["08:00"], "timeZone": "Europe/Berlin"])["ok"] == true)
+        #expect(try c.call(Self.submit("n1"))["ok"] == true)
+        // 2026-03-29 is spring-forward in Berlin: 08:00 local is 06:00Z; before that, 08:00 CET is 07:00Z.
+        #expect(try c.call(["op": "clock", "advanceTo": "2026-03-28T07:00:00Z"])["ok"] == true)
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "c", "from": "earliest"])
+        let ds = try consumer.deliveries(2)
+        #expect(ds.map { $0["kind"]?.stringValue } == ["queued", "summary"])
+        #expect(ds[1]["at"] == "2026-03-28T07:00:00Z")
+        #expect(ds[1]["items"]?.arrayValue?.count == 1)
+        #expect(try c.call(["op": "submit", "id": "n2", "app": .string(Self.mail), "user": "alice", "title": "Again", "body": "B",
+                            "hiddenPreviewsBodyPlaceholder": "x"])["ok"] == true)
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-29T06:00:00Z"])
+        let dst = try consumer.deliveries(2)
+        #expect(dst[1]["kind"] == "summary" && dst[1]["at"] == "2026-03-29T06:00:00Z", "08:00 Berlin after the DST change is 06:00Z")
+    }
+
+    @Test func deferredNotificationIsJudgedByTheFocusActiveAtDeliverAt() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.setUpAlice(c)
+        #expect(try c.call(["op": "focusDefine", "user": "alice", "focus": "Sleep", "allowedApps": ["com.example.calendar"],
+                            "schedule": [["days": [1, 2, 3, 4, 5, 6, 7], "start": "22:00", "end": "07:00"]],
+                            "timeZone": "UTC"])["ok"] == true)
+        #expect(try c.call(Self.submit("late", extra: ["deliverAt": "2026-03-27T23:00:00Z"]))["ok"] == true)
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-28T08:00:00Z"])
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "c", "from": "earliest"])
+        let ds = try consumer.deliveries(2)
+        #expect(ds[0]["kind"] == "held" && ds[0]["at"] == "2026-03-27T23:00:00Z", "judged at deliverAt, inside the Focus window")
+        #expect(ds[1]["kind"] == "focusDigest" && ds[1]["at"] == "2026-03-28T07:00:00Z")
+    }
+
+    @Test func consumerResumesAfterItsAckedCursor() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.setUpAlice(c)
+        for i in 1...3 { _ = try c.call(Self.submit("n\(i)")) }
+        let first = try server.client()
+        _ = try first.call(["op": "subscribe", "consumer": "push", "from": "earliest"])
+        let ds = try first.deliveries(3)
+        try first.send(#"{"op":"ack","consumer":"push","cursor":\#(ds[1]["cursor"]!.intValue!)}"#)
+        #expect(try first.readJSON()["ok"] == true)
+        first.close()
+        let second = try server.client()
+        let sub = try second.call(["op": "subscribe", "consumer": "push"])
+        #expect(sub["cursor"] == ds[1]["cursor"])
+        let resumed = try second.deliveries(1)
+        #expect(resumed[0]["cursor"] == ds[2]["cursor"], "delivery resumes right after the acked cursor")
+    }
+
+    @Test func restartDeliversEveryScheduledDecisionExactlyOnce() throws {
+        let url = try TestPostgres.freshDatabase()
+        var server = try TestServer(url: url)
+        var c = try server.client()
+        try Self.setUpAlice(c)
+        _ = try c.call(["op": "settings", "user": "alice", "app": .string(Self.mail), "delivery": "summary"])
+        _ = try c.call(Self.submit("queued-1"))
+        _ = try c.call(Self.submit("deferred-1", extra: ["deliverAt": "2026-03-27T12:00:00Z", "interruptionLevel": "timeSensitive"]))
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "push", "from": "earliest"])
+        let before = try consumer.deliveries(1)
+        _ = try consumer.call(["op": "ack", "consumer": "push", "cursor": before[0]["cursor"]!])
+        server.stop()
+
+        server = try TestServer(url: url)
+        defer { server.stop() }
+        c = try server.client()
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-28T00:00:00Z"])
+        let again = try server.client()
+        _ = try again.call(["op": "subscribe", "consumer": "push"])
+        let after = try again.deliveries(2)
+        #expect(after.map { $0["kind"]?.stringValue } == ["summary", "alert"] || after.map { $0["kind"]?.stringValue } == ["alert", "summary"])
+        #expect(throws: WireClient.Failure.self, "nothing is delivered twice") { _ = try again.deliveries(1, timeoutMilliseconds: 1500) }
+    }
+}
