@@ -38,6 +38,9 @@ public struct Engine: Sendable {
     /// How many delivered notifications per (user, app) are remembered for collapse,
     /// snooze, `opened` and `withdraw`.
     public static let recentLimit = 64
+    /// How many recent deliveries per user keep their content so a snooze can deliver them
+    /// again (at least this many, at most twice; a snooze of an older one is ignored).
+    public static let snoozableLimit = 16
     /// How many early withdrawals (withdraw before its submit) a user remembers.
     public static let tombstoneLimit = 64
     /// The summary times used when an app is set to summary delivery but the user has no

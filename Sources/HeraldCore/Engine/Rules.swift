@@ -60,7 +60,9 @@ extension Engine {
         var trace: [RuleStep] = []
         trace.reserveCapacity(12)
         if carriedCount != nil { trace.append(RuleStep(Rule.snooze, "applied")) }
-        let app = state.apps[n.app] ?? AppState()
+        // Scalars only: holding a copy of the AppState would share its `recent` buffer and
+        // force a copy of it when `land` appends (measured: 10x slower).
+        let app = AppView(state.apps[n.app])
         let ents = apps.entitlements(of: n.app)
 
         func finish(_ kind: DeliveryKind, _ reason: String) {
@@ -117,7 +119,7 @@ extension Engine {
         // Collapse onto an already delivered notification: found now, applied below.
         var replacesRecord: DeliveredRecord?
         if carriedCount == nil, let cid = n.collapseId {
-            replacesRecord = app.recent.last { $0.notification.collapseId == cid }
+            replacesRecord = state.apps[n.app]?.recent.last { $0.collapseId == cid }
         }
 
         // 5. Critical (allowed): alert now, overriding silent, Focus, summary, mute.
@@ -296,18 +298,18 @@ extension Engine {
             }
             if badgeOn { p.badge = Int(app.badge) }
             if kind == .alert || kind == .quiet {
-                app.recent.append(DeliveredRecord(notification: n, seq: seq, counted: counted))
-                if app.recent.count > Engine.recentLimit { app.recent.removeFirst(app.recent.count - Engine.recentLimit) }
+                app.remember(DeliveredRecord(n, seq: seq, counted: counted))
             }
             return counted
         }
+        if kind == .alert || kind == .quiet { state.rememberSnoozable(n, seq: seq) }
         var d = Delivery(kind: kind, user: user, app: n.app, notificationId: n.id, at: t, reason: reason,
                          rulesVersion: rulesVersion, causeSeq: seq)
         d.presentation = p
         d.notification = n
         d.previews = previews
         d.provisional = provisional
-        d.replaces = replaces?.notification.id
+        d.replaces = replaces?.id
         d.timeSensitiveIntro = timeSensitiveIntro
         d.trace = trace
         d.focus = focus
@@ -332,6 +334,31 @@ extension Engine {
     }
 }
 
+/// The scalar settings of one app for one user, copied out for a decision.
+struct AppView {
+    var status: AuthorizationStatus = .notDetermined
+    var options: AuthorizationOptions = []
+    var flags: AppFlags = .defaults
+    var provisionalChoice: ProvisionalChoice = .undecided
+    var mutedUntil: Instant?
+
+    init(_ a: AppState?) {
+        guard let a else { return }
+        status = a.status; options = a.options; flags = a.flags
+        provisionalChoice = a.provisionalChoice; mutedUntil = a.mutedUntil
+    }
+}
+
+extension AppState {
+    /// Appends to the recently delivered list. Trimming is amortized: when the list
+    /// reaches twice `Engine.recentLimit` the oldest are dropped down to the limit, so
+    /// between 64 and 128 are remembered and an append is O(1) on average.
+    mutating func remember(_ r: DeliveredRecord) {
+        recent.append(r)
+        if recent.count >= 2 * Engine.recentLimit { recent.removeFirst(recent.count - Engine.recentLimit) }
+    }
+}
+
 extension UserState {
     /// Runs `body` on the state of `app`, creating the default entry if needed.
     @inline(__always)
@@ -339,13 +366,9 @@ extension UserState {
         body(&apps[app, default: AppState()])
     }
 
-    /// Inserts keeping seq order.
-    mutating func insertPending(_ item: PendingItem) {
-        if let last = pending.last, last.seq > item.seq {
-            let i = pending.firstIndex { $0.seq > item.seq } ?? pending.count
-            pending.insert(item, at: i)
-        } else {
-            pending.append(item)
-        }
+    /// Remembers a delivery's content for snooze (amortized trimming, like `AppState.remember`).
+    mutating func rememberSnoozable(_ n: SubmittedNotification, seq: Int64) {
+        snoozable.append(SnoozableRecord(notification: n, seq: seq))
+        if snoozable.count >= 2 * Engine.snoozableLimit { snoozable.removeFirst(snoozable.count - Engine.snoozableLimit) }
     }
 }
