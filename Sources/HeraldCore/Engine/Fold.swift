@@ -8,7 +8,7 @@ extension Engine {
         let t = event.at
         switch event.type {
         case "submit":
-            foldSubmit(SubmittedNotification(body: b), seq: event.seq, at: t, state: &state, apps: apps, out: &out)
+            foldSubmit(event.decoded ?? SubmittedNotification(body: b), seq: event.seq, at: t, state: &state, apps: apps, out: &out)
         case "withdraw":
             guard let app = b["app"]?.stringValue, let id = b["id"]?.stringValue else { return }
             foldWithdraw(app: app, id: id, seq: event.seq, at: t, state: &state, out: &out)
@@ -123,7 +123,7 @@ extension Engine {
             var d = Delivery(kind: .cleared, user: state.user, app: app, notificationId: nil, at: t,
                              reason: Reason.badgeCleared, rulesVersion: rulesVersion, causeSeq: event.seq)
             if badgeOn { d.presentation = Presentation(badge: 0) }
-            d.trace = [RuleStep("badge_clear", "decided")]
+            d.ruleTrace = RuleTrace(.badgeClear, .decided)
             out.append(d)
         default:
             break  // unknown types (from a newer rules version) are ignored
@@ -194,7 +194,7 @@ extension Engine {
         var d = Delivery(kind: kind, user: state.user, app: p.notification.app, notificationId: p.notification.id,
                          at: t, reason: reason, rulesVersion: rulesVersion, causeSeq: causeSeq)
         if badgeOn && p.counted { d.presentation = Presentation(badge: Int(state.apps[p.notification.app]!.badge)) }
-        d.trace = [RuleStep(reason == Reason.expired ? Rule.expired : (kind == .replaced ? Rule.collapse : Rule.withdrawn), "decided")]
+        d.ruleTrace = RuleTrace(reason == Reason.expired ? .expired : (kind == .replaced ? .collapse : .withdrawn), .decided)
         out.append(d)
     }
 
@@ -256,7 +256,7 @@ extension Engine {
                          causeSeq: seq ?? held.map(\.seq).max()!)
         d.focus = holding
         d.items = held.map { DeliveryItem(notification: $0.notification, seq: $0.seq, previews: state.global.showPreviews) }
-        d.trace = [RuleStep(Rule.focus, "ended")]
+        d.ruleTrace = RuleTrace(.focus, .ended)
         out.append(d)
         for h in held { state.remember(h) }
     }

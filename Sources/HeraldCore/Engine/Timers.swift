@@ -65,7 +65,7 @@ extension Engine {
             var d = Delivery(kind: .summary, user: state.user, app: nil, notificationId: nil, at: t,
                              reason: Reason.summary, rulesVersion: rulesVersion, causeSeq: items.map(\.seq).max()!)
             d.items = items.map { DeliveryItem(notification: $0.notification, seq: $0.seq, previews: state.global.showPreviews) }
-            d.trace = [RuleStep(Rule.summary, "fired")]
+            d.ruleTrace = RuleTrace(.summary, .fired)
             out.append(d)
             for item in items.sorted(by: { $0.seq < $1.seq }) { state.remember(item) }
         case .deferred:
