@@ -52,10 +52,94 @@ public struct DeliveryItem: Hashable, Sendable {
 public struct RuleStep: Hashable, Sendable {
     /// The rule's stable code, e.g. `not_authorized`, `focus`.
     public var rule: String
-    /// `pass` (did not apply), `decided` (this rule decided), or `applied` (adjusted the outcome).
+    /// `pass` (did not apply), `decided` (this rule decided), `applied` (adjusted the
+    /// outcome), `downgraded`, `breaks_through`, `ended`, `fired`.
     public var outcome: String
     public init(_ rule: String, _ outcome: String) { self.rule = rule; self.outcome = outcome }
     public var json: JSONValue { .object(["rule": .string(rule), "outcome": .string(outcome)]) }
+}
+
+/// The rules the engine evaluates (trace codes), in evaluation order.
+public enum RuleCode: UInt8, CaseIterable, Sendable {
+    case withdrawn, expired, notAuthorized, silenceAll, marketing, critical, timeSensitiveSetting, provisional,
+         muted, collapse, communication, summary, focus, normal, attentionBudget, timeSensitiveIntro, snooze, badgeClear
+
+    /// The stable snake_case code.
+    public var text: String {
+        switch self {
+        case .withdrawn: "withdrawn"
+        case .expired: "expired"
+        case .notAuthorized: "not_authorized"
+        case .silenceAll: "silence_all"
+        case .marketing: "marketing"
+        case .critical: "critical"
+        case .timeSensitiveSetting: "time_sensitive_setting"
+        case .provisional: "provisional"
+        case .muted: "muted"
+        case .collapse: "collapse"
+        case .communication: "communication"
+        case .summary: "summary"
+        case .focus: "focus"
+        case .normal: "normal"
+        case .attentionBudget: "attention_budget"
+        case .timeSensitiveIntro: "time_sensitive_intro"
+        case .snooze: "snooze"
+        case .badgeClear: "badge_clear"
+        }
+    }
+}
+
+/// What a rule did in a decision.
+public enum RuleOutcome: UInt8, CaseIterable, Sendable {
+    case pass, decided, applied, downgraded, breaksThrough, ended, fired
+
+    /// The stable snake_case code.
+    public var text: String {
+        switch self {
+        case .pass: "pass"
+        case .decided: "decided"
+        case .applied: "applied"
+        case .downgraded: "downgraded"
+        case .breaksThrough: "breaks_through"
+        case .ended: "ended"
+        case .fired: "fired"
+        }
+    }
+}
+
+/// A decision's trace, stored inline (one byte a step, up to 24 steps): building it costs
+/// no allocation on the hot path; `steps` expands it for explain and the deliveries table.
+public struct RuleTrace: Hashable, Sendable {
+    private var w0: UInt64 = 0, w1: UInt64 = 0, w2: UInt64 = 0
+    /// Number of steps.
+    public private(set) var count: UInt8 = 0
+    /// The most steps a trace holds (more are dropped; the rules have at most 17).
+    public static let capacity = 24
+
+    public init() {}
+    public init(_ rule: RuleCode, _ outcome: RuleOutcome) { append(rule, outcome) }
+
+    /// Adds a step.
+    public mutating func append(_ rule: RuleCode, _ outcome: RuleOutcome) {
+        guard Int(count) < RuleTrace.capacity else { return }
+        let byte = UInt64(rule.rawValue) << 3 | UInt64(outcome.rawValue)
+        let shift = UInt64(count % 8) * 8
+        switch count / 8 {
+        case 0: w0 |= byte << shift
+        case 1: w1 |= byte << shift
+        default: w2 |= byte << shift
+        }
+        count += 1
+    }
+
+    /// The steps in order.
+    public var steps: [RuleStep] {
+        (0..<Int(count)).map { i in
+            let w = i < 8 ? w0 : (i < 16 ? w1 : w2)
+            let byte = UInt8(truncatingIfNeeded: w >> (UInt64(i % 8) * 8))
+            return RuleStep(RuleCode(rawValue: byte >> 3)!.text, RuleOutcome(rawValue: byte & 7)!.text)
+        }
+    }
 }
 
 /// A decision about a notification (or a user's summary / digest / badge), emitted to
@@ -86,7 +170,10 @@ public struct Delivery: Hashable, Sendable {
     public var focus: String?
     /// For a decision made when a snooze ran out.
     public var snoozed = false
-    public var trace: [RuleStep] = []
+    /// The rules evaluated, in order (compact form; `trace` expands it).
+    public var ruleTrace = RuleTrace()
+    /// The rules evaluated, in order, with their outcomes.
+    public var trace: [RuleStep] { ruleTrace.steps }
     public var rulesVersion: String
     /// Seq of the event that caused this delivery (for timers: the seq of the event that armed them).
     public var causeSeq: Int64

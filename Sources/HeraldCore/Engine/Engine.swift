@@ -12,9 +12,28 @@ public struct StoredEvent: Hashable, Sendable {
     public var body: JSONValue
     /// The engine time at which it was accepted.
     public var at: Instant
+    /// For a `submit`: the notification already decoded from `body` (by `admit`, see
+    /// `EventDraft.decoded`), so the hot path does not parse the body twice. A cache only:
+    /// nil (as after a read from the store) means "parse `body`"; it must equal
+    /// `SubmittedNotification(body: body)` and is ignored by `==` and `hash`.
+    public var decoded: SubmittedNotification?
 
-    public init(seq: Int64, user: String?, type: String, body: JSONValue, at: Instant) {
-        self.seq = seq; self.user = user; self.type = type; self.body = body; self.at = at
+    public init(seq: Int64, user: String?, type: String, body: JSONValue, at: Instant,
+                decoded: SubmittedNotification? = nil) {
+        self.seq = seq; self.user = user; self.type = type; self.body = body; self.at = at; self.decoded = decoded
+    }
+
+    /// A stored event from a draft, with its seq and engine time (keeps the decoded cache).
+    public init(_ draft: EventDraft, seq: Int64, at: Instant) {
+        self.init(seq: seq, user: draft.user, type: draft.type, body: draft.body, at: at, decoded: draft.decoded)
+    }
+
+    public static func == (a: StoredEvent, b: StoredEvent) -> Bool {
+        a.seq == b.seq && a.user == b.user && a.type == b.type && a.body == b.body && a.at == b.at
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(seq); h.combine(user); h.combine(type); h.combine(body); h.combine(at)
     }
 }
 
@@ -38,6 +57,9 @@ public struct Engine: Sendable {
     /// How many delivered notifications per (user, app) are remembered for collapse,
     /// snooze, `opened` and `withdraw`.
     public static let recentLimit = 64
+    /// How many recent deliveries per user keep their content so a snooze can deliver them
+    /// again (at least this many, at most twice; a snooze of an older one is ignored).
+    public static let snoozableLimit = 16
     /// How many early withdrawals (withdraw before its submit) a user remembers.
     public static let tombstoneLimit = 64
     /// The summary times used when an app is set to summary delivery but the user has no

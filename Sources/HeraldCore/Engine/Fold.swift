@@ -8,7 +8,7 @@ extension Engine {
         let t = event.at
         switch event.type {
         case "submit":
-            foldSubmit(SubmittedNotification(body: b), seq: event.seq, at: t, state: &state, apps: apps, out: &out)
+            foldSubmit(event.decoded ?? SubmittedNotification(body: b), seq: event.seq, at: t, state: &state, apps: apps, out: &out)
         case "withdraw":
             guard let app = b["app"]?.stringValue, let id = b["id"]?.stringValue else { return }
             foldWithdraw(app: app, id: id, seq: event.seq, at: t, state: &state, out: &out)
@@ -97,22 +97,21 @@ extension Engine {
         case "snooze":
             guard let app = b["app"]?.stringValue, let id = b["id"]?.stringValue,
                   let until = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:)),
-                  let rec = state.apps[app]?.recent.last(where: { $0.notification.id == id }) else { return }
-            state.snoozes.removeAll { $0.record.notification.app == app && $0.record.notification.id == id }
-            state.snoozes.append(Snooze(record: rec, until: until, causeSeq: event.seq))
+                  let rec = state.apps[app]?.recent.last(where: { $0.id == id }),
+                  let content = state.snoozable.last(where: { $0.seq == rec.seq }) else { return }
+            state.snoozes.removeAll { $0.notification.app == app && $0.notification.id == id }
+            state.snoozes.append(Snooze(notification: content.notification, seq: rec.seq, until: until, causeSeq: event.seq))
         case "opened":
             guard let app = b["app"]?.stringValue else { return }
             let id = b["id"]?.stringValue
             state.withApp(app) { a in
-                if let id, let i = a.recent.lastIndex(where: { $0.notification.id == id }) {
+                if let id, let i = a.recent.lastIndex(where: { $0.id == id }) {
                     if a.recent[i].counted { a.recent[i].counted = false; a.badge = max(0, a.badge - 1) }
                     return
                 }
                 a.badge = max(0, a.badge - 1)
             }
-            if let id, let i = state.pending.firstIndex(where: { $0.notification.app == app && $0.notification.id == id }) {
-                state.pending[i].counted = false
-            }
+            if let id { state.setCounted(false) { $0.notification.app == app && $0.notification.id == id } }
         case "badgeClear":
             guard let app = b["app"]?.stringValue else { return }
             let badgeOn = state.withApp(app) { a -> Bool in
@@ -120,11 +119,11 @@ extension Engine {
                 for i in a.recent.indices { a.recent[i].counted = false }
                 return a.flags.contains(.badge)
             }
-            for i in state.pending.indices where state.pending[i].notification.app == app { state.pending[i].counted = false }
+            state.setCounted(false) { $0.notification.app == app }
             var d = Delivery(kind: .cleared, user: state.user, app: app, notificationId: nil, at: t,
                              reason: Reason.badgeCleared, rulesVersion: rulesVersion, causeSeq: event.seq)
             if badgeOn { d.presentation = Presentation(badge: 0) }
-            d.trace = [RuleStep("badge_clear", "decided")]
+            d.ruleTrace = RuleTrace(.badgeClear, .decided)
             out.append(d)
         default:
             break  // unknown types (from a newer rules version) are ignored
@@ -133,10 +132,10 @@ extension Engine {
 
     func foldSubmit(_ n: SubmittedNotification, seq: Int64, at t: Instant, state: inout UserState,
                     apps: AppRegistry, out: inout [Delivery]) {
-        // Idempotency is the runtime's ((app, id) unique forever); as a second line of
-        // defence a duplicate of a pending or remembered notification is ignored here.
-        if state.pending.contains(where: { $0.notification.id == n.id && $0.notification.app == n.app })
-            || state.apps[n.app]?.recent.contains(where: { $0.notification.id == n.id }) == true {
+        // Idempotency is the runtime's ((app, id) unique forever: a duplicate is acked and
+        // never stored). As a cheap second line of defence a duplicate of a pending one is ignored.
+        if !state.pending.isEmpty,
+           state.pending.contains(where: { $0.seq != seq && $0.notification.id == n.id && $0.notification.app == n.app }) {
             return
         }
         // Collapse: a pending notification with the same (user, app, collapseId) is replaced now.
@@ -145,7 +144,7 @@ extension Engine {
             while i < state.pending.count {
                 let p = state.pending[i]
                 if p.notification.app == n.app && p.notification.collapseId == cid {
-                    state.pending.remove(at: i)
+                    state.removePending(at: i)
                     emitRemoval(p, kind: .replaced, reason: Reason.replacedByNewer, at: t, causeSeq: seq,
                                 state: &state, out: &out)
                 } else {
@@ -162,16 +161,16 @@ extension Engine {
     }
 
     func foldWithdraw(app: String, id: String, seq: Int64, at t: Instant, state: inout UserState, out: inout [Delivery]) {
-        state.snoozes.removeAll { $0.record.notification.app == app && $0.record.notification.id == id }
+        state.snoozes.removeAll { $0.notification.app == app && $0.notification.id == id }
         if let i = state.pending.firstIndex(where: { $0.notification.app == app && $0.notification.id == id }) {
-            let p = state.pending.remove(at: i)
+            let p = state.removePending(at: i)
             emitRemoval(p, kind: .withdrawn, reason: Reason.withdrawn, at: t, causeSeq: seq, state: &state, out: &out)
             afterPendingRemoval(&state, at: t)
             return
         }
-        if let i = state.apps[app]?.recent.lastIndex(where: { $0.notification.id == id }) {
+        if let i = state.apps[app]?.recent.lastIndex(where: { $0.id == id }) {
             let rec = state.apps[app]!.recent.remove(at: i)
-            emitRemoval(PendingItem(notification: rec.notification, seq: rec.seq, stage: .held, counted: rec.counted),
+            emitRemoval(PendingItem(notification: SubmittedNotification(id: id, app: app), seq: rec.seq, stage: .held, counted: rec.counted),
                         kind: .withdrawn, reason: Reason.withdrawnAfterDelivery, at: t, causeSeq: seq,
                         state: &state, out: &out)
             return
@@ -195,14 +194,14 @@ extension Engine {
         var d = Delivery(kind: kind, user: state.user, app: p.notification.app, notificationId: p.notification.id,
                          at: t, reason: reason, rulesVersion: rulesVersion, causeSeq: causeSeq)
         if badgeOn && p.counted { d.presentation = Presentation(badge: Int(state.apps[p.notification.app]!.badge)) }
-        d.trace = [RuleStep(reason == Reason.expired ? Rule.expired : (kind == .replaced ? Rule.collapse : Rule.withdrawn), "decided")]
+        d.ruleTrace = RuleTrace(reason == Reason.expired ? .expired : (kind == .replaced ? .collapse : .withdrawn), .decided)
         out.append(d)
     }
 
     /// Clears summary / Focus bookkeeping when no queued / held items remain.
     func afterPendingRemoval(_ state: inout UserState, at t: Instant) {
-        if !state.pending.contains(where: { $0.stage == .queued }) { state.summaryDue = nil }
-        if !state.pending.contains(where: { $0.stage == .held }) {
+        if state.queuedCount == 0 { state.summaryDue = nil }
+        if state.heldCount == 0 {
             state.heldFocus = nil
             state.focusCheckAt = nil
         }
@@ -248,8 +247,7 @@ extension Engine {
             state.focusCheckAt = state.focus.nextChange(after: t)
             return
         }
-        let held = state.pending.filter { $0.stage == .held }
-        state.pending.removeAll { $0.stage == .held }
+        let held = state.removePending(stage: .held)
         state.heldFocus = nil
         state.focusCheckAt = nil
         guard !held.isEmpty else { return }
@@ -258,7 +256,7 @@ extension Engine {
                          causeSeq: seq ?? held.map(\.seq).max()!)
         d.focus = holding
         d.items = held.map { DeliveryItem(notification: $0.notification, seq: $0.seq, previews: state.global.showPreviews) }
-        d.trace = [RuleStep(Rule.focus, "ended")]
+        d.ruleTrace = RuleTrace(.focus, .ended)
         out.append(d)
         for h in held { state.remember(h) }
     }
@@ -268,8 +266,8 @@ extension UserState {
     /// Moves a formerly pending notification to the app's recently delivered list.
     mutating func remember(_ p: PendingItem) {
         withApp(p.notification.app) { a in
-            a.recent.append(DeliveredRecord(notification: p.notification, seq: p.seq, counted: p.counted))
-            if a.recent.count > Engine.recentLimit { a.recent.removeFirst(a.recent.count - Engine.recentLimit) }
+            a.remember(DeliveredRecord(p.notification, seq: p.seq, counted: p.counted))
         }
+        rememberSnoozable(p.notification, seq: p.seq)
     }
 }

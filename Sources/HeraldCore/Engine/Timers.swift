@@ -4,13 +4,13 @@
 /// first (an item expiring at a summary instant is not summarized), then a Focus change
 /// (its digest), then the summary, then deferred decisions (judged with the state the
 /// earlier kinds left), then snoozes.
-enum TimerKind: UInt8, Comparable, Sendable {
+enum TimerKind: UInt8, Hashable, Comparable, Sendable {
     case expiry = 0, focusChange, summary, deferred, snooze
     static func < (a: TimerKind, b: TimerKind) -> Bool { a.rawValue < b.rawValue }
 }
 
 /// One due deadline of a user.
-struct DueTimer: Comparable, Sendable {
+struct DueTimer: Hashable, Comparable, Sendable {
     var deadline: Instant
     var kind: TimerKind
     var seq: Int64
@@ -22,19 +22,8 @@ struct DueTimer: Comparable, Sendable {
 extension UserState {
     /// The earliest deadline of this user, by (deadline, kind, seq).
     func earliestTimer() -> DueTimer? {
-        var best: DueTimer?
+        var best = itemDeadlines.first
         func consider(_ t: DueTimer) { if best == nil || t < best! { best = t } }
-        for p in pending {
-            switch p.stage {
-            case .deferred:
-                consider(DueTimer(deadline: p.notification.deliverAt ?? .epoch, kind: .deferred, seq: p.seq))
-            case .queued, .held:
-                if let e = p.notification.expiresAt {
-                    // Expired means t > expiresAt: the first such millisecond.
-                    consider(DueTimer(deadline: e.adding(.init(milliseconds: 1)), kind: .expiry, seq: p.seq))
-                }
-            }
-        }
         if let s = summaryDue { consider(DueTimer(deadline: s, kind: .summary, seq: 0)) }
         if let f = focusCheckAt { consider(DueTimer(deadline: f, kind: .focusChange, seq: 0)) }
         for s in snoozes { consider(DueTimer(deadline: s.until, kind: .snooze, seq: s.causeSeq)) }
@@ -59,7 +48,7 @@ extension Engine {
         switch timer.kind {
         case .expiry:
             guard let i = state.pending.firstIndex(where: { $0.seq == timer.seq && $0.stage != .deferred }) else { return }
-            let p = state.pending.remove(at: i)
+            let p = state.removePending(at: i)
             emitRemoval(p, kind: .expired, reason: Reason.expired, at: t, causeSeq: p.seq, state: &state, out: &out)
             afterPendingRemoval(&state, at: t)
         case .focusChange:
@@ -67,9 +56,8 @@ extension Engine {
             if state.focusCheckAt == t { state.focusCheckAt = nil }  // never loop on one instant
         case .summary:
             state.summaryDue = nil
-            var items = state.pending.filter { $0.stage == .queued }
+            var items = state.removePending(stage: .queued)
             guard !items.isEmpty else { return }
-            state.pending.removeAll { $0.stage == .queued }
             items.sort { a, b in
                 let ra = a.notification.relevanceScore ?? 0, rb = b.notification.relevanceScore ?? 0
                 return ra != rb ? ra > rb : a.seq < b.seq
@@ -77,21 +65,27 @@ extension Engine {
             var d = Delivery(kind: .summary, user: state.user, app: nil, notificationId: nil, at: t,
                              reason: Reason.summary, rulesVersion: rulesVersion, causeSeq: items.map(\.seq).max()!)
             d.items = items.map { DeliveryItem(notification: $0.notification, seq: $0.seq, previews: state.global.showPreviews) }
-            d.trace = [RuleStep(Rule.summary, "fired")]
+            d.ruleTrace = RuleTrace(.summary, .fired)
             out.append(d)
             for item in items.sorted(by: { $0.seq < $1.seq }) { state.remember(item) }
         case .deferred:
             guard let i = state.pending.firstIndex(where: { $0.seq == timer.seq && $0.stage == .deferred }) else { return }
-            let p = state.pending.remove(at: i)
+            let p = state.removePending(at: i)
             decide(p.notification, seq: p.seq, at: t, carriedCount: nil, state: &state, apps: apps, out: &out)
         case .snooze:
             guard let si = state.snoozes.firstIndex(where: { $0.causeSeq == timer.seq && $0.until == t }) else { return }
             let s = state.snoozes.remove(at: si)
-            let app = s.record.notification.app
-            guard let ri = state.apps[app]?.recent.lastIndex(where: { $0.seq == s.record.seq }) else { return }
+            let app = s.notification.app
+            // Still delivered (not withdrawn, replaced or long forgotten)?
+            guard let ri = state.apps[app]?.recent.lastIndex(where: { $0.seq == s.seq }) else { return }
             let rec = state.apps[app]!.recent.remove(at: ri)
             let before = out.count
-            decide(rec.notification, seq: rec.seq, at: t, carriedCount: rec.counted, state: &state, apps: apps, out: &out)
+            decide(s.notification, seq: s.seq, at: t, carriedCount: rec.counted, state: &state, apps: apps, out: &out)
+            // Not delivered again (expired, suppressed…): it no longer counts toward the badge.
+            if rec.counted, let last = out.last, out.count > before,
+               [.suppressed, .expired, .withdrawn].contains(last.kind) {
+                state.withApp(app) { $0.badge = max(0, $0.badge - 1) }
+            }
             for k in before..<out.count { out[k].causeSeq = s.causeSeq }
         }
     }

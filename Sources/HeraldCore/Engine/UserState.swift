@@ -10,17 +10,29 @@ struct AppState: Hashable, Sendable {
     var badge: Int32 = 0
     var mutedUntil: Instant?
     /// The most recently delivered notifications of this app (oldest first), kept for
-    /// collapse onto a delivered one, snooze, `opened` and `withdraw`. Bounded by
-    /// `Engine.recentLimit`; older ones are forgotten (see docs/engine.md).
+    /// collapse onto a delivered one, snooze, `opened` and `withdraw`: the last
+    /// `Engine.recentLimit` at least (see `remember`); older ones are forgotten.
     var recent: [DeliveredRecord] = []
 }
 
-/// A delivered notification remembered for collapse, snooze, opened and withdraw.
+/// A delivered notification remembered for collapse, opened, withdraw and snooze: slim
+/// (no content), so remembering many stays cheap.
 struct DeliveredRecord: Hashable, Sendable {
-    var notification: SubmittedNotification
+    var id: String
     var seq: Int64
+    var collapseId: String?
     /// True while it counts toward the app's badge (delivered with badges on, not opened).
     var counted: Bool
+
+    init(_ n: SubmittedNotification, seq: Int64, counted: Bool) {
+        id = n.id; self.seq = seq; collapseId = n.collapseId; self.counted = counted
+    }
+}
+
+/// The content of a recent delivery, kept so a snooze can deliver it again.
+struct SnoozableRecord: Hashable, Sendable {
+    var notification: SubmittedNotification
+    var seq: Int64
 }
 
 /// Where a pending notification waits.
@@ -43,7 +55,8 @@ struct PendingItem: Hashable, Sendable {
 
 /// A delivered notification that alerts again once at `until`.
 struct Snooze: Hashable, Sendable {
-    var record: DeliveredRecord
+    var notification: SubmittedNotification
+    var seq: Int64
     var until: Instant
     var causeSeq: Int64
 }
@@ -126,8 +139,15 @@ public struct UserState: Hashable, Sendable {
     var apps: [String: AppState] = [:]
     var summarySchedule: SummaryCalendar?
     var focus = FocusState()
-    /// Deferred, queued and held notifications, in arrival (seq) order.
-    var pending: [PendingItem] = []
+    /// Deferred, queued and held notifications, in arrival (seq) order. Change only
+    /// through `insertPending` / `removePending` (they keep the counts and deadlines).
+    private(set) var pending: [PendingItem] = []
+    private(set) var queuedCount: Int32 = 0
+    private(set) var heldCount: Int32 = 0
+    /// Deadlines of pending items (deferred decisions, expiries), sorted.
+    private(set) var itemDeadlines: [DueTimer] = []
+    /// The content of the last deliveries (all apps), for snooze: at least `Engine.snoozableLimit`.
+    var snoozable: [SnoozableRecord] = []
     /// When the next summary fires (set while something is queued).
     var summaryDue: Instant?
     /// The Focus that holds the `held` items; nil when none are held.
@@ -166,5 +186,69 @@ extension UserState {
     /// Pending notifications as (app, id, stage) for `herald pending`-style listings.
     public var pendingList: [(app: String, id: String, stage: String)] {
         pending.map { ($0.notification.app, $0.notification.id, "\($0.stage)") }
+    }
+}
+
+extension UserState {
+    /// Inserts keeping seq order, with its deadline (deferred decision or expiry).
+    mutating func insertPending(_ item: PendingItem) {
+        if let last = pending.last, last.seq > item.seq {
+            let i = pending.firstIndex { $0.seq > item.seq } ?? pending.count
+            pending.insert(item, at: i)
+        } else {
+            pending.append(item)
+        }
+        switch item.stage {
+        case .queued: queuedCount += 1
+        case .held: heldCount += 1
+        case .deferred: break
+        }
+        if let d = UserState.deadline(of: item) {
+            var lo = 0, hi = itemDeadlines.count  // first index whose deadline is after d
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if d < itemDeadlines[mid] { hi = mid } else { lo = mid + 1 }
+            }
+            itemDeadlines.insert(d, at: lo)
+        }
+    }
+
+    /// Removes the pending item at `i`, with its deadline.
+    @discardableResult
+    mutating func removePending(at i: Int) -> PendingItem {
+        let item = pending.remove(at: i)
+        switch item.stage {
+        case .queued: queuedCount -= 1
+        case .held: heldCount -= 1
+        case .deferred: break
+        }
+        if let d = UserState.deadline(of: item), let k = itemDeadlines.firstIndex(of: d) { itemDeadlines.remove(at: k) }
+        return item
+    }
+
+    /// Removes and returns every pending item of `stage`, in seq order.
+    mutating func removePending(stage: PendingStage) -> [PendingItem] {
+        var taken: [PendingItem] = []
+        var i = 0
+        while i < pending.count {
+            if pending[i].stage == stage { taken.append(removePending(at: i)) } else { i += 1 }
+        }
+        return taken
+    }
+
+    mutating func setCounted(_ counted: Bool, where match: (PendingItem) -> Bool) {
+        for i in pending.indices where match(pending[i]) { pending[i].counted = counted }
+    }
+
+    /// The deadline a pending item arms: its decision (deferred) or its expiry (queued,
+    /// held: expired means t > expiresAt, so the first such millisecond).
+    static func deadline(of p: PendingItem) -> DueTimer? {
+        switch p.stage {
+        case .deferred:
+            return DueTimer(deadline: p.notification.deliverAt ?? .epoch, kind: .deferred, seq: p.seq)
+        case .queued, .held:
+            guard let e = p.notification.expiresAt else { return nil }
+            return DueTimer(deadline: e.adding(.init(milliseconds: 1)), kind: .expiry, seq: p.seq)
+        }
     }
 }

@@ -29,9 +29,23 @@ public struct EventDraft: Hashable, Sendable {
     /// The normalized request: known fields only, canonical forms (timestamps in canonical
     /// RFC 3339), no `op`/`rid`/`token`/`users`; a per-user event has its own `user`.
     public var body: JSONValue
+    /// For `submit`: the notification as the door decoded it (equal to
+    /// `SubmittedNotification(body: body)`). Pass it on through `StoredEvent(_:seq:at:)` so
+    /// `apply` need not parse the body again; not stored, ignored by `==`.
+    public var decoded: SubmittedNotification?
 
-    public init(user: String?, type: String, app: String?, notificationId: String?, body: JSONValue) {
+    public init(user: String?, type: String, app: String?, notificationId: String?, body: JSONValue,
+                decoded: SubmittedNotification? = nil) {
         self.user = user; self.type = type; self.app = app; self.notificationId = notificationId; self.body = body
+        self.decoded = decoded
+    }
+
+    public static func == (a: EventDraft, b: EventDraft) -> Bool {
+        a.user == b.user && a.type == b.type && a.app == b.app && a.notificationId == b.notificationId && a.body == b.body
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(user); h.combine(type); h.combine(app); h.combine(notificationId); h.combine(body)
     }
 
     /// This draft addressed to `user` (sets `user` and the body's `"user"`).

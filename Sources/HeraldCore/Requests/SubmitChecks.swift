@@ -179,7 +179,7 @@ extension Engine {
         events.reserveCapacity(users.count)
         for u in users {
             body["user"] = .string(u)
-            events.append(EventDraft(user: u, type: "submit", app: app, notificationId: id, body: .object(body)))
+            events.append(EventDraft(user: u, type: "submit", app: app, notificationId: id, body: .object(body), decoded: n))
         }
         return AcceptedRequest(events: events, warnings: warnings)
     }

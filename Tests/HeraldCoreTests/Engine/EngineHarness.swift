@@ -28,7 +28,9 @@ struct EngineHarness {
             var out: [Delivery] = []
             for d in a.events {
                 seq += 1
-                let ev = StoredEvent(seq: seq, user: d.user, type: d.type, body: d.body, at: now)
+                // Alternate between the decoded cache and parsing the body: both must agree.
+                var ev = StoredEvent(d, seq: seq, at: now)
+                if seq % 2 == 0 { ev.decoded = nil }
                 events.append(ev)
                 out += apply(ev)
             }

@@ -126,11 +126,13 @@ import Testing
 
     // Idempotency (the runtime acks duplicates; the fold ignores them too).
 
-    @Test func idempotency_duplicateSubmitDeliversNothingNew() {
+    @Test func idempotency_duplicateOfPendingIgnoredByFold() {
+        // The runtime acks a duplicate (app, id) with duplicate: true and stores nothing;
+        // should one reach the fold anyway while the original is pending, it is ignored.
         var h = authorized()
-        h.submit("n1")
-        #expect(h.submit("n1").isEmpty)
-        #expect(h.state().badge(of: "com.example.mail") == 1)
+        h.submit("n1", #""deliverAt":"2026-01-05T13:00:00Z""#)
+        #expect(h.submit("n1", #""deliverAt":"2026-01-05T13:00:00Z""#).isEmpty)
+        #expect(only(h.advance(to: at("2026-01-05T13:00:00Z"))).presentation?.badge == 1)
     }
 
     @Test func idempotency_draftCarriesKey() {

@@ -198,6 +198,13 @@ import Testing
             #"{"app":"com.example.mail","deliverAt":"2026-01-05T13:00:00Z","hiddenPreviewsBodyPlaceholder":"New mail","id":"n1","interruptionLevel":"active","user":"u"}"#)
     }
 
+    @Test func check_decodedNotificationEqualsParsedBody() {
+        let json = submit(#""interruptionLevel":"timeSensitive","relevanceScore":1,"actions":[{"id":"r","title":"Reply","icon":"i"}],"communication":{"sender":"a","group":"g"},"deliverAt":"2026-01-05T14:00:00.5+01:00","expiresAt":"2026-01-05T15:00:00Z","data":{"k":[1,2]},"threadId":"t","collapseId":"c","sound":"s","subtitle":"x","marketing":false"#)
+        guard case .accepted(let a) = admit(json) else { Issue.record("rejected"); return }
+        #expect(a.events[0].decoded == SubmittedNotification(body: a.events[0].body))
+        #expect(a.events[0].decoded?.deliverAt == at("2026-01-05T13:00:00.500Z"))
+    }
+
     @Test func check_withdrawWithoutUser_leavesUserToRuntime() {
         guard case .accepted(let a) = admit(#"{"app":"a","id":"n"}"#, op: "withdraw") else { Issue.record("rejected"); return }
         #expect(a.events[0].user == nil)
