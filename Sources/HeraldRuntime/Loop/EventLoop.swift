@@ -51,9 +51,12 @@ public final class EventLoop {
 public final class LoopEvent {
     private var event: OpaquePointer?
     private let callback: (Int16) -> Void
+    /// Strong: the event_base must outlive every event created on it (freed in this deinit).
+    private let loop: EventLoop
 
     init(loop: EventLoop, fd: Int32, flags: Int16, _ callback: @escaping (Int16) -> Void) {
         self.callback = callback
+        self.loop = loop
         // Unretained: whoever holds this LoopEvent keeps it (and so the context) alive while armed.
         let context = Unmanaged.passUnretained(self).toOpaque()
         event = event_new(loop.base, fd, flags, { _, what, context in

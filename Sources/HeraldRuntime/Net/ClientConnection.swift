@@ -10,6 +10,8 @@ public final class ClientConnection {
     public let id: UInt64
     public let peer: String
     private var bev: OpaquePointer?
+    /// Strong: the event_base must outlive this connection's bufferevent.
+    private let loop: EventLoop
     private var framer: LineFramer
     public private(set) var session: ClientSession
     private weak var delegate: ConnectionDelegate?
@@ -23,6 +25,7 @@ public final class ClientConnection {
 
     init(id: UInt64, fd: Int32, loop: EventLoop, session: ClientSession, maxLineBytes: Int, delegate: ConnectionDelegate) {
         self.id = id
+        self.loop = loop
         self.session = session
         self.framer = LineFramer(maxLineBytes: maxLineBytes)
         self.delegate = delegate

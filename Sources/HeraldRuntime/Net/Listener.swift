@@ -6,11 +6,14 @@ import Glibc
 public final class Listener {
     private var listener: OpaquePointer?
     private let onAccept: (Int32) -> Void
+    /// Strong: the event_base must outlive the listener created on it.
+    private let loop: EventLoop
     /// The port actually bound (useful when asked for port 0).
     public private(set) var port: Int = 0
 
     public init(loop: EventLoop, host: String, port: Int, backlog: Int32 = 1024, onAccept: @escaping (Int32) -> Void) throws(ServiceError) {
         self.onAccept = onAccept
+        self.loop = loop
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
