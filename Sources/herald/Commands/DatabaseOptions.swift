@@ -9,9 +9,13 @@ struct DatabaseOptions: ParsableArguments {
             help: "libpq connection string or postgres:// URL. Default: $HERALD_DATABASE_URL, else a private cluster in .herald/postgres.")
     var databaseURL: String?
 
+    @Option(name: .customLong("private-database"),
+            help: "Without a database URL: the database to use (created if missing) in the private cluster.")
+    var privateDatabase = "herald"
+
     func resolve() throws -> DatabaseLocation {
         let url = databaseURL ?? ProcessInfo.processInfo.environment["HERALD_DATABASE_URL"]
-        return try DatabaseLocation.resolve(url: url) { Log.info($0) }
+        return try DatabaseLocation.resolve(url: url, database: privateDatabase) { Log.info($0) }
     }
 }
 

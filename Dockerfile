@@ -1,0 +1,19 @@
+# Herald: build with the Swift 6.3 toolchain, run on a slim Debian with libevent and libpq.
+FROM swift:6.3-bookworm AS build
+RUN apt-get update && apt-get install -y --no-install-recommends libevent-dev libpq-dev pkg-config && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY Package.swift ./
+COPY Sources Sources
+COPY Plugins Plugins
+COPY schema schema
+COPY Tests Tests
+RUN swift build -c release --product herald --static-swift-stdlib && cp .build/release/herald /herald
+
+FROM debian:bookworm-slim
+RUN apt-get update && apt-get install -y --no-install-recommends libevent-2.1-7 libevent-pthreads-2.1-7 libpq5 tzdata ca-certificates \
+    && rm -rf /var/lib/apt/lists/* && useradd --system herald
+COPY --from=build /herald /usr/local/bin/herald
+USER herald
+EXPOSE 7411
+ENTRYPOINT ["herald"]
+CMD ["serve", "--listen", "0.0.0.0:7411"]
