@@ -24,7 +24,8 @@ public struct FocusWindow: Hashable, Sendable {
 /// Each occurrence of a window runs from its start to its end, both resolved by the rule
 /// of `docs/calendars.md` (the first instant the wall clock shows that time or later), so
 /// a start inside a skipped hour begins at the jump and an ambiguous end ends at its first
-/// occurrence. Overlapping or touching occurrences form one active period.
+/// occurrence. Overlapping or touching occurrences form one active period. Instants
+/// outside years 0001…9999 are first moved to the nearest end of that range.
 public struct FocusCalendar: Hashable, Sendable {
     /// The windows as given.
     public let windows: [FocusWindow]
@@ -78,7 +79,7 @@ public struct FocusCalendar: Hashable, Sendable {
     public func isActive(at instant: Instant) -> Bool {
         if coversWholeWeek { return true }
         if windows.isEmpty { return false }
-        let u = instant.millisecondsSinceEpoch
+        let u = ZoneRules.clamp(instant)
         let day = floorDiv(rules.local(u), dayMs)
         // Occurrences that started two days earlier have ended; one starting tomorrow can
         // only have begun after a backward jump across midnight.
@@ -95,7 +96,7 @@ public struct FocusCalendar: Hashable, Sendable {
     public func activeUntil(_ instant: Instant) -> Instant? {
         if coversWholeWeek { return Instant.latestRepresentable }
         if windows.isEmpty { return nil }
-        let u = instant.millisecondsSinceEpoch
+        let u = ZoneRules.clamp(instant)
         for period in periods(around: u) where period.start <= u {
             if u < period.end { return Instant(millisecondsSinceEpoch: period.end) }
         }
@@ -106,7 +107,7 @@ public struct FocusCalendar: Hashable, Sendable {
     /// or end), nil if never (no windows, or every minute of the week covered).
     public func nextTransition(after instant: Instant) -> Instant? {
         if coversWholeWeek || windows.isEmpty { return nil }
-        let u = instant.millisecondsSinceEpoch
+        let u = ZoneRules.clamp(instant)
         for period in periods(around: u) {
             if period.start > u { return Instant(millisecondsSinceEpoch: period.start) }
             if period.end > u { return Instant(millisecondsSinceEpoch: period.end) }

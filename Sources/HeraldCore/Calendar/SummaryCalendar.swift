@@ -39,9 +39,20 @@ public struct SummaryCalendar: Hashable, Sendable {
         self.minutes = sorted.map { Int64($0.minuteOfDay) }
     }
 
-    /// The first firing strictly after `instant`.
+    /// SPEC §3's schedule for an app set to summary delivery when the user has none:
+    /// 08:00 and 18:00 in UTC.
+    public static let defaultSchedule: SummaryCalendar = {
+        do {
+            return try SummaryCalendar(times: [LocalTime(hour: 8, minute: 0)!, LocalTime(hour: 18, minute: 0)!], timeZone: "UTC")
+        } catch {
+            fatalError("the default summary schedule is valid: \(error)")
+        }
+    }()
+
+    /// The first firing strictly after `instant` (an instant outside years 0001…9999 is
+    /// first moved to the nearest end of that range).
     public func nextFiring(after instant: Instant) -> Instant {
-        let u = instant.millisecondsSinceEpoch
+        let u = ZoneRules.clamp(instant)
         // A slot (wall time L) fires after u exactly when the clock has not yet shown L by
         // u; the clock has shown at least local(u), so only later slots can qualify. Slots
         // up to the latest wall time already shown (after a fall-back) map to instants <= u

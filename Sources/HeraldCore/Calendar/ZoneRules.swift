@@ -22,8 +22,6 @@ final class ZoneRules: Sendable {
     /// Offsets for instants in 1900…2200, precomputed; outside it, `table(around:)` builds
     /// a small table on demand.
     let table: OffsetTable
-    /// The largest backward jump of the wall clock in the table (ms), e.g. one hour.
-    let maxBackwardJump: Int64
 
     static let tableFrom: Int64 = -2_208_988_800_000  // 1900-01-01T00:00:00Z
     static let tableThrough: Int64 = 7_258_118_400_000  // 2200-01-01T00:00:00Z
@@ -35,9 +33,6 @@ final class ZoneRules: Sendable {
         self.identifier = identifier
         self.zone = zone
         self.table = OffsetTable(zone: zone, from: ZoneRules.tableFrom, through: ZoneRules.tableThrough)
-        var back: Int64 = 0
-        for k in 1..<table.offsets.count { back = max(back, table.offsets[k - 1] - table.offsets[k]) }
-        self.maxBackwardJump = back
     }
 
     /// The rules of an IANA zone, shared per process; nil when Foundation does not know it.
@@ -49,7 +44,8 @@ final class ZoneRules: Sendable {
     static func require(_ identifier: String) throws(CalendarError) -> ZoneRules {
         // Foundation also accepts offset spellings ("GMT+5", "UTC-03:00") that are not IANA
         // names and whose sign is the opposite of IANA's Etc/GMT±N; refuse them.
-        for prefix in ["GMT+", "GMT-", "UTC+", "UTC-"] where identifier.hasPrefix(prefix) {
+        // "GMT+0" and "GMT-0" are genuine IANA links to GMT.
+        for prefix in ["GMT+", "GMT-", "UTC+", "UTC-"] where identifier.hasPrefix(prefix) && identifier != "GMT+0" && identifier != "GMT-0" {
             throw CalendarError.offsetStyleTimeZone(identifier)
         }
         guard let rules = named(identifier) else { throw CalendarError.unknownTimeZone(identifier) }
@@ -64,6 +60,13 @@ final class ZoneRules: Sendable {
             return table
         }
         return OffsetTable(zone: zone, from: instant - 2 * ZoneRules.margin, through: instant + 2 * ZoneRules.margin)
+    }
+
+    /// `instant` (ms) moved into years 0001…9999, the range `Instant` accepts from the wire,
+    /// so that offset arithmetic can never overflow on a nonsensical argument.
+    static func clamp(_ instant: Instant) -> Int64 {
+        min(max(instant.millisecondsSinceEpoch, Instant.earliestRepresentable.millisecondsSinceEpoch),
+            Instant.latestRepresentable.millisecondsSinceEpoch)
     }
 
     /// The wall-clock reading at `instant`, as milliseconds of a UTC-based "local epoch".

@@ -30,8 +30,9 @@ extension JSONValue {
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             throw JSONParseError(offset: 0, message: "The input is empty at byte 0: expected one JSON value, such as an object {…}.")
         }
-        // Why assumingMemoryBound: the bytes are only read as UInt8 for the duration of
-        // this call, and UInt8 may alias any memory.
+        // Why assumingMemoryBound: the bytes come from [UInt8], String's UTF-8 storage or a
+        // C buffer of char, all bound to a one-byte integer type; they are only read, and
+        // only for the duration of this call (the pointer never escapes the parser).
         var parser = JSONParser(base: base.assumingMemoryBound(to: UInt8.self), count: bytes.count, maxDepth: maxDepth)
         return try parser.parseDocument()
     }

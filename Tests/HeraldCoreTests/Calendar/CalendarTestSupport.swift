@@ -2,26 +2,26 @@
 import HeraldCore
 
 /// An instant from RFC 3339 text (tests only: crashes on bad text).
-func at(_ text: String) -> Instant {
+func instantAt(_ text: String) -> Instant {
     guard let i = Instant(rfc3339: text) else { fatalError("bad test instant \(text)") }
     return i
 }
 
 /// A local time from `HH:MM` (tests only).
-func lt(_ text: String) -> LocalTime {
+func localTime(_ text: String) -> LocalTime {
     guard let t = LocalTime(text) else { fatalError("bad test time \(text)") }
     return t
 }
 
 /// A summary calendar (tests only).
-func summary(_ times: [String], _ zone: String) throws(CalendarError) -> SummaryCalendar {
-    try SummaryCalendar(times: times.map(lt), timeZone: zone)
+func summaryCalendar(_ times: [String], _ zone: String) throws(CalendarError) -> SummaryCalendar {
+    try SummaryCalendar(times: times.map(localTime), timeZone: zone)
 }
 
 /// The first `count` firings after `start`, as RFC 3339 text.
-func firings(_ cal: SummaryCalendar, after start: String, count: Int) -> [String] {
+func summaryFirings(_ cal: SummaryCalendar, after start: String, count: Int) -> [String] {
     var out: [String] = []
-    var t = at(start)
+    var t = instantAt(start)
     for _ in 0..<count {
         t = cal.nextFiring(after: t)
         out.append(t.rfc3339)

@@ -4,7 +4,7 @@ import HeraldCore
 import HeraldTestSupport
 
 private func focus(_ windows: [([Int], String, String)], _ zone: String) throws(CalendarError) -> FocusCalendar {
-    try FocusCalendar(windows: windows.map { FocusWindow(days: $0.0, start: lt($0.1), end: lt($0.2)) }, timeZone: zone)
+    try FocusCalendar(windows: windows.map { FocusWindow(days: $0.0, start: localTime($0.1), end: localTime($0.2)) }, timeZone: zone)
 }
 
 private let everyDay = [1, 2, 3, 4, 5, 6, 7]
@@ -12,98 +12,98 @@ private let everyDay = [1, 2, 3, 4, 5, 6, 7]
 @Suite struct FocusCalendarTests {
     @Test func overnightWindowRunsAcrossMidnight() throws {
         let cal = try focus([(everyDay, "22:00", "07:00")], "Europe/Berlin")  // CEST in June
-        #expect(!cal.isActive(at: at("2026-06-10T19:59:59.999Z")))
-        #expect(cal.isActive(at: at("2026-06-10T20:00:00Z")))
-        #expect(cal.isActive(at: at("2026-06-10T23:00:00Z")))
-        #expect(cal.isActive(at: at("2026-06-11T04:59:59.999Z")))
-        #expect(!cal.isActive(at: at("2026-06-11T05:00:00Z")))
-        #expect(cal.activeUntil(at("2026-06-10T20:00:00Z")) == at("2026-06-11T05:00:00Z"))
-        #expect(cal.activeUntil(at("2026-06-10T12:00:00Z")) == nil)
-        #expect(cal.nextTransition(after: at("2026-06-10T12:00:00Z")) == at("2026-06-10T20:00:00Z"))
-        #expect(cal.nextTransition(after: at("2026-06-10T20:00:00Z")) == at("2026-06-11T05:00:00Z"))
+        #expect(!cal.isActive(at: instantAt("2026-06-10T19:59:59.999Z")))
+        #expect(cal.isActive(at: instantAt("2026-06-10T20:00:00Z")))
+        #expect(cal.isActive(at: instantAt("2026-06-10T23:00:00Z")))
+        #expect(cal.isActive(at: instantAt("2026-06-11T04:59:59.999Z")))
+        #expect(!cal.isActive(at: instantAt("2026-06-11T05:00:00Z")))
+        #expect(cal.activeUntil(instantAt("2026-06-10T20:00:00Z")) == instantAt("2026-06-11T05:00:00Z"))
+        #expect(cal.activeUntil(instantAt("2026-06-10T12:00:00Z")) == nil)
+        #expect(cal.nextTransition(after: instantAt("2026-06-10T12:00:00Z")) == instantAt("2026-06-10T20:00:00Z"))
+        #expect(cal.nextTransition(after: instantAt("2026-06-10T20:00:00Z")) == instantAt("2026-06-11T05:00:00Z"))
     }
 
     @Test func windowsStartOnlyOnChosenWeekdays() throws {
         // Starts Monday to Friday night; 2026-06-12 is a Friday.
         let cal = try focus([([1, 2, 3, 4, 5], "22:00", "07:00")], "Europe/Berlin")
-        #expect(cal.isActive(at: at("2026-06-12T21:00:00Z")))   // Fri 23:00
-        #expect(cal.isActive(at: at("2026-06-13T04:00:00Z")))   // Sat 06:00, Friday's window
-        #expect(!cal.isActive(at: at("2026-06-13T21:00:00Z")))  // Sat 23:00
-        #expect(!cal.isActive(at: at("2026-06-14T21:00:00Z")))  // Sun 23:00
-        #expect(cal.isActive(at: at("2026-06-15T21:00:00Z")))   // Mon 23:00
-        #expect(cal.nextTransition(after: at("2026-06-13T06:00:00Z")) == at("2026-06-15T20:00:00Z"))
+        #expect(cal.isActive(at: instantAt("2026-06-12T21:00:00Z")))   // Fri 23:00
+        #expect(cal.isActive(at: instantAt("2026-06-13T04:00:00Z")))   // Sat 06:00, Friday's window
+        #expect(!cal.isActive(at: instantAt("2026-06-13T21:00:00Z")))  // Sat 23:00
+        #expect(!cal.isActive(at: instantAt("2026-06-14T21:00:00Z")))  // Sun 23:00
+        #expect(cal.isActive(at: instantAt("2026-06-15T21:00:00Z")))   // Mon 23:00
+        #expect(cal.nextTransition(after: instantAt("2026-06-13T06:00:00Z")) == instantAt("2026-06-15T20:00:00Z"))
     }
 
     @Test func overnightWindowAcrossSpringForwardIsAnHourShorter() throws {
         let berlin = try focus([(everyDay, "22:00", "07:00")], "Europe/Berlin")
         // 22:00 CET Saturday → 07:00 CEST Sunday 2026-03-29: 8 hours.
-        #expect(berlin.nextTransition(after: at("2026-03-28T12:00:00Z")) == at("2026-03-28T21:00:00Z"))
-        #expect(berlin.activeUntil(at("2026-03-28T21:00:00Z")) == at("2026-03-29T05:00:00Z"))
+        #expect(berlin.nextTransition(after: instantAt("2026-03-28T12:00:00Z")) == instantAt("2026-03-28T21:00:00Z"))
+        #expect(berlin.activeUntil(instantAt("2026-03-28T21:00:00Z")) == instantAt("2026-03-29T05:00:00Z"))
         let newYork = try focus([(everyDay, "22:00", "07:00")], "America/New_York")
-        #expect(newYork.activeUntil(at("2026-03-08T03:00:00Z")) == at("2026-03-08T11:00:00Z"))
+        #expect(newYork.activeUntil(instantAt("2026-03-08T03:00:00Z")) == instantAt("2026-03-08T11:00:00Z"))
     }
 
     @Test func overnightWindowAcrossFallBackIsAnHourLonger() throws {
         let berlin = try focus([(everyDay, "22:00", "07:00")], "Europe/Berlin")
         // 22:00 CEST Saturday → 07:00 CET Sunday 2026-10-25: 10 hours.
-        #expect(berlin.nextTransition(after: at("2026-10-24T12:00:00Z")) == at("2026-10-24T20:00:00Z"))
-        #expect(berlin.activeUntil(at("2026-10-24T20:00:00Z")) == at("2026-10-25T06:00:00Z"))
-        #expect(berlin.isActive(at: at("2026-10-25T01:30:00Z")))  // inside the repeated hour
+        #expect(berlin.nextTransition(after: instantAt("2026-10-24T12:00:00Z")) == instantAt("2026-10-24T20:00:00Z"))
+        #expect(berlin.activeUntil(instantAt("2026-10-24T20:00:00Z")) == instantAt("2026-10-25T06:00:00Z"))
+        #expect(berlin.isActive(at: instantAt("2026-10-25T01:30:00Z")))  // inside the repeated hour
     }
 
     @Test func windowStartInsideTheSkippedHourBeginsAtTheJump() throws {
         // Sunday 02:30–04:00 on 2026-03-29 in Berlin: 02:30 does not exist; starts at 03:00 CEST.
         let cal = try focus([([7], "02:30", "04:00")], "Europe/Berlin")
-        #expect(!cal.isActive(at: at("2026-03-29T00:59:59Z")))
-        #expect(cal.isActive(at: at("2026-03-29T01:00:00Z")))
-        #expect(cal.activeUntil(at("2026-03-29T01:00:00Z")) == at("2026-03-29T02:00:00Z"))
+        #expect(!cal.isActive(at: instantAt("2026-03-29T00:59:59Z")))
+        #expect(cal.isActive(at: instantAt("2026-03-29T01:00:00Z")))
+        #expect(cal.activeUntil(instantAt("2026-03-29T01:00:00Z")) == instantAt("2026-03-29T02:00:00Z"))
     }
 
     @Test func windowEntirelyInsideTheSkippedHourDoesNotHappenThatDay() throws {
         let cal = try focus([([7], "02:10", "02:40")], "Europe/Berlin")
-        #expect(cal.nextTransition(after: at("2026-03-28T12:00:00Z")) == at("2026-04-05T00:10:00Z"))
+        #expect(cal.nextTransition(after: instantAt("2026-03-28T12:00:00Z")) == instantAt("2026-04-05T00:10:00Z"))
     }
 
     @Test func windowEndingAtAnAmbiguousTimeEndsAtItsFirstOccurrence() throws {
         // Sunday 00:00–02:30 on 2026-10-25 in Berlin: 02:30 first happens at 00:30Z (CEST).
         let cal = try focus([([7], "00:00", "02:30")], "Europe/Berlin")
-        #expect(cal.activeUntil(at("2026-10-24T22:00:00Z")) == at("2026-10-25T00:30:00Z"))
-        #expect(!cal.isActive(at: at("2026-10-25T01:15:00Z")))  // second pass through 02:15
+        #expect(cal.activeUntil(instantAt("2026-10-24T22:00:00Z")) == instantAt("2026-10-25T00:30:00Z"))
+        #expect(!cal.isActive(at: instantAt("2026-10-25T01:15:00Z")))  // second pass through 02:15
     }
 
     @Test func overlappingWindowsMergeIntoOnePeriod() throws {
         let cal = try focus([(everyDay, "20:00", "23:00"), (everyDay, "22:00", "01:00")], "UTC")
-        #expect(cal.activeUntil(at("2026-06-10T20:30:00Z")) == at("2026-06-11T01:00:00Z"))
-        #expect(cal.nextTransition(after: at("2026-06-10T20:30:00Z")) == at("2026-06-11T01:00:00Z"))
-        #expect(cal.isActive(at: at("2026-06-10T23:00:00Z")))
+        #expect(cal.activeUntil(instantAt("2026-06-10T20:30:00Z")) == instantAt("2026-06-11T01:00:00Z"))
+        #expect(cal.nextTransition(after: instantAt("2026-06-10T20:30:00Z")) == instantAt("2026-06-11T01:00:00Z"))
+        #expect(cal.isActive(at: instantAt("2026-06-10T23:00:00Z")))
     }
 
     @Test func touchingWindowsMergeIntoOnePeriod() throws {
         let cal = try focus([([3], "08:00", "12:00"), ([3], "12:00", "14:00")], "UTC")  // Wednesdays
-        #expect(cal.activeUntil(at("2026-06-10T09:00:00Z")) == at("2026-06-10T14:00:00Z"))
-        #expect(cal.nextTransition(after: at("2026-06-10T11:59:00Z")) == at("2026-06-10T14:00:00Z"))
-        #expect(cal.nextTransition(after: at("2026-06-10T14:00:00Z")) == at("2026-06-17T08:00:00Z"))
+        #expect(cal.activeUntil(instantAt("2026-06-10T09:00:00Z")) == instantAt("2026-06-10T14:00:00Z"))
+        #expect(cal.nextTransition(after: instantAt("2026-06-10T11:59:00Z")) == instantAt("2026-06-10T14:00:00Z"))
+        #expect(cal.nextTransition(after: instantAt("2026-06-10T14:00:00Z")) == instantAt("2026-06-17T08:00:00Z"))
     }
 
     @Test func equalStartAndEndMeansTwentyFourHours() throws {
         let cal = try focus([([1], "09:00", "09:00")], "UTC")  // 2026-06-15 is a Monday
-        #expect(cal.activeUntil(at("2026-06-15T09:00:00Z")) == at("2026-06-16T09:00:00Z"))
+        #expect(cal.activeUntil(instantAt("2026-06-15T09:00:00Z")) == instantAt("2026-06-16T09:00:00Z"))
     }
 
     @Test func scheduleCoveringTheWholeWeekIsAlwaysActiveAndNeverChanges() throws {
         let always = try focus([(everyDay, "00:00", "00:00")], "Europe/Berlin")
-        #expect(always.isActive(at: at("2026-03-29T01:30:00Z")))
-        #expect(always.nextTransition(after: at("2026-03-29T01:30:00Z")) == nil)
-        #expect(always.activeUntil(at("2026-03-29T01:30:00Z")) == Instant.latestRepresentable)
+        #expect(always.isActive(at: instantAt("2026-03-29T01:30:00Z")))
+        #expect(always.nextTransition(after: instantAt("2026-03-29T01:30:00Z")) == nil)
+        #expect(always.activeUntil(instantAt("2026-03-29T01:30:00Z")) == Instant.latestRepresentable)
         let pieces = try focus([(everyDay, "07:00", "22:00"), (everyDay, "22:00", "07:00")], "UTC")
-        #expect(pieces.nextTransition(after: at("2026-06-10T12:00:00Z")) == nil)
+        #expect(pieces.nextTransition(after: instantAt("2026-06-10T12:00:00Z")) == nil)
     }
 
     @Test func noWindowsIsNeverActive() throws {
         let none = try FocusCalendar(windows: [], timeZone: "UTC")
-        #expect(!none.isActive(at: at("2026-06-10T12:00:00Z")))
-        #expect(none.activeUntil(at("2026-06-10T12:00:00Z")) == nil)
-        #expect(none.nextTransition(after: at("2026-06-10T12:00:00Z")) == nil)
+        #expect(!none.isActive(at: instantAt("2026-06-10T12:00:00Z")))
+        #expect(none.activeUntil(instantAt("2026-06-10T12:00:00Z")) == nil)
+        #expect(none.nextTransition(after: instantAt("2026-06-10T12:00:00Z")) == nil)
     }
 
     @Test func activeStateFlipsExactlyAtTransitions() throws {

@@ -20,8 +20,8 @@ import HeraldCore
     }
 
     @Test func ordersByTimeOfDay() {
-        #expect(lt("07:59") < lt("08:00"))
-        #expect([lt("18:00"), lt("08:00"), lt("00:00")].sorted().map(\.text) == ["00:00", "08:00", "18:00"])
+        #expect(localTime("07:59") < localTime("08:00"))
+        #expect([localTime("18:00"), localTime("08:00"), localTime("00:00")].sorted().map(\.text) == ["00:00", "08:00", "18:00"])
     }
 
     @Test func textRoundTripsForEveryMinute() {

@@ -103,3 +103,14 @@ private func randomValue(_ rng: inout SeededRandom, depth: Int) -> JSONValue {
         return .object(members)
     }
 }
+
+@Suite struct JSONLiteralTests {
+    @Test func literalsBuildTheSameValuesAsTheCases() {
+        let v: JSONValue = ["op": "delivery", "cursor": 5, "score": 0.5, "ok": true, "items": [1, "a", [:]], "none": .null]
+        #expect(v == .object([
+            "op": .string("delivery"), "cursor": .int(5), "score": .double(0.5), "ok": .bool(true),
+            "items": .array([.int(1), .string("a"), .object([:])]), "none": .null,
+        ]))
+        #expect(v.canonicalString == #"{"cursor":5,"items":[1,"a",{}],"none":null,"ok":true,"op":"delivery","score":0.5}"#)
+    }
+}

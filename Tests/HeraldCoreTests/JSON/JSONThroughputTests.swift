@@ -4,7 +4,7 @@ import Testing
 import HeraldCore
 
 /// A typical ~300-byte `submit` request.
-let sampleNotificationJSON = #"{"op":"submit","rid":42,"id":"n-0001234","app":"com.example.mail","user":"user-8812","interruptionLevel":"active","title":"New message from Anna","body":"Are we still on for lunch tomorrow at 12:30? I booked the usual place.","threadId":"t-77","relevanceScore":0.5,"deliverAt":"2026-03-29T01:30:00Z","data":{"k":[1,2,3]}}"#
+private let sampleNotificationJSON = #"{"op":"submit","rid":42,"id":"n-0001234","app":"com.example.mail","user":"user-8812","interruptionLevel":"active","title":"New message from Anna","body":"Are we still on for lunch tomorrow at 12:30? I booked the usual place.","threadId":"t-77","relevanceScore":0.5,"deliverAt":"2026-03-29T01:30:00Z","data":{"k":[1,2,3]}}"#
 
 @Suite struct JSONThroughputTests {
     @Test func parseThroughputOnNotificationObjectsIsPrinted() throws {
