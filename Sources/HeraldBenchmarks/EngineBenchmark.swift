@@ -63,7 +63,7 @@ public func runEngineBenchmark(arguments: [String]) {
         return (Double(count) / seconds, delivered)
     }
     _ = runSubmits(min(decisions, users * 64), idBase: 10_000_000)
-    let (rate, n) = runSubmits(decisions, idBase: 100_000_000)
+    let (rate, n) = runSubmits(arguments.contains("--decoded-only") ? 1 : decisions, idBase: 100_000_000)
     print("engine.immediate   \(Int(rate)) decisions/s   (\(n) deliveries, \(users) warm users, apply() parsing the stored JSON body, one core)")
     // The same with the notification decoded once at the door (EventDraft.decoded), as the
     // runtime does for events it admitted itself.

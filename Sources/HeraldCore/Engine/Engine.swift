@@ -64,10 +64,7 @@ public struct Engine: Sendable {
     public static let tombstoneLimit = 64
     /// The summary times used when an app is set to summary delivery but the user has no
     /// schedule: 08:00 and 18:00 UTC (SPEC §3).
-    public static let defaultSummaryCalendar: SummaryCalendar = {
-        // Both times are valid and UTC exists: this cannot fail.
-        try! SummaryCalendar(times: [LocalTime("08:00")!, LocalTime("18:00")!], timeZone: "UTC")
-    }()
+    public static var defaultSummaryCalendar: SummaryCalendar { SummaryCalendar.defaultSchedule }
 
     /// The rules version stamped on deliveries.
     public let rulesVersion: String

@@ -97,28 +97,29 @@ extension Engine {
         case "snooze":
             guard let app = b["app"]?.stringValue, let id = b["id"]?.stringValue,
                   let until = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:)),
-                  let rec = state.apps[app]?.recent.last(where: { $0.id == id }),
+                  let rec = state.recent[app]?.last(where: { $0.id == id }),
                   let content = state.snoozable.last(where: { $0.seq == rec.seq }) else { return }
             state.snoozes.removeAll { $0.notification.app == app && $0.notification.id == id }
             state.snoozes.append(Snooze(notification: content.notification, seq: rec.seq, until: until, causeSeq: event.seq))
         case "opened":
             guard let app = b["app"]?.stringValue else { return }
             let id = b["id"]?.stringValue
-            state.withApp(app) { a in
-                if let id, let i = a.recent.lastIndex(where: { $0.id == id }) {
-                    if a.recent[i].counted { a.recent[i].counted = false; a.badge = max(0, a.badge - 1) }
-                    return
-                }
-                a.badge = max(0, a.badge - 1)
+            var lower = true
+            if let id, let i = state.recent[app]?.lastIndex(where: { $0.id == id }) {
+                lower = state.recent[app]![i].counted
+                state.recent[app]![i].counted = false
+            } else if let id, let p = state.pending.first(where: { $0.notification.app == app && $0.notification.id == id }) {
+                lower = p.counted  // opened from "upcoming summary" or while held
+                state.setCounted(false) { $0.notification.app == app && $0.notification.id == id }
             }
-            if let id { state.setCounted(false) { $0.notification.app == app && $0.notification.id == id } }
+            if lower { state.withApp(app) { $0.badge = max(0, $0.badge - 1) } }
         case "badgeClear":
             guard let app = b["app"]?.stringValue else { return }
             let badgeOn = state.withApp(app) { a -> Bool in
                 a.badge = 0
-                for i in a.recent.indices { a.recent[i].counted = false }
                 return a.flags.contains(.badge)
             }
+            if let n = state.recent[app]?.count { for i in 0..<n { state.recent[app]![i].counted = false } }
             state.setCounted(false) { $0.notification.app == app }
             var d = Delivery(kind: .cleared, user: state.user, app: app, notificationId: nil, at: t,
                              reason: Reason.badgeCleared, rulesVersion: rulesVersion, causeSeq: event.seq)
@@ -168,8 +169,8 @@ extension Engine {
             afterPendingRemoval(&state, at: t)
             return
         }
-        if let i = state.apps[app]?.recent.lastIndex(where: { $0.id == id }) {
-            let rec = state.apps[app]!.recent.remove(at: i)
+        if let i = state.recent[app]?.lastIndex(where: { $0.id == id }) {
+            let rec = state.recent[app]!.remove(at: i)
             emitRemoval(PendingItem(notification: SubmittedNotification(id: id, app: app), seq: rec.seq, stage: .held, counted: rec.counted),
                         kind: .withdrawn, reason: Reason.withdrawnAfterDelivery, at: t, causeSeq: seq,
                         state: &state, out: &out)
@@ -265,9 +266,7 @@ extension Engine {
 extension UserState {
     /// Moves a formerly pending notification to the app's recently delivered list.
     mutating func remember(_ p: PendingItem) {
-        withApp(p.notification.app) { a in
-            a.remember(DeliveredRecord(p.notification, seq: p.seq, counted: p.counted))
-        }
+        rememberDelivered(DeliveredRecord(p.notification, seq: p.seq, counted: p.counted), app: p.notification.app)
         rememberSnoozable(p.notification, seq: p.seq)
     }
 }

@@ -77,8 +77,8 @@ extension Engine {
             let s = state.snoozes.remove(at: si)
             let app = s.notification.app
             // Still delivered (not withdrawn, replaced or long forgotten)?
-            guard let ri = state.apps[app]?.recent.lastIndex(where: { $0.seq == s.seq }) else { return }
-            let rec = state.apps[app]!.recent.remove(at: ri)
+            guard let ri = state.recent[app]?.lastIndex(where: { $0.seq == s.seq }) else { return }
+            let rec = state.recent[app]!.remove(at: ri)
             let before = out.count
             decide(s.notification, seq: s.seq, at: t, carriedCount: rec.counted, state: &state, apps: apps, out: &out)
             // Not delivered again (expired, suppressed…): it no longer counts toward the badge.

@@ -1,6 +1,7 @@
 // One user's folded state: settings, authorization, Focus, summary schedule, pending items, badges.
 
-/// What one app may do for one user, and what the user has seen of it.
+/// What one app may do for one user, and its badge. Plain scalars (no references), so a
+/// copy is free; the recently delivered list lives in `UserState.recent`.
 struct AppState: Hashable, Sendable {
     var status: AuthorizationStatus = .notDetermined
     var options: AuthorizationOptions = []
@@ -9,10 +10,6 @@ struct AppState: Hashable, Sendable {
     /// Delivered, unopened notifications (SPEC §3 "Badge").
     var badge: Int32 = 0
     var mutedUntil: Instant?
-    /// The most recently delivered notifications of this app (oldest first), kept for
-    /// collapse onto a delivered one, snooze, `opened` and `withdraw`: the last
-    /// `Engine.recentLimit` at least (see `remember`); older ones are forgotten.
-    var recent: [DeliveredRecord] = []
 }
 
 /// A delivered notification remembered for collapse, opened, withdraw and snooze: slim
@@ -137,6 +134,10 @@ public struct UserState: Hashable, Sendable {
     public let user: String
     var global = GlobalSettings()
     var apps: [String: AppState] = [:]
+    /// Per app, the most recently delivered notifications (oldest first), kept for collapse
+    /// onto a delivered one, snooze, `opened` and `withdraw`: the last `Engine.recentLimit`
+    /// at least (see `rememberDelivered`); older ones are forgotten.
+    var recent: [String: [DeliveredRecord]] = [:]
     var summarySchedule: SummaryCalendar?
     var focus = FocusState()
     /// Deferred, queued and held notifications, in arrival (seq) order. Change only

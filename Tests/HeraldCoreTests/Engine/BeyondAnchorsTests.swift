@@ -153,3 +153,21 @@ import Testing
         #expect(MemoryLayout<UserState>.size < 256)
     }
 }
+
+@Suite struct UserStateJSONTests {
+    @Test func pointInTime_stateJSONListsSettingsAndPending() {
+        var h = EngineHarness()
+        h.authorize(options: ["alert", "badge"])
+        h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
+        h.send("focusOn", #"{"user":"u","focus":"Work","until":"2026-01-05T14:00:00Z"}"#)
+        h.submit("q1")
+        h.submit("d1", #""deliverAt":"2026-01-05T13:00:00Z""#)
+        let j = h.state().json
+        #expect(j["apps"]?["com.example.mail"]?["delivery"] == .string("summary"))
+        #expect(j["apps"]?["com.example.mail"]?["badgeCount"] == .int(1))
+        #expect(j["manualFocus"]?["until"] == .string("2026-01-05T14:00:00Z"))
+        #expect(j["pending"]?.arrayValue?.map { $0["stage"] } == [.string("queued"), .string("deferred")])
+        #expect(j["nextWake"] == .string("2026-01-05T13:00:00Z"))
+        #expect(j.canonicalBytes == h.state().json.canonicalBytes)
+    }
+}

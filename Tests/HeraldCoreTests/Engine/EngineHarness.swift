@@ -91,6 +91,9 @@ struct EngineHarness {
 /// Monday 2026-01-05 12:00:00 UTC: the default start of a test.
 let T0 = Instant(rfc3339: "2026-01-05T12:00:00Z")!
 
+/// An instant from RFC 3339 text (tests only).
+func at(_ text: String) -> Instant { Instant(rfc3339: text)! }
+
 /// The single delivery of `ds`, recording an issue when there is not exactly one.
 func only(_ ds: [Delivery], sourceLocation: SourceLocation = #_sourceLocation) -> Delivery {
     if ds.count != 1 {
