@@ -10,11 +10,13 @@
 /// A timer lives at the level of the highest base-64 digit in which its deadline tick
 /// differs from the current tick, in the slot named by that digit. Every timer at a lower
 /// level is therefore earlier than every timer at a higher level, and within a level slot
-/// order is time order. When time enters a coarse slot, its timers are re-placed one or
-/// more levels down ("cascading"); a timer reaches level 0 (one slot per tick) only in its
-/// own tick and fires there, so nothing fires before its deadline. `advance(to:)` jumps
-/// from one occupied slot to the next using a 64-bit occupancy bitmap per level and never
-/// walks empty ticks, so jumping a month or a decade costs only the slots it must process.
+/// order is time order. `advance(to:)` jumps from one occupied slot to the next using a
+/// 64-bit occupancy bitmap per level, never walking empty ticks, so jumping a month or a
+/// decade costs only the slots it must process. When time enters a coarse slot it jumps
+/// further, to the slot's smallest deadline (nothing can be due before it), and the slot's
+/// timers are re-placed one or more levels down ("cascading"); those whose tick has been
+/// reached fire straight away. A timer fires only once the current tick has reached its
+/// own, and within a tick only if its exact deadline is <= `now`: never early.
 ///
 /// Timers are 24-byte value nodes in a slab (`TimerSlab`) addressed by `UInt32` indices;
 /// slots are chains of 16-index blocks (`SlotBlockPool`); handles carry a generation so a
@@ -26,8 +28,9 @@
 /// that slot is next processed (cascaded or fired). So that dead timers cannot pile up
 /// (say far-future timers cancelled over and over), the wheel reclaims before it grows:
 /// when a node is needed, none is free and at least 1/8 of all nodes are cancelled ones, a
-/// compaction pass re-buckets every slot and frees them all (amortized O(1) per cancel; the
-/// slab stays within 8/7 of the peak live count plus what `reserveCapacity` asked for).
+/// compaction pass re-buckets every slot and frees them all (amortized O(1) per cancel;
+/// the slab only grows while fewer than 1/8 of its nodes are cancelled ones, so it stays
+/// below 8/7 of the peak live count, or what `reserveCapacity` asked for).
 ///
 /// **Firing order.** Timers fire in deadline order; timers with equal deadlines fire in
 /// ascending payload order. (Timers with equal deadline *and* payload are indistinguishable
