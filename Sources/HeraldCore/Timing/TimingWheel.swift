@@ -83,7 +83,7 @@ public struct TimingWheel: Sendable {
 
     /// Schedules a timer. A deadline at or before the wheel's current time fires on the next
     /// `advance(to:)`. O(1).
-    @discardableResult
+    @inlinable @discardableResult
     public mutating func schedule(at deadline: Instant, payload: UInt64) -> TimerHandle {
         let d = deadline.millisecondsSinceEpoch
         let (index, generation) = allocateNode(deadline: d, payload: payload)
@@ -93,7 +93,7 @@ public struct TimingWheel: Sendable {
 
     /// Cancels a timer. Returns `false` (and changes nothing) if the handle's timer already
     /// fired, was cancelled, or the handle is stale or foreign. O(1).
-    @discardableResult
+    @inlinable @discardableResult
     public mutating func cancel(_ handle: TimerHandle) -> Bool {
         guard slab.isLive(handle) else { return false }
         slab.nodes[Int(handle.index)].generation &+= 1  // even: dead; reclaimed with its slot
