@@ -158,9 +158,8 @@ public struct TimingWheel: Sendable {
         // Cancelled nodes still waiting in their slots hold their nodes until reclaimed.
         let nodes = n + slab.cancelledCount
         slab.reserveCapacity(nodes)
-        // Each node's index sits in one block entry (in a slot, or on the free-node stack),
-        // plus at most one partly filled block per slot and one for the free-node stack.
-        pool.reserve(blocks: (nodes + SlotBlockPool.size - 1) / SlotBlockPool.size + Swift.min(nodes, TimingWheel.slotCount + 1))
+        // One block entry per node in a slot, plus at most one partly filled block per slot.
+        pool.reserve(blocks: (nodes + SlotBlockPool.size - 1) / SlotBlockPool.size + Swift.min(nodes, TimingWheel.slotCount))
     }
 
     /// Schedules many timers at once (rebuilding after a restart). Handles are not returned.
@@ -211,12 +210,11 @@ extension TimingWheel {
     @inlinable @inline(__always)
     mutating func allocateNode(deadline: Int64, payload: UInt64) -> (index: UInt32, generation: UInt32) {
         slab.liveCount &+= 1
-        var index = pool.popFreeNode()
-        if index == SlotBlockPool.none && slab.cancelledCount > 0 && slab.cancelledCount >= slab.nodes.count &>> 3 {
+        if slab.free.count == 0 && slab.cancelledCount > 0 && slab.cancelledCount >= slab.nodes.count &>> 3 {
             compact()
-            index = pool.popFreeNode()
         }
-        if index != SlotBlockPool.none {
+        if slab.free.count > 0 {
+            let index = slab.free.removeLowest()
             let i = Int(index)
             let generation = slab.nodes[i].generation &+ 1
             slab.nodes[i] = TimerNode(deadline: deadline, payload: payload, generation: generation)
@@ -224,6 +222,7 @@ extension TimingWheel {
         }
         precondition(slab.nodes.count < Int(UInt32.max), "TimingWheel: more than 2^32-1 timers")
         slab.nodes.append(TimerNode(deadline: deadline, payload: payload, generation: 1))
+        if slab.nodes.count > slab.free.wordCount &<< 6 { slab.free.reserve(nodes: slab.nodes.capacity) }
         return (UInt32(truncatingIfNeeded: slab.nodes.count &- 1), 1)
     }
 
@@ -320,13 +319,13 @@ extension TimingWheel {
                 let generation = batch.generations[j]
                 let deadline = batch.deadlines[j]
                 if generation & 1 == 0 {  // cancelled: reclaim the node now
-                    pool.pushFreeNode(index)
+                    slab.free.insert(index)
                     slab.cancelledCount &-= 1
                 } else if fires && deadline <= limit && key(deadline) <= current {
                     fired.append(FiredTimer(deadline: deadline, payload: batch.payloads[j]))
                     slab.nodes[Int(index)].generation = generation &+ 1
                     slab.liveCount &-= 1
-                    pool.pushFreeNode(index)
+                    slab.free.insert(index)
                 } else {
                     place(index, deadline: deadline)
                 }
