@@ -1,12 +1,10 @@
-// Fixed-size blocks of node indices: the wheel's slot lists and its stack of free nodes.
+// Fixed-size blocks of node indices that form the wheel's slot lists (cache-friendly buckets).
 
 /// A pool of 16-entry blocks of `UInt32` node indices. A wheel slot is a singly linked chain
 /// of blocks: the head block is the only partly filled one, older blocks are full. Walking a
 /// slot therefore reads indices sequentially and the node loads that follow are independent
 /// of each other (the CPU overlaps their cache misses), unlike an intrusive linked list where
-/// every step waits for the previous node. The free nodes of the slab are kept the same way,
-/// as a stack of blocks, so allocation reads a hot block instead of a cold node. Blocks are
-/// recycled through a free list.
+/// every step waits for the previous node. Blocks are recycled through a free list.
 @usableFromInline
 struct SlotBlockPool: Sendable {
     @usableFromInline static let shift = 4
@@ -18,10 +16,6 @@ struct SlotBlockPool: Sendable {
     /// The next (older) block of the same chain, or the next free block.
     @usableFromInline var next: ContiguousArray<UInt32> = []
     @usableFromInline var freeHead: UInt32 = SlotBlockPool.none
-    /// The stack of free node indices: its newest block and how many entries it uses.
-    @usableFromInline var freeNodesHead: UInt32 = SlotBlockPool.none
-    @usableFromInline var freeNodesFill: UInt32 = UInt32(SlotBlockPool.size)
-
     @inlinable init() {}
 
     @inlinable var blockCount: Int { next.count }
@@ -39,34 +33,6 @@ struct SlotBlockPool: Sendable {
     mutating func release(_ block: UInt32) {
         next[Int(block)] = freeHead
         freeHead = block
-    }
-
-    /// Pushes a free node index.
-    @inlinable @inline(__always)
-    mutating func pushFreeNode(_ index: UInt32) {
-        if freeNodesFill == UInt32(SlotBlockPool.size) {
-            let b = allocate()
-            next[Int(b)] = freeNodesHead
-            freeNodesHead = b
-            freeNodesFill = 0
-        }
-        entries[Int(freeNodesHead &<< UInt32(SlotBlockPool.shift) | freeNodesFill)] = index
-        freeNodesFill &+= 1
-    }
-
-    /// Pops a free node index, or `none` when there is none.
-    @inlinable @inline(__always)
-    mutating func popFreeNode() -> UInt32 {
-        let b = freeNodesHead
-        if b == SlotBlockPool.none { return SlotBlockPool.none }
-        freeNodesFill &-= 1
-        let index = entries[Int(b &<< UInt32(SlotBlockPool.shift) | freeNodesFill)]
-        if freeNodesFill == 0 {
-            freeNodesHead = next[Int(b)]
-            freeNodesFill = UInt32(SlotBlockPool.size)
-            release(b)
-        }
-        return index
     }
 
     /// Adds `extra` blocks to the free list, lowest index first out.

@@ -60,7 +60,7 @@ public struct TimerHeap: Sendable {
     public var now: Instant { Instant(millisecondsSinceEpoch: nowMilliseconds) }
 
     /// Schedules a timer; a deadline at or before the current time fires on the next advance.
-    @discardableResult
+    @inlinable @discardableResult
     public mutating func schedule(at deadline: Instant, payload: UInt64) -> TimerHandle {
         let node = allocateNode()
         let position = heap.count
@@ -71,7 +71,7 @@ public struct TimerHeap: Sendable {
     }
 
     /// Cancels a timer; `false` if it already fired, was cancelled, or the handle is stale.
-    @discardableResult
+    @inlinable @discardableResult
     public mutating func cancel(_ handle: TimerHandle) -> Bool {
         let i = Int(handle.index)
         guard i < nodes.count, nodes[i].generation == handle.generation, handle.generation & 1 == 1 else {

@@ -19,8 +19,9 @@ struct TimerNode: Sendable {
     }
 }
 
-/// The node arena. Free node indices are not kept here but on a stack of index blocks in
-/// `SlotBlockPool` (so allocating never has to chase a link through a cold node).
+/// The node arena. Free nodes are tracked in a bitmap (`FreeNodeBitmap`), not a linked free
+/// list, so allocating never chases a link through a cold node and hands out the lowest
+/// free index.
 @usableFromInline
 struct TimerSlab: Sendable {
     @usableFromInline var nodes: ContiguousArray<TimerNode> = []
@@ -29,6 +30,8 @@ struct TimerSlab: Sendable {
     /// Cancelled timers whose node still sits in a slot (reclaimed when the slot is next
     /// processed or by a compaction).
     @usableFromInline var cancelledCount: Int = 0
+    /// Nodes that hold no timer and sit in no slot.
+    @usableFromInline var free = FreeNodeBitmap()
 
     @inlinable init() {}
 
@@ -42,8 +45,9 @@ struct TimerSlab: Sendable {
     @inlinable
     mutating func reserveCapacity(_ n: Int) {
         if n > nodes.capacity { nodes.reserveCapacity(n) }
+        free.reserve(nodes: n)
     }
 
     /// Bytes held by the node array (its capacity, not just its live part).
-    @inlinable var storageBytes: Int { nodes.capacity * MemoryLayout<TimerNode>.stride }
+    @inlinable var storageBytes: Int { nodes.capacity * MemoryLayout<TimerNode>.stride + free.storageBytes }
 }

@@ -10,11 +10,13 @@
 /// A timer lives at the level of the highest base-64 digit in which its deadline tick
 /// differs from the current tick, in the slot named by that digit. Every timer at a lower
 /// level is therefore earlier than every timer at a higher level, and within a level slot
-/// order is time order. When time enters a coarse slot, its timers are re-placed one or
-/// more levels down ("cascading"); a timer reaches level 0 (one slot per tick) only in its
-/// own tick and fires there, so nothing fires before its deadline. `advance(to:)` jumps
-/// from one occupied slot to the next using a 64-bit occupancy bitmap per level and never
-/// walks empty ticks, so jumping a month or a decade costs only the slots it must process.
+/// order is time order. `advance(to:)` jumps from one occupied slot to the next using a
+/// 64-bit occupancy bitmap per level, never walking empty ticks, so jumping a month or a
+/// decade costs only the slots it must process. When time enters a coarse slot it jumps
+/// further, to the slot's smallest deadline (nothing can be due before it), and the slot's
+/// timers are re-placed one or more levels down ("cascading"); those whose tick has been
+/// reached fire straight away. A timer fires only once the current tick has reached its
+/// own, and within a tick only if its exact deadline is <= `now`: never early.
 ///
 /// Timers are 24-byte value nodes in a slab (`TimerSlab`) addressed by `UInt32` indices;
 /// slots are chains of 16-index blocks (`SlotBlockPool`); handles carry a generation so a
@@ -26,8 +28,9 @@
 /// that slot is next processed (cascaded or fired). So that dead timers cannot pile up
 /// (say far-future timers cancelled over and over), the wheel reclaims before it grows:
 /// when a node is needed, none is free and at least 1/8 of all nodes are cancelled ones, a
-/// compaction pass re-buckets every slot and frees them all (amortized O(1) per cancel; the
-/// slab stays within 8/7 of the peak live count plus what `reserveCapacity` asked for).
+/// compaction pass re-buckets every slot and frees them all (amortized O(1) per cancel;
+/// the slab only grows while fewer than 1/8 of its nodes are cancelled ones, so it stays
+/// below 8/7 of the peak live count, or what `reserveCapacity` asked for).
 ///
 /// **Firing order.** Timers fire in deadline order; timers with equal deadlines fire in
 /// ascending payload order. (Timers with equal deadline *and* payload are indistinguishable
@@ -80,7 +83,7 @@ public struct TimingWheel: Sendable {
 
     /// Schedules a timer. A deadline at or before the wheel's current time fires on the next
     /// `advance(to:)`. O(1).
-    @discardableResult
+    @inlinable @discardableResult
     public mutating func schedule(at deadline: Instant, payload: UInt64) -> TimerHandle {
         let d = deadline.millisecondsSinceEpoch
         let (index, generation) = allocateNode(deadline: d, payload: payload)
@@ -90,7 +93,7 @@ public struct TimingWheel: Sendable {
 
     /// Cancels a timer. Returns `false` (and changes nothing) if the handle's timer already
     /// fired, was cancelled, or the handle is stale or foreign. O(1).
-    @discardableResult
+    @inlinable @discardableResult
     public mutating func cancel(_ handle: TimerHandle) -> Bool {
         guard slab.isLive(handle) else { return false }
         slab.nodes[Int(handle.index)].generation &+= 1  // even: dead; reclaimed with its slot
@@ -155,9 +158,8 @@ public struct TimingWheel: Sendable {
         // Cancelled nodes still waiting in their slots hold their nodes until reclaimed.
         let nodes = n + slab.cancelledCount
         slab.reserveCapacity(nodes)
-        // Each node's index sits in one block entry (in a slot, or on the free-node stack),
-        // plus at most one partly filled block per slot and one for the free-node stack.
-        pool.reserve(blocks: (nodes + SlotBlockPool.size - 1) / SlotBlockPool.size + Swift.min(nodes, TimingWheel.slotCount + 1))
+        // One block entry per node in a slot, plus at most one partly filled block per slot.
+        pool.reserve(blocks: (nodes + SlotBlockPool.size - 1) / SlotBlockPool.size + Swift.min(nodes, TimingWheel.slotCount))
     }
 
     /// Schedules many timers at once (rebuilding after a restart). Handles are not returned.
@@ -208,12 +210,11 @@ extension TimingWheel {
     @inlinable @inline(__always)
     mutating func allocateNode(deadline: Int64, payload: UInt64) -> (index: UInt32, generation: UInt32) {
         slab.liveCount &+= 1
-        var index = pool.popFreeNode()
-        if index == SlotBlockPool.none && slab.cancelledCount > 0 && slab.cancelledCount >= slab.nodes.count &>> 3 {
+        if slab.free.count == 0 && slab.cancelledCount > 0 && slab.cancelledCount >= slab.nodes.count &>> 3 {
             compact()
-            index = pool.popFreeNode()
         }
-        if index != SlotBlockPool.none {
+        if slab.free.count > 0 {
+            let index = slab.free.removeLowest()
             let i = Int(index)
             let generation = slab.nodes[i].generation &+ 1
             slab.nodes[i] = TimerNode(deadline: deadline, payload: payload, generation: generation)
@@ -221,6 +222,7 @@ extension TimingWheel {
         }
         precondition(slab.nodes.count < Int(UInt32.max), "TimingWheel: more than 2^32-1 timers")
         slab.nodes.append(TimerNode(deadline: deadline, payload: payload, generation: 1))
+        if slab.nodes.count > slab.free.wordCount &<< 6 { slab.free.reserve(nodes: slab.nodes.capacity) }
         return (UInt32(truncatingIfNeeded: slab.nodes.count &- 1), 1)
     }
 
@@ -317,13 +319,13 @@ extension TimingWheel {
                 let generation = batch.generations[j]
                 let deadline = batch.deadlines[j]
                 if generation & 1 == 0 {  // cancelled: reclaim the node now
-                    pool.pushFreeNode(index)
+                    slab.free.insert(index)
                     slab.cancelledCount &-= 1
                 } else if fires && deadline <= limit && key(deadline) <= current {
                     fired.append(FiredTimer(deadline: deadline, payload: batch.payloads[j]))
                     slab.nodes[Int(index)].generation = generation &+ 1
                     slab.liveCount &-= 1
-                    pool.pushFreeNode(index)
+                    slab.free.insert(index)
                 } else {
                     place(index, deadline: deadline)
                 }
