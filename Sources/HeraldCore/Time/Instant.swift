@@ -38,6 +38,7 @@ public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
     public struct Duration: Hashable, Comparable, Sendable {
         public var milliseconds: Int64
         public init(milliseconds: Int64) { self.milliseconds = milliseconds }
+        public static func milliseconds(_ ms: Int64) -> Duration { Duration(milliseconds: ms) }
         public static func seconds(_ s: Int64) -> Duration { Duration(milliseconds: s * 1000) }
         public static func minutes(_ m: Int64) -> Duration { Duration(milliseconds: m * 60_000) }
         public static func hours(_ h: Int64) -> Duration { Duration(milliseconds: h * 3_600_000) }

@@ -11,7 +11,11 @@ public final class EventLoop {
     public init() {
         // Lets another thread wake this loop (`LoopEvent.activate`), e.g. a test stopping a server.
         _ = EventLoop.threadingEnabled
-        guard let base = event_base_new() else { fatalError("libevent could not create an event base (out of memory)") }
+        // Precise timers (timerfd on Linux): the wheel's one timer fires within a millisecond, not a jiffy.
+        let config = event_config_new()
+        event_config_set_flag(config, Int32(EVENT_BASE_FLAG_PRECISE_TIMER.rawValue))
+        defer { event_config_free(config) }
+        guard let base = event_base_new_with_config(config) else { fatalError("libevent could not create an event base (out of memory)") }
         self.base = base
     }
 

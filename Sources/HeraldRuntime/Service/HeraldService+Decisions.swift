@@ -33,8 +33,8 @@ extension HeraldService {
             if let collect { collect(d, r.deliveryCount) } else { unsentDeliveries.append(Self.row(d, index: r.deliveryCount)) }
         }
         if outcome.nextWake != r.wakeAt {
-            if let h = r.wakeHandle { wheel.cancel(h) }
-            r.wakeHandle = outcome.nextWake.map { wheel.schedule(at: $0, payload: r.index) }
+            if let h = r.wakeHandle { timers.wheel.cancel(h) }
+            r.wakeHandle = outcome.nextWake.map { timers.wheel.schedule(at: $0, payload: r.index) }
             r.wakeAt = outcome.nextWake
         }
         users[user] = r
@@ -52,7 +52,7 @@ extension HeraldService {
         var horizon = now()
         if let oldest = inFlightTimes.first { horizon = min(horizon, oldest) }
         var due: [UInt64] = []
-        wheel.advance(to: horizon) { _, payload in due.append(payload) }
+        timers.advance(to: horizon) { _, payload in due.append(payload) }
         for index in due {
             let user = userIds[Int(index)]
             guard var r = users[user] else { continue }
@@ -63,17 +63,8 @@ extension HeraldService {
             take(outcome, user: user)
         }
         flushDeliveries()
-        armWheelTimer()
+        timers.rearm()
     }
-
-    /// Arms the one libevent timer for the wheel's next deadline (system clock only).
-    func armWheelTimer() {
-        guard manualNow == nil, let next = wheel.nextDeadline else { wheelTimer?.disarm(); return }
-        let delay = max(0, next.millisecondsSinceEpoch - now().millisecondsSinceEpoch)
-        wheelTimer?.arm(afterMilliseconds: delay)
-    }
-
-    func timerFired() { fireTimers() }
 
     /// Commits decided deliveries (one batch in flight at a time), then streams them.
     func flushDeliveries(then done: (() -> Void)? = nil) {

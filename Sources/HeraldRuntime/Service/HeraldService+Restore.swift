@@ -22,7 +22,7 @@ extension HeraldService {
             if page.isEmpty { break }
             for e in page {
                 if first {
-                    wheel = TimingWheel(start: min(e.row.engineTime, started))
+                    timers.wheel = TimingWheel(start: min(e.row.engineTime, started))
                     first = false
                 }
                 let body = (try? JSONValue.parse(e.row.body)) ?? .object([:])
@@ -33,13 +33,13 @@ extension HeraldService {
                 folded += 1
             }
         }
-        if first { wheel = TimingWheel(start: started) }
+        if first { timers.wheel = TimingWheel(start: started) }
         // A manual clock resumes where the last run left it: engine time never goes back.
         if let manual = manualNow {
             let last = try conn.execute("SELECT (extract(epoch FROM greatest((SELECT max(engine_time) FROM events), (SELECT max(at) FROM deliveries))) * 1000)::bigint")
             if let ms = last.int64(0, 0) { manualNow = max(manual, Instant(millisecondsSinceEpoch: ms)) }
         }
         eventsCommitted = folded
-        log("restored \(folded) events, \(users.count) users, \(wheel.count) timers; \(unsentDeliveries.count) deliveries re-derived")
+        log("restored \(folded) events, \(users.count) users, \(timers.wheel.count) timers; \(unsentDeliveries.count) deliveries re-derived")
     }
 }

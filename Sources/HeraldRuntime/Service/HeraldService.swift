@@ -26,8 +26,7 @@ public final class HeraldService: ConnectionDelegate {
     var apps = AppRegistry()
     var users: [String: UserRecord] = [:]
     var userIds: [String] = []
-    var wheel: TimingWheel
-    var wheelTimer: LoopEvent?
+    var timers: WheelDriver!
     let store: StoreLink
     let reader: AsyncReader
     var listener: Listener?
@@ -77,17 +76,16 @@ public final class HeraldService: ConnectionDelegate {
         self.store = StoreLink(loop: loop, url: configuration.databaseURL)
         self.reader = AsyncReader(loop: loop, url: configuration.databaseURL)
         if case .manual(let start) = configuration.clock { manualNow = start }
-        self.wheel = TimingWheel(start: Instant.epoch)
         store.log = log
+        let systemClock = manualNow == nil
+        self.timers = WheelDriver(loop: loop, start: .epoch, systemClock: systemClock) { [unowned self] in self.now() }
+        timers.onTimer = { [weak self] in self?.fireTimers() }
     }
 
     /// The engine's idea of now.
     func now() -> Instant {
         if let manualNow { return manualNow }
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        let wall = Instant(millisecondsSinceEpoch: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000)
-        lastNow = max(lastNow, wall)
+        lastNow = max(lastNow, WheelDriver.systemNow())
         return lastNow
     }
 
@@ -108,7 +106,6 @@ public final class HeraldService: ConnectionDelegate {
         }
         self.listener = listener
         reaper = loop.timer { [weak self] in self?.graveyard.removeAll() }
-        wheelTimer = loop.timer { [weak self] in self?.timerFired() }
         stopRequest = loop.timer { [weak self] in self?.beginShutdown() }
         for sig in configuration.handleSignals ? [SIGTERM, SIGINT] : [] {
             let s = loop.signal(sig) { [weak self] in self?.beginShutdown() }
@@ -177,7 +174,8 @@ public final class HeraldService: ConnectionDelegate {
             "deliveriesCommitted": .int(Int64(deliveriesCommitted)),
             "requestsRejected": .int(Int64(requestsRejected)),
             "users": .int(Int64(users.count)),
-            "timers": .int(Int64(wheel.count)),
+            "timers": .int(Int64(timers.wheel.count)),
+            "timerWakeups": .int(Int64(timers.wakeups)),
             "connections": .int(Int64(connections.count)),
             "consumers": .int(Int64(consumers.count)),
             "deliveryHead": .int(deliveryHead),
