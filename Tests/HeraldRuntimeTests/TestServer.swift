@@ -12,13 +12,15 @@ final class TestServer: @unchecked Sendable {
     private let thread: Thread
     private let stopped = DispatchSemaphore(value: 0)
 
-    init(url: String? = nil, start: String = "2026-03-27T07:00:00Z", tokens: TokenTable = TokenTable()) throws {
+    init(url: String? = nil, start: String = "2026-03-27T07:00:00Z", tokens: TokenTable = TokenTable(),
+         configure: (inout ServiceConfiguration) -> Void = { _ in }) throws {
         self.url = try url ?? TestPostgres.freshDatabase()
         var config = ServiceConfiguration(databaseURL: self.url)
         config.port = 0
         config.clock = .manual(start: Instant(rfc3339: start)!)
         config.tokens = tokens
         config.handleSignals = false
+        configure(&config)
         service = HeraldService(configuration: config) { _ in }
         port = try service.start()
         // The service is used only by its loop thread from here on (requestShutdown is thread-safe).
