@@ -1,0 +1,129 @@
+// Replay: re-derive every delivery from the stored events and compare, byte for byte, with what was stored.
+import HeraldCore
+
+/// Folds the event log through the engine exactly as `herald serve` does — events in seq
+/// order at their recorded engine times, each user's timers fired before any later event —
+/// and compares each derived delivery with the stored one of the same (user, ordinal).
+public struct Replayer {
+    /// Where replay stops: after this seq, or at this engine time (events after it are not folded,
+    /// timers are fired up to it).
+    public enum Limit: Sendable, Equatable {
+        case everything
+        case seq(Int64)
+        case time(Instant)
+    }
+
+    /// One delivery that did not match.
+    public struct Difference: Sendable, Equatable {
+        public var user: String
+        public var userIndex: Int64
+        public var notification: String?
+        /// nil when the side has no such delivery.
+        public var stored: String?
+        public var derived: String?
+    }
+
+    public struct Report: Sendable {
+        public var eventsRead = 0
+        public var deliveriesCompared = 0
+        public var differences: [Difference] = []
+        public var seconds = 0.0
+        public var eventsPerSecond: Double { seconds > 0 ? Double(eventsRead) / seconds : 0 }
+    }
+
+    public var limit: Limit = .everything
+    public var users: Set<String>?
+    public var engine = Engine()
+    public var progress: (Int, Int64) -> Void = { _, _ in }
+
+    public init() {}
+
+    /// Runs the replay against the database behind `connection` (reads only).
+    public func run(_ connection: PGConnection, clock: () -> Double) throws(StoreError) -> Report {
+        let started = clock()
+        var report = Report()
+        let head = try EventReader.head(connection)
+
+        // Stored deliveries per user, by ordinal.
+        var stored: [String: [Int64: (body: String, notification: String?, at: Instant)]] = [:]
+        var after: Int64 = 0
+        var horizon = Instant.epoch
+        while true {
+            let page = try EventReader.deliveries(connection, after: after, limit: 20_000)
+            if page.isEmpty { break }
+            for d in page {
+                after = d.cursor
+                if let users, !users.contains(d.row.user) { continue }
+                if !within(d.row.at, seq: d.row.causeSeq) { continue }
+                stored[d.row.user, default: [:]][d.row.userIndex] = (d.row.body, d.row.notificationId, d.row.at)
+                horizon = max(horizon, d.row.at)
+            }
+        }
+
+        var states: [String: UserState] = [:]
+        var counts: [String: Int64] = [:]
+        var apps = AppRegistry()
+        var derived: [String: [Int64: (body: String, notification: String?)]] = [:]
+        func take(_ outcome: Outcome, user: String) {
+            for d in outcome.deliveries {
+                counts[user, default: 0] += 1
+                derived[user, default: [:]][counts[user]!] = (d.body.canonicalString, d.notificationId)
+            }
+        }
+        after = 0
+        scan: while true {
+            let page = try EventReader.events(connection, after: after, limit: 10_000)
+            if page.isEmpty { break }
+            for e in page {
+                if case .seq(let s) = limit, e.seq > s { break scan }
+                if case .time(let t) = limit, e.row.engineTime > t { break scan }
+                after = e.seq
+                report.eventsRead += 1
+                horizon = max(horizon, e.row.engineTime)
+                if e.row.type == "clock" { continue }
+                let body = (try? JSONValue.parse(e.row.body)) ?? .object([:])
+                let event = StoredEvent(seq: e.seq, user: e.row.user, type: e.row.type, body: body, at: e.row.engineTime)
+                guard let user = e.row.user else {
+                    var scratch = UserState(user: "")
+                    _ = engine.apply(event, to: &scratch, apps: &apps)
+                    continue
+                }
+                if let users, !users.contains(user) { continue }
+                var state = states[user] ?? UserState(user: user)
+                take(engine.apply(event, to: &state, apps: &apps), user: user)
+                states[user] = state
+            }
+            progress(report.eventsRead, head)
+        }
+        // Timers that fired after each user's last event, up to the replay's horizon.
+        if case .time(let t) = limit { horizon = t }
+        for user in states.keys.sorted() {
+            var state = states[user]!
+            take(engine.advance(&state, to: horizon, apps: apps), user: user)
+            states[user] = state
+        }
+
+        // Compare, user by user, ordinal by ordinal.
+        for user in Set(stored.keys).union(derived.keys).sorted() {
+            let s = stored[user] ?? [:], d = derived[user] ?? [:]
+            for index in Set(s.keys).union(d.keys).sorted() {
+                report.deliveriesCompared += 1
+                let a = s[index], b = d[index]
+                if a?.body != b?.body {
+                    report.differences.append(Difference(user: user, userIndex: index, notification: a?.notification ?? b?.notification,
+                                                         stored: a?.body, derived: b?.body))
+                }
+            }
+        }
+        report.seconds = clock() - started
+        return report
+    }
+
+    private func within(_ at: Instant, seq: Int64) -> Bool {
+        switch limit {
+        case .everything: return true
+        case .seq(let s): return seq <= s
+        case .time(let t): return at <= t
+        }
+    }
+}
