@@ -1,0 +1,105 @@
+// Export and import of the log as newline-delimited JSON, so an audit can replay it elsewhere.
+import HeraldCore
+
+/// One line per stored row: `{"event":{seq,user,type,app,notificationId,engineTime,body}}` or
+/// `{"delivery":{cursor,user,userIndex,causeSeq,kind,app,notificationId,reason,at,rulesVersion,trace,body}}`,
+/// with `body` and `trace` as the exact stored text. Import restores positions and bytes, so
+/// replay on the copy gives the same result as on the original.
+public enum LogTransfer {
+    public static func export(_ connection: PGConnection, write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
+        var after: Int64 = 0, events = 0, deliveries = 0
+        while true {
+            let page = try EventReader.events(connection, after: after, limit: 10_000)
+            if page.isEmpty { break }
+            for e in page {
+                after = e.seq
+                events += 1
+                var o: [String: JSONValue] = ["seq": .int(e.seq), "type": .string(e.row.type), "body": .string(e.row.body),
+                                              "engineTime": .string(e.row.engineTime.rfc3339)]
+                if let u = e.row.user { o["user"] = .string(u) }
+                if let a = e.row.app { o["app"] = .string(a) }
+                if let n = e.row.notificationId { o["notificationId"] = .string(n) }
+                write(JSONValue.object(["event": .object(o)]).canonicalString)
+            }
+        }
+        after = 0
+        while true {
+            let page = try EventReader.deliveries(connection, after: after, limit: 10_000)
+            if page.isEmpty { break }
+            for d in page {
+                after = d.cursor
+                deliveries += 1
+                let r = d.row
+                var o: [String: JSONValue] = ["cursor": .int(d.cursor), "user": .string(r.user), "userIndex": .int(r.userIndex),
+                                              "causeSeq": .int(r.causeSeq), "kind": .string(r.kind), "reason": .string(r.reason),
+                                              "at": .string(r.at.rfc3339), "rulesVersion": .string(r.rulesVersion),
+                                              "trace": .string(r.trace), "body": .string(r.body)]
+                if let a = r.app { o["app"] = .string(a) }
+                if let n = r.notificationId { o["notificationId"] = .string(n) }
+                write(JSONValue.object(["delivery": .object(o)]).canonicalString)
+            }
+        }
+        return (events, deliveries)
+    }
+
+    public enum ImportError: Error, CustomStringConvertible {
+        case notEmpty, badLine(Int, String), store(StoreError)
+        public var description: String {
+            switch self {
+            case .notEmpty: return "The target database already holds events; import only into a fresh, migrated database."
+            case .badLine(let n, let why): return "Line \(n) is not an exported row (\(why)); nothing after it was imported."
+            case .store(let e): return e.description
+            }
+        }
+    }
+
+    /// Imports exported lines into an empty migrated database, keeping every position and byte.
+    public static func `import`(_ connection: PGConnection, lines: some Sequence<String>) throws(ImportError) -> (events: Int, deliveries: Int) {
+        do {
+            guard try EventReader.head(connection) == 0 else { throw ImportError.notEmpty }
+            try connection.execute("BEGIN")
+            var events = 0, deliveries = 0, number = 0
+            for line in lines {
+                number += 1
+                if line.isEmpty { continue }
+                guard let v = try? JSONValue.parse(line) else { throw ImportError.badLine(number, "not JSON") }
+                if let e = v["event"] {
+                    guard let seq = e["seq"]?.intValue, let type = e["type"]?.stringValue, let body = e["body"]?.stringValue,
+                          let at = e["engineTime"]?.stringValue else { throw ImportError.badLine(number, "an event needs seq, type, body, engineTime") }
+                    try connection.execute("""
+                        INSERT INTO events (seq, user_id, type, app, notification_id, body, body_hash, engine_time)
+                        VALUES ($1, $2, $3, $4, $5, $6::json, sha256(convert_to($6::text, 'UTF8')), $7)
+                        """, [String(seq), e["user"]?.stringValue, type, e["app"]?.stringValue, e["notificationId"]?.stringValue, body, at])
+                    events += 1
+                } else if let d = v["delivery"] {
+                    guard let cursor = d["cursor"]?.intValue, let user = d["user"]?.stringValue, let index = d["userIndex"]?.intValue,
+                          let cause = d["causeSeq"]?.intValue, let kind = d["kind"]?.stringValue, let reason = d["reason"]?.stringValue,
+                          let at = d["at"]?.stringValue, let rules = d["rulesVersion"]?.stringValue, let trace = d["trace"]?.stringValue,
+                          let body = d["body"]?.stringValue else { throw ImportError.badLine(number, "a delivery misses a field") }
+                    try connection.execute("""
+                        INSERT INTO deliveries (cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason, at,
+                                                rules_version, trace, body)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12::json)
+                        """, [String(cursor), user, String(index), String(cause), kind, d["app"]?.stringValue,
+                              d["notificationId"]?.stringValue, reason, at, rules, trace, body])
+                    deliveries += 1
+                } else {
+                    throw ImportError.badLine(number, "neither an event nor a delivery")
+                }
+            }
+            try connection.execute("UPDATE event_head SET seq = (SELECT coalesce(max(seq), 0) FROM events)")
+            try connection.execute("UPDATE delivery_head SET cursor = (SELECT coalesce(max(cursor), 0) FROM deliveries)")
+            try connection.execute("COMMIT")
+            return (events, deliveries)
+        } catch let error as ImportError {
+            _ = try? connection.execute("ROLLBACK")
+            throw error
+        } catch let error as StoreError {
+            _ = try? connection.execute("ROLLBACK")
+            throw .store(error)
+        } catch {
+            _ = try? connection.execute("ROLLBACK")
+            throw .badLine(0, "\(error)")
+        }
+    }
+}

@@ -1,0 +1,72 @@
+// `herald explain APP ID`: the story of one notification — its event, the rules, the deliveries, the state it met.
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldStore
+
+struct Explain: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Explain one notification: its event, every rule evaluated with its outcome, the deliveries, and the user's state then.")
+
+    @OptionGroup var database: DatabaseOptions
+    @Argument(help: "The app.") var app: String
+    @Argument(help: "The notification id.") var id: String
+    @Flag(help: "One JSON document instead of text.") var json = false
+
+    func run() throws {
+        var found = true
+        try reportingErrors {
+            let location = try database.resolve()
+            defer { location.close() }
+            let conn = try PGConnection.connect(location.url)
+            let events = try conn.execute("""
+                SELECT seq, user_id, body, (extract(epoch FROM engine_time) * 1000)::bigint FROM events
+                WHERE app = $1 AND notification_id = $2 ORDER BY seq
+                """, [app, id])
+            guard events.rowCount > 0 else { found = false; return }
+            var stories: [JSONValue] = []
+            for i in 0..<events.rowCount {
+                let seq = events.int64(i, 0) ?? 0, user = events.string(i, 1) ?? ""
+                let at = Instant(millisecondsSinceEpoch: events.int64(i, 3) ?? 0)
+                let before = try UserHistory.fold(conn, user: user, limit: .seq(seq - 1)).state
+                let d = try conn.execute("""
+                    SELECT cursor, kind, reason, body, trace FROM deliveries
+                    WHERE user_id = $1 AND (notification_id = $2 AND app = $3 OR body::jsonb -> 'items' @> jsonb_build_array(jsonb_build_object('notification', $2::text)))
+                    ORDER BY cursor
+                    """, [user, id, app])
+                var deliveries: [JSONValue] = []
+                for j in 0..<d.rowCount {
+                    deliveries.append(.object([
+                        "cursor": .int(d.int64(j, 0) ?? 0), "kind": .string(d.string(j, 1) ?? ""), "reason": .string(d.string(j, 2) ?? ""),
+                        "delivery": (try? JSONValue.parse(d.string(j, 3) ?? "null")) ?? .null,
+                        "trace": (try? JSONValue.parse(d.string(j, 4) ?? "[]")) ?? .null,
+                    ]))
+                }
+                stories.append(.object([
+                    "seq": .int(seq), "user": .string(user), "acceptedAt": .string(at.rfc3339),
+                    "event": (try? JSONValue.parse(events.string(i, 2) ?? "null")) ?? .null,
+                    "stateBefore": before.json, "deliveries": .array(deliveries),
+                ]))
+            }
+            let doc = JSONValue.object(["app": .string(app), "id": .string(id), "recipients": .array(stories)])
+            if json { print(doc.canonicalString); return }
+            for s in stories {
+                print("\(app) \(id) → \(s["user"]!.stringValue!): accepted at seq \(s["seq"]!.intValue!), \(s["acceptedAt"]!.stringValue!)")
+                print("  event: \(s["event"]!.canonicalString)")
+                for d in s["deliveries"]!.arrayValue! {
+                    let at = d["delivery"]?["at"]?.stringValue ?? "?"
+                    print("  delivery #\(d["cursor"]!.intValue!) at \(at): \(d["kind"]!.stringValue!) (rule \(d["reason"]!.stringValue!))")
+                    for step in d["trace"]?.arrayValue ?? [] {
+                        print("      \(step["rule"]?.stringValue ?? "?"): \(step["outcome"]?.stringValue ?? "?")")
+                    }
+                    if let focus = d["delivery"]?["focus"]?.stringValue { print("      Focus: \(focus)") }
+                }
+                print("  state before: " + (s["stateBefore"]?.canonicalString ?? ""))
+            }
+        }
+        if !found {
+            Log.info("no notification \(id) from \(app) in the log")
+            throw ExitCode.differences
+        }
+    }
+}

@@ -1,0 +1,36 @@
+// `herald pending [--user U]`: everything scheduled — deferred, queued for a summary, held by Focus, mutes and snoozes.
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldStore
+
+struct Pending: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List every scheduled decision per user (from the folded log), with its deadline and the next wake.")
+
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "Only this user.") var user: String?
+    @Flag(help: "One JSON line per user instead of a table.") var json = false
+
+    func run() throws {
+        try reportingErrors {
+            let location = try database.resolve()
+            defer { location.close() }
+            let conn = try PGConnection.connect(location.url)
+            let users = try user.map { [$0] } ?? UserHistory.users(conn)
+            for u in users {
+                let state = try UserHistory.fold(conn, user: u, limit: .everything).state.json
+                let pending = state["pending"]?.arrayValue ?? []
+                let snoozes = state["snoozes"]?.arrayValue ?? []
+                if pending.isEmpty && snoozes.isEmpty && state["nextWake"] == nil { continue }
+                if json {
+                    print(JSONValue.object(["user": .string(u), "pending": .array(pending), "snoozes": .array(snoozes),
+                                            "nextWake": state["nextWake"] ?? .null]).canonicalString)
+                } else {
+                    print("\(u)  next wake \(state["nextWake"]?.stringValue ?? "-")")
+                    for p in pending + snoozes { print("  " + p.canonicalString) }
+                }
+            }
+        }
+    }
+}

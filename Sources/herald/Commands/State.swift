@@ -1,0 +1,24 @@
+// `herald state USER [--at SEQ|TIME]`: a user's settings, Focus, summary schedule, badges and pending items at a point in time.
+import ArgumentParser
+import Foundation
+import HeraldStore
+
+struct State: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show a user's folded state as of a seq or time (default: now, after every event).")
+
+    @OptionGroup var database: DatabaseOptions
+    @Argument(help: "The user.") var user: String
+    @Option(help: "A seq number or an RFC 3339 engine time.") var at: String?
+    @Flag(help: "One line of canonical JSON instead of indented output.") var json = false
+
+    func run() throws {
+        let limit = try Replayer.Limit.parse(at)
+        try reportingErrors {
+            let location = try database.resolve()
+            defer { location.close() }
+            let folded = try UserHistory.fold(PGConnection.connect(location.url), user: user, limit: limit)
+            printJSON(folded.state.json, pretty: !json && isatty(1) == 1)
+        }
+    }
+}

@@ -1,0 +1,39 @@
+// `herald export` / `herald import`: the log as newline-delimited JSON, for audits on another machine.
+import ArgumentParser
+import Foundation
+import HeraldStore
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Write every event and delivery as NDJSON to stdout (exact stored bytes).")
+    @OptionGroup var database: DatabaseOptions
+
+    func run() throws {
+        try reportingErrors {
+            let location = try database.resolve()
+            defer { location.close() }
+            let counts = try LogTransfer.export(PGConnection.connect(location.url)) { print($0) }
+            Log.info("exported \(counts.events) events and \(counts.deliveries) deliveries")
+        }
+    }
+}
+
+struct Import: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Load an export from stdin into an empty database (migrated first).")
+    @OptionGroup var database: DatabaseOptions
+
+    func run() throws {
+        try reportingErrors {
+            let location = try database.resolve()
+            defer { location.close() }
+            let conn = try PGConnection.connect(location.url)
+            try Migrator.migrate(conn)
+            do {
+                let counts = try LogTransfer.import(conn, lines: AnyIterator { readLine(strippingNewline: true) })
+                Log.info("imported \(counts.events) events and \(counts.deliveries) deliveries")
+            } catch {
+                Log.info("error: \(error)")
+                throw ExitCode.error
+            }
+        }
+    }
+}

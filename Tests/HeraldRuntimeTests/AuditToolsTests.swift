@@ -1,0 +1,58 @@
+// Point-in-time state, explain's story, and export/import preserving replay (SPEC §8, §10).
+import Foundation
+import HeraldCore
+import HeraldRuntime
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+@Suite struct AuditToolsTests {
+    @Test func stateAtShowsBeforeAndAfterASettingsChange() throws {
+        let server = try TestServer()
+        let c = try server.client()
+        _ = try c.call(["op": "authorization", "user": "alice", "app": "com.example.mail", "status": "authorized", "options": ["alert"]])
+        let change = try c.call(["op": "settings", "user": "alice", "app": "com.example.mail", "delivery": "summary"])
+        server.stop()
+        let seq = try #require(change["seq"]?.intValue)
+        let conn = try PGConnection.connect(server.url)
+        let before = try UserHistory.fold(conn, user: "alice", limit: .seq(seq - 1)).state.json
+        let after = try UserHistory.fold(conn, user: "alice", limit: .seq(seq)).state.json
+        #expect(before["apps"]?["com.example.mail"]?["delivery"] == "immediate")
+        #expect(after["apps"]?["com.example.mail"]?["delivery"] == "summary")
+    }
+
+    @Test func explainOfANotificationHeldByFocusNamesTheFocusAndTheRule() throws {
+        let server = try TestServer(start: "2026-03-27T23:00:00Z")
+        let c = try server.client()
+        _ = try c.call(["op": "authorization", "user": "alice", "app": "com.example.mail", "status": "authorized", "options": ["alert"]])
+        _ = try c.call(["op": "focusOn", "user": "alice", "focus": "Sleep"])
+        _ = try c.call(["op": "submit", "id": "n1", "app": "com.example.mail", "user": "alice", "title": "Hi", "body": "B",
+                        "hiddenPreviewsBodyPlaceholder": "x"])
+        server.stop()
+        let conn = try PGConnection.connect(server.url)
+        let r = try conn.execute("SELECT kind, reason, trace::text, body::text FROM deliveries WHERE notification_id = 'n1'")
+        #expect(r.string(0, 0) == "held")
+        let trace = try JSONValue.parse(r.string(0, 2) ?? "[]").arrayValue ?? []
+        #expect(trace.last?["rule"] == "focus" && trace.last?["outcome"] == "decided", "the deciding rule is the last step")
+        #expect(try JSONValue.parse(r.string(0, 3) ?? "{}")["focus"] == "Sleep")
+    }
+
+    @Test func exportThenImportOnAFreshDatabaseReplaysTheSame() throws {
+        let url = try ReplayTests.recordHistory()
+        var lines: [String] = []
+        let counts = try LogTransfer.export(PGConnection.connect(url)) { lines.append($0) }
+        #expect(counts.events > 0 && counts.deliveries > 0)
+
+        let copy = try TestPostgres.freshDatabase()
+        let imported = try LogTransfer.import(PGConnection.connect(copy), lines: lines)
+        #expect(imported.events == counts.events && imported.deliveries == counts.deliveries)
+        let original = try Replayer().run(PGConnection.connect(url)) { 0 }
+        let replayed = try Replayer().run(PGConnection.connect(copy)) { 0 }
+        #expect(replayed.differences.isEmpty && replayed.deliveriesCompared == original.deliveriesCompared)
+        #expect(try EventReader.deliveries(PGConnection.connect(copy), after: 0).map(\.row)
+                == EventReader.deliveries(PGConnection.connect(url), after: 0).map(\.row))
+        #expect(throws: LogTransfer.ImportError.self, "import refuses a database that already has events") {
+            _ = try LogTransfer.import(PGConnection.connect(copy), lines: lines)
+        }
+    }
+}
