@@ -56,3 +56,33 @@ import Testing
         }
     }
 }
+
+@Suite struct OperatorViewTests {
+    @Test func pendingSummaryAndHeldViewsFollowTheClock() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let c = try server.client()
+        _ = try c.call(["op": "authorization", "user": "alice", "app": "com.example.mail", "status": "authorized", "options": ["alert"]])
+        _ = try c.call(["op": "settings", "user": "alice", "app": "com.example.mail", "delivery": "summary"])
+        _ = try c.call(["op": "submit", "id": "q1", "app": "com.example.mail", "user": "alice", "title": "T", "body": "B",
+                        "hiddenPreviewsBodyPlaceholder": "x"])
+        _ = try c.call(["op": "focusOn", "user": "alice", "focus": "Work"])
+        _ = try c.call(["op": "settings", "user": "alice", "app": "com.example.mail", "delivery": "immediate"])
+        _ = try c.call(["op": "submit", "id": "h1", "app": "com.example.mail", "user": "alice", "title": "T", "body": "B",
+                        "hiddenPreviewsBodyPlaceholder": "x"])
+        let conn = try PGConnection.connect(server.url)
+        func rows(_ view: String) throws -> [String] {
+            let r = try conn.execute("SELECT notification_id FROM \(view) ORDER BY 1")
+            return (0..<r.rowCount).compactMap { r.string($0, 0) }
+        }
+        #expect(try rows("herald_pending_summary_items") == ["q1"])
+        #expect(try rows("herald_held_notifications") == ["h1"])
+        #expect(try conn.execute("SELECT focus FROM herald_manual_focus_on").string(0, 0) == "Work")
+        _ = try c.call(["op": "focusOff", "user": "alice", "focus": "Work"])
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T09:00:00Z"])
+        #expect(try rows("herald_pending_summary_items").isEmpty, "the 08:00 summary took it")
+        #expect(try rows("herald_held_notifications").isEmpty, "the focusDigest listed it")
+        let lag = try conn.execute("SELECT count(*) FROM herald_deliveries_hourly").int64(0, 0) ?? 0
+        #expect(lag > 0)
+    }
+}
