@@ -63,3 +63,37 @@ import Testing
         #expect(d.stored?.contains("\"banner\":false") == true && d.derived?.contains("\"banner\":true") == true)
     }
 }
+
+@Suite struct WhatIfTests {
+    @Test func summaryDeliveryWhatIfListsExactlyTheAlertsThatWouldHaveBeenQueued() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        let c = try server.client()
+        for app in ["com.example.mail", "com.example.chat"] {
+            _ = try c.call(["op": "authorization", "user": "alice", "app": .string(app), "status": "authorized", "options": ["alert", "badge"]])
+        }
+        for n in 1...3 {
+            _ = try c.call(["op": "submit", "id": .string("m\(n)"), "app": "com.example.mail", "user": "alice",
+                            "title": "Mail", "body": "B", "hiddenPreviewsBodyPlaceholder": "x"])
+        }
+        _ = try c.call(["op": "submit", "id": "c1", "app": "com.example.chat", "user": "alice", "title": "Chat", "body": "B",
+                        "hiddenPreviewsBodyPlaceholder": "x"])
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T09:00:00Z"])
+        server.stop()
+
+        var replayer = Replayer()
+        guard case .accepted(let accepted) = Engine().admit(op: "settings", request: [
+            "user": "alice", "app": "com.example.mail", "delivery": "summary"], apps: AppRegistry()) else {
+            Issue.record("what-if request rejected"); return
+        }
+        replayer.injections = [Replayer.Injection(at: Instant(rfc3339: "2026-03-27T06:00:00Z")!, draft: accepted.events[0])]
+        let report = try replayer.run(PGConnection.connect(server.url)) { 0 }
+        let mail = report.changes.filter { $0.subject.hasPrefix("com.example.mail ") }
+        #expect(mail.map(\.subject) == ["com.example.mail m1", "com.example.mail m2", "com.example.mail m3"])
+        #expect(mail.allSatisfy { $0.stored.first?.hasPrefix("alert") == true && $0.derived.first?.hasPrefix("queued") == true })
+        #expect(!report.changes.contains { $0.subject.contains("c1") }, "the chat app is unaffected")
+        #expect(report.changes.contains { $0.subject.hasPrefix("summary at 2026-03-27T08:00:00Z") && $0.stored.isEmpty },
+                "and an 08:00 summary would have fired")
+        let written = try EventReader.head(PGConnection.connect(server.url))
+        #expect(written == 7, "what-if writes nothing")
+    }
+}

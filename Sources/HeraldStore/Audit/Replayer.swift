@@ -23,7 +23,24 @@ public struct Replayer {
         public var derived: String?
     }
 
+    /// A what-if change: a request folded into history at an instant, as if the user had sent it then.
+    public struct Injection: Sendable {
+        public var at: Instant
+        public var draft: EventDraft
+        public init(at: Instant, draft: EventDraft) { self.at = at; self.draft = draft }
+    }
+
+    /// Under a what-if: one notification (or summary/digest instant) whose decisions would change.
+    public struct Change: Sendable, Equatable {
+        public var user: String
+        public var subject: String
+        public var stored: [String]
+        public var derived: [String]
+    }
+
     public struct Report: Sendable {
+        /// What-if mode: decisions per notification that would differ (empty without injections).
+        public var changes: [Change] = []
         public var eventsRead = 0
         public var deliveriesCompared = 0
         public var differences: [Difference] = []
@@ -35,6 +52,8 @@ public struct Replayer {
     public var users: Set<String>?
     public var engine = Engine()
     public var progress: (Int, Int64) -> Void = { _, _ in }
+    /// What-if changes, in time order. With any, `changes` lists the differing decisions.
+    public var injections: [Injection] = []
 
     public init() {}
 
@@ -45,7 +64,7 @@ public struct Replayer {
         let head = try EventReader.head(connection)
 
         // Stored deliveries per user, by ordinal.
-        var stored: [String: [Int64: (body: String, notification: String?, at: Instant)]] = [:]
+        var stored: [String: [Int64: (body: String, notification: String?, at: Instant, app: String?, kind: String, reason: String)]] = [:]
         var after: Int64 = 0
         var horizon = Instant.epoch
         while true {
@@ -55,7 +74,7 @@ public struct Replayer {
                 after = d.cursor
                 if let users, !users.contains(d.row.user) { continue }
                 if !within(d.row.at, seq: d.row.causeSeq) { continue }
-                stored[d.row.user, default: [:]][d.row.userIndex] = (d.row.body, d.row.notificationId, d.row.at)
+                stored[d.row.user, default: [:]][d.row.userIndex] = (d.row.body, d.row.notificationId, d.row.at, d.row.app, d.row.kind, d.row.reason)
                 horizon = max(horizon, d.row.at)
             }
         }
@@ -63,11 +82,22 @@ public struct Replayer {
         var states: [String: UserState] = [:]
         var counts: [String: Int64] = [:]
         var apps = AppRegistry()
-        var derived: [String: [Int64: (body: String, notification: String?)]] = [:]
+        var derived: [String: [Int64: (body: String, notification: String?, at: Instant, app: String?, kind: String, reason: String)]] = [:]
         func take(_ outcome: Outcome, user: String) {
             for d in outcome.deliveries {
                 counts[user, default: 0] += 1
-                derived[user, default: [:]][counts[user]!] = (d.body.canonicalString, d.notificationId)
+                derived[user, default: [:]][counts[user]!] = (d.body.canonicalString, d.notificationId, d.at, d.app, d.kind.rawValue, d.reason)
+            }
+        }
+        var pendingInjections = injections.sorted { $0.at < $1.at }[...]
+        func inject(upTo t: Instant, seq: Int64) {
+            while let next = pendingInjections.first, next.at <= t {
+                pendingInjections.removeFirst()
+                guard let user = next.draft.user else { continue }
+                var state = states[user] ?? UserState(user: user)
+                let event = StoredEvent(seq: seq, user: user, type: next.draft.type, body: next.draft.body, at: next.at)
+                take(engine.apply(event, to: &state, apps: &apps), user: user)
+                states[user] = state
             }
         }
         after = 0
@@ -77,6 +107,7 @@ public struct Replayer {
             for e in page {
                 if case .seq(let s) = limit, e.seq > s { break scan }
                 if case .time(let t) = limit, e.row.engineTime > t { break scan }
+                inject(upTo: e.row.engineTime, seq: after)
                 after = e.seq
                 report.eventsRead += 1
                 horizon = max(horizon, e.row.engineTime)
@@ -97,6 +128,7 @@ public struct Replayer {
         }
         // Timers that fired after each user's last event, up to the replay's horizon.
         if case .time(let t) = limit { horizon = t }
+        inject(upTo: horizon, seq: after)
         for user in states.keys.sorted() {
             var state = states[user]!
             take(engine.advance(&state, to: horizon, apps: apps), user: user)
@@ -115,8 +147,36 @@ public struct Replayer {
                 }
             }
         }
+        if !injections.isEmpty {
+            report.changes = Self.changes(stored: stored.mapValues { $0.mapValues { ($0.notification, $0.at, $0.app, $0.kind, $0.reason) } },
+                                          derived: derived.mapValues { $0.mapValues { ($0.notification, $0.at, $0.app, $0.kind, $0.reason) } })
+        }
         report.seconds = clock() - started
         return report
+    }
+
+    /// Groups decisions by subject — (app, notification), or the instant of a summary/digest — and
+    /// lists the subjects whose sequence of decisions differs. Ordinals are not compared: a change
+    /// that adds a summary shifts every later ordinal without changing those decisions.
+    static func changes(stored: [String: [Int64: (String?, Instant, String?, String, String)]],
+                        derived: [String: [Int64: (String?, Instant, String?, String, String)]]) -> [Change] {
+        func grouped(_ side: [Int64: (String?, Instant, String?, String, String)]) -> [String: [String]] {
+            var out: [String: [String]] = [:]
+            for index in side.keys.sorted() {
+                let (notification, at, app, kind, reason) = side[index]!
+                let subject = notification.map { "\(app ?? "-") \($0)" } ?? "\(kind) at \(at.rfc3339)"
+                out[subject, default: []].append("\(kind)(\(reason))")
+            }
+            return out
+        }
+        var changes: [Change] = []
+        for user in Set(stored.keys).union(derived.keys).sorted() {
+            let a = grouped(stored[user] ?? [:]), b = grouped(derived[user] ?? [:])
+            for subject in Set(a.keys).union(b.keys).sorted() where a[subject] != b[subject] {
+                changes.append(Change(user: user, subject: subject, stored: a[subject] ?? [], derived: b[subject] ?? []))
+            }
+        }
+        return changes
     }
 
     private func within(_ at: Instant, seq: Int64) -> Bool {

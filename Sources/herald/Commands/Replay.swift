@@ -12,6 +12,9 @@ struct Replay: ParsableCommand {
     @Option(help: "Stop after this seq, or at this RFC 3339 engine time.") var until: String?
     @Option(help: "Only these users (comma-separated).") var users: String?
     @Flag(help: "Print JSON instead of text.") var json = false
+    @Option(name: .customLong("what-if"), help: ArgumentHelp(
+        "Replay as if this request had been made at its \"at\" (default: before the first event); lists decisions that would change. Repeatable.",
+        valueName: "JSON request")) var whatIf: [String] = []
 
     func run() throws {
         var replayer = Replayer()
@@ -21,6 +24,7 @@ struct Replay: ParsableCommand {
             else { Log.info("error: --until takes a seq or an RFC 3339 time"); throw ExitCode.error }
         }
         replayer.users = users.map { Set($0.split(separator: ",").map(String.init)) }
+        for text in whatIf { replayer.injections.append(try Self.injection(text)) }
         let tty = isatty(2) == 1
         replayer.progress = { read, head in
             guard tty, head > 0 else { return }
@@ -33,6 +37,13 @@ struct Replay: ParsableCommand {
             defer { location.close() }
             let report = try replayer.run(PGConnection.connect(location.url)) { Date().timeIntervalSince1970 }
             if tty { FileHandle.standardError.write(Data("\n".utf8)) }
+            if !whatIf.isEmpty {
+                for c in report.changes {
+                    print("\(c.user) \(c.subject): \(c.stored.joined(separator: ", ").ifEmpty("(nothing)")) → \(c.derived.joined(separator: ", ").ifEmpty("(nothing)"))")
+                }
+                print("what-if: \(report.changes.count) decisions would change (nothing was written)")
+                return
+            }
             differences = report.differences.count
             if json {
                 let diffs: [JSONValue] = report.differences.map { d in
@@ -54,4 +65,23 @@ struct Replay: ParsableCommand {
         }
         if differences > 0 { throw ExitCode.differences }
     }
+
+    /// Parses a what-if request: a state-changing op as on the wire, plus "at" (RFC 3339).
+    static func injection(_ text: String) throws -> Replayer.Injection {
+        guard case .object(var o) = try JSONValue.parse(text), let op = o.removeValue(forKey: "op")?.stringValue else {
+            throw ValidationError("--what-if takes a JSON request such as {\"op\":\"settings\",\"user\":\"alice\",\"app\":\"com.example.mail\",\"delivery\":\"summary\",\"at\":\"2026-03-27T00:00:00Z\"}")
+        }
+        let at = o.removeValue(forKey: "at")?.stringValue.flatMap(Instant.init(rfc3339:)) ?? Instant.earliestRepresentable
+        switch Engine().admit(op: op, request: .object(o), apps: AppRegistry()) {
+        case .accepted(let accepted):
+            guard let draft = accepted.events.first, draft.user != nil else { throw ValidationError("--what-if needs a per-user request") }
+            return Replayer.Injection(at: at, draft: draft)
+        case .rejected(let error):
+            throw ValidationError("--what-if request rejected: \(error.title). \(error.detail)")
+        }
+    }
+}
+
+extension String {
+    func ifEmpty(_ other: String) -> String { isEmpty ? other : self }
 }
