@@ -227,6 +227,11 @@ extension UserState {
         return item
     }
 
+    /// Drops a deadline whose item is gone (defensive: `removePending` keeps them in step).
+    mutating func dropDeadline(_ d: DueTimer) {
+        if let k = itemDeadlines.firstIndex(of: d) { itemDeadlines.remove(at: k) }
+    }
+
     /// Removes and returns every pending item of `stage`, in seq order.
     mutating func removePending(stage: PendingStage) -> [PendingItem] {
         var taken: [PendingItem] = []
