@@ -159,6 +159,8 @@ public struct Delivery: Hashable, Sendable {
     public var notification: SubmittedNotification?
     /// The user's preview setting at decision time: shapes `content`.
     public var previews: ShowPreviews = .whenUnlocked
+    /// The content object as delivered (shaped by `previews`), nil when there is none.
+    public var content: JSONValue? { notification?.contentJSON(previews: previews) }
     public var provisional = false
     /// The id of the already delivered notification this one replaces (collapse).
     public var replaces: String?
