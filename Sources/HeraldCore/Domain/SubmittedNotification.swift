@@ -6,6 +6,7 @@ public struct NotificationAction: Hashable, Sendable {
     public var title: String
     public var destructive: Bool
     public var icon: String?
+    /// Creates one from its fields.
     public init(id: String, title: String, destructive: Bool = false, icon: String? = nil) {
         self.id = id; self.title = title; self.destructive = destructive; self.icon = icon
     }
@@ -15,6 +16,7 @@ public struct NotificationAction: Hashable, Sendable {
 public struct CommunicationInfo: Hashable, Sendable {
     public var sender: String
     public var group: String?
+    /// Creates one from its fields.
     public init(sender: String, group: String? = nil) { self.sender = sender; self.group = group }
 }
 
@@ -54,6 +56,7 @@ public struct SubmittedNotification: Hashable, Sendable {
 
     private var storage: Storage
 
+    /// Creates one from its fields.
     public init(id: String, app: String, level: InterruptionLevel = .active) {
         storage = Storage(Fields(id: id, app: app, level: level))
     }
@@ -63,10 +66,12 @@ public struct SubmittedNotification: Hashable, Sendable {
         return storage
     }
 
+    /// Equal when the fields are (caches excluded).
     public static func == (a: SubmittedNotification, b: SubmittedNotification) -> Bool {
         a.storage === b.storage || a.storage.fields == b.storage.fields
     }
 
+    /// Hashes the fields that `==` compares.
     public func hash(into h: inout Hasher) { storage.fields.hash(into: &h) }
 
     public var id: String {

@@ -69,6 +69,7 @@ public struct FocusDefinition: Hashable, Sendable {
     /// The weekly schedule, if any.
     public var calendar: FocusCalendar?
 
+    /// Creates one from its fields.
     public init(name: String, allowedPeople: [String] = [], allowedApps: [String] = [],
                 allowTimeSensitive: Bool = true, calendar: FocusCalendar? = nil) {
         self.name = name
