@@ -3,6 +3,7 @@
 /// What an app may do beyond the ordinary (SPEC §1, §3): granted by `registerApp`.
 public struct Entitlements: OptionSet, Hashable, Sendable {
     public let rawValue: UInt8
+    /// Creates one from its fields.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     /// May send `critical` notifications.
     public static let critical = Entitlements(rawValue: 1)
@@ -21,6 +22,7 @@ public struct Entitlements: OptionSet, Hashable, Sendable {
 public struct AppRegistry: Hashable, Sendable {
     private var entitlementsByApp: [String: Entitlements] = [:]
 
+    /// Creates one from its fields.
     public init() {}
 
     /// The entitlements of `app` (empty when never registered).

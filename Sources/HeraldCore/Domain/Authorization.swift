@@ -8,6 +8,7 @@ public enum AuthorizationStatus: String, Hashable, Sendable, CaseIterable {
 /// The options of an `authorization` event: what the app may do.
 public struct AuthorizationOptions: OptionSet, Hashable, Sendable {
     public let rawValue: UInt8
+    /// Creates one from its fields.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     public static let alert = AuthorizationOptions(rawValue: 1)
     public static let sound = AuthorizationOptions(rawValue: 2)

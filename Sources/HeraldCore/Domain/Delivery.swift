@@ -14,6 +14,7 @@ public struct Presentation: Hashable, Sendable {
     public var lockScreen = false
     public var notificationCenter = false
     public var overrideSilent = false
+    /// Creates one from its fields.
     public init(banner: Bool = false, sound: Bool = false, badge: Int? = nil, lockScreen: Bool = false,
                 notificationCenter: Bool = false, overrideSilent: Bool = false) {
         self.banner = banner; self.sound = sound; self.badge = badge; self.lockScreen = lockScreen
@@ -55,6 +56,7 @@ public struct RuleStep: Hashable, Sendable {
     /// `pass` (did not apply), `decided` (this rule decided), `applied` (adjusted the
     /// outcome), `downgraded`, `breaks_through`, `ended`, `fired`.
     public var outcome: String
+    /// Creates one from its fields.
     public init(_ rule: String, _ outcome: String) { self.rule = rule; self.outcome = outcome }
     public var json: JSONValue { .object(["rule": .string(rule), "outcome": .string(outcome)]) }
 }
@@ -116,7 +118,9 @@ public struct RuleTrace: Hashable, Sendable {
     /// The most steps a trace holds (more are dropped; the rules have at most 17).
     public static let capacity = 24
 
+    /// Creates one from its fields.
     public init() {}
+    /// Creates one from its fields.
     public init(_ rule: RuleCode, _ outcome: RuleOutcome) { append(rule, outcome) }
 
     /// Adds a step.
@@ -159,6 +163,8 @@ public struct Delivery: Hashable, Sendable {
     public var notification: SubmittedNotification?
     /// The user's preview setting at decision time: shapes `content`.
     public var previews: ShowPreviews = .whenUnlocked
+    /// The content object as delivered (shaped by `previews`), nil when there is none.
+    public var content: JSONValue? { notification?.contentJSON(previews: previews) }
     public var provisional = false
     /// The id of the already delivered notification this one replaces (collapse).
     public var replaces: String?
@@ -178,6 +184,7 @@ public struct Delivery: Hashable, Sendable {
     /// Seq of the event that caused this delivery (for timers: the seq of the event that armed them).
     public var causeSeq: Int64
 
+    /// Creates one from its fields.
     public init(kind: DeliveryKind, user: String, app: String?, notificationId: String?, at: Instant,
                 reason: String, rulesVersion: String, causeSeq: Int64) {
         self.kind = kind; self.user = user; self.app = app; self.notificationId = notificationId

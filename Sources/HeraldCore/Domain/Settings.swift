@@ -13,6 +13,7 @@ public enum ShowPreviews: String, Hashable, Sendable, CaseIterable {
 /// Boolean per-app settings packed in one word, so an app entry stays small.
 public struct AppFlags: OptionSet, Hashable, Sendable {
     public let rawValue: UInt16
+    /// Creates one from its fields.
     public init(rawValue: UInt16) { self.rawValue = rawValue }
     public static let alert = AppFlags(rawValue: 1 << 0)
     public static let sound = AppFlags(rawValue: 1 << 1)
@@ -46,5 +47,6 @@ public struct GlobalSettings: Hashable, Sendable {
     public var showPreviews: ShowPreviews = .whenUnlocked
     /// `attentionBudget`: at most this many banners in any rolling hour; nil = unlimited.
     public var attentionBudget: Int32? = nil
+    /// Creates one from its fields.
     public init() {}
 }

@@ -6,6 +6,7 @@ public struct NotificationAction: Hashable, Sendable {
     public var title: String
     public var destructive: Bool
     public var icon: String?
+    /// Creates one from its fields.
     public init(id: String, title: String, destructive: Bool = false, icon: String? = nil) {
         self.id = id; self.title = title; self.destructive = destructive; self.icon = icon
     }
@@ -15,6 +16,7 @@ public struct NotificationAction: Hashable, Sendable {
 public struct CommunicationInfo: Hashable, Sendable {
     public var sender: String
     public var group: String?
+    /// Creates one from its fields.
     public init(sender: String, group: String? = nil) { self.sender = sender; self.group = group }
 }
 
@@ -54,6 +56,7 @@ public struct SubmittedNotification: Hashable, Sendable {
 
     private var storage: Storage
 
+    /// Creates one from its fields.
     public init(id: String, app: String, level: InterruptionLevel = .active) {
         storage = Storage(Fields(id: id, app: app, level: level))
     }
@@ -63,10 +66,12 @@ public struct SubmittedNotification: Hashable, Sendable {
         return storage
     }
 
+    /// Equal when the fields are (caches excluded).
     public static func == (a: SubmittedNotification, b: SubmittedNotification) -> Bool {
         a.storage === b.storage || a.storage.fields == b.storage.fields
     }
 
+    /// Hashes the fields that `==` compares.
     public func hash(into h: inout Hasher) { storage.fields.hash(into: &h) }
 
     public var id: String {
@@ -151,39 +156,48 @@ extension SubmittedNotification {
     /// was checked at the door, so a field of the wrong type is simply ignored here (a fold
     /// never fails — the event already happened).
     public init(body: JSONValue) {
-        self.init(id: "", app: "")
-        guard case .object(let o) = body else { return }
-        // One pass over the members (cheaper than a hash lookup per known field).
-        for (key, v) in o {
-            switch key {
-            case "id": id = v.stringValue ?? ""
-            case "app": app = v.stringValue ?? ""
-            case "interruptionLevel":
-                if let l = v.stringValue, let level = InterruptionLevel(rawValue: l) { self.level = level }
-            case "title": title = v.stringValue
-            case "subtitle": subtitle = v.stringValue
-            case "body": self.body = v.stringValue
-            case "hiddenPreviewsBodyPlaceholder": hiddenPreviewsBodyPlaceholder = v.stringValue
-            case "threadId": threadId = v.stringValue
-            case "collapseId": collapseId = v.stringValue
-            case "relevanceScore": relevanceScore = v.doubleValue
-            case "sound": sound = v.stringValue
-            case "actions":
-                actions = (v.arrayValue ?? []).map {
-                    NotificationAction(id: $0["id"]?.stringValue ?? "", title: $0["title"]?.stringValue ?? "",
-                                       destructive: $0["destructive"]?.boolValue ?? false, icon: $0["icon"]?.stringValue)
+        var f = Fields()
+        if case .object(let o) = body {
+            // One pass over the members, dispatching on the key's length first (cheaper than a
+            // hash lookup per known field or a chain of string comparisons), into a local
+            // Fields value boxed once at the end.
+            for (key, v) in o {
+                switch key.utf8.count {
+                case 2: if key == "id" { f.id = v.stringValue ?? "" }
+                case 3: if key == "app" { f.app = v.stringValue ?? "" }
+                case 4:
+                    if key == "body" { f.body = v.stringValue } else if key == "data" { f.data = v }
+                case 5:
+                    if key == "title" { f.title = v.stringValue } else if key == "sound" { f.sound = v.stringValue }
+                case 7: if key == "actions" { f.actions = Self.actions(v) }
+                case 8:
+                    if key == "threadId" { f.threadId = v.stringValue } else if key == "subtitle" { f.subtitle = v.stringValue }
+                case 9:
+                    if key == "deliverAt" { f.deliverAt = v.stringValue.flatMap(Instant.init(rfc3339:)) }
+                    else if key == "expiresAt" { f.expiresAt = v.stringValue.flatMap(Instant.init(rfc3339:)) }
+                    else if key == "marketing" { f.marketing = v.boolValue ?? false }
+                case 10:
+                    if key == "collapseId" { f.collapseId = v.stringValue }
+                    else if key == "relevantAt" { f.relevantAt = v.stringValue.flatMap(Instant.init(rfc3339:)) }
+                case 13:
+                    if key == "communication", let sender = v["sender"]?.stringValue {
+                        f.communication = CommunicationInfo(sender: sender, group: v["group"]?.stringValue)
+                    }
+                case 14: if key == "relevanceScore" { f.relevanceScore = v.doubleValue }
+                case 17:
+                    if key == "interruptionLevel", let l = v.stringValue, let level = InterruptionLevel(rawValue: l) { f.level = level }
+                case 29: if key == "hiddenPreviewsBodyPlaceholder" { f.hiddenPreviewsBodyPlaceholder = v.stringValue }
+                default: break
                 }
-            case "communication":
-                if let sender = v["sender"]?.stringValue {
-                    communication = CommunicationInfo(sender: sender, group: v["group"]?.stringValue)
-                }
-            case "marketing": marketing = v.boolValue ?? false
-            case "deliverAt": deliverAt = v.stringValue.flatMap(Instant.init(rfc3339:))
-            case "expiresAt": expiresAt = v.stringValue.flatMap(Instant.init(rfc3339:))
-            case "relevantAt": relevantAt = v.stringValue.flatMap(Instant.init(rfc3339:))
-            case "data": data = v
-            default: break
             }
+        }
+        storage = Storage(f)
+    }
+
+    private static func actions(_ v: JSONValue) -> [NotificationAction] {
+        (v.arrayValue ?? []).map {
+            NotificationAction(id: $0["id"]?.stringValue ?? "", title: $0["title"]?.stringValue ?? "",
+                               destructive: $0["destructive"]?.boolValue ?? false, icon: $0["icon"]?.stringValue)
         }
     }
 

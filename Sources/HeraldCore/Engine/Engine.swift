@@ -18,6 +18,7 @@ public struct StoredEvent: Hashable, Sendable {
     /// `SubmittedNotification(body: body)` and is ignored by `==` and `hash`.
     public var decoded: SubmittedNotification?
 
+    /// Creates one from its fields.
     public init(seq: Int64, user: String?, type: String, body: JSONValue, at: Instant,
                 decoded: SubmittedNotification? = nil) {
         self.seq = seq; self.user = user; self.type = type; self.body = body; self.at = at; self.decoded = decoded
@@ -28,10 +29,12 @@ public struct StoredEvent: Hashable, Sendable {
         self.init(seq: seq, user: draft.user, type: draft.type, body: draft.body, at: at, decoded: draft.decoded)
     }
 
+    /// Equal when the fields are (caches excluded).
     public static func == (a: StoredEvent, b: StoredEvent) -> Bool {
         a.seq == b.seq && a.user == b.user && a.type == b.type && a.body == b.body && a.at == b.at
     }
 
+    /// Hashes the fields that `==` compares.
     public func hash(into h: inout Hasher) {
         h.combine(seq); h.combine(user); h.combine(type); h.combine(body); h.combine(at)
     }
@@ -44,6 +47,7 @@ public struct Outcome: Hashable, Sendable {
     /// The user's earliest pending deadline after this, nil if none. The runtime arms the
     /// timing wheel with it; a spurious or late wake is harmless.
     public var nextWake: Instant?
+    /// Creates one from its fields.
     public init(deliveries: [Delivery], nextWake: Instant?) {
         self.deliveries = deliveries; self.nextWake = nextWake
     }
@@ -69,6 +73,7 @@ public struct Engine: Sendable {
     /// The rules version stamped on deliveries.
     public let rulesVersion: String
 
+    /// Creates one from its fields.
     public init(rulesVersion: String = Engine.currentRulesVersion) {
         self.rulesVersion = rulesVersion
     }

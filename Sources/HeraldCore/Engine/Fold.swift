@@ -100,7 +100,9 @@ extension Engine {
                   let rec = state.recent[app]?.last(where: { $0.id == id }),
                   let content = state.snoozable.last(where: { $0.seq == rec.seq }) else { return }
             state.snoozes.removeAll { $0.notification.app == app && $0.notification.id == id }
-            state.snoozes.append(Snooze(notification: content.notification, seq: rec.seq, until: until, causeSeq: event.seq))
+            // An `until` already past alerts again now (at the event's time, not in the past).
+            state.snoozes.append(Snooze(notification: content.notification, seq: rec.seq, until: max(until, t),
+                                        causeSeq: event.seq))
         case "opened":
             guard let app = b["app"]?.stringValue else { return }
             let id = b["id"]?.stringValue

@@ -69,6 +69,7 @@ public struct FocusDefinition: Hashable, Sendable {
     /// The weekly schedule, if any.
     public var calendar: FocusCalendar?
 
+    /// Creates one from its fields.
     public init(name: String, allowedPeople: [String] = [], allowedApps: [String] = [],
                 allowTimeSensitive: Bool = true, calendar: FocusCalendar? = nil) {
         self.name = name
@@ -225,6 +226,11 @@ extension UserState {
         }
         if let d = UserState.deadline(of: item), let k = itemDeadlines.firstIndex(of: d) { itemDeadlines.remove(at: k) }
         return item
+    }
+
+    /// Drops a deadline whose item is gone (defensive: `removePending` keeps them in step).
+    mutating func dropDeadline(_ d: DueTimer) {
+        if let k = itemDeadlines.firstIndex(of: d) { itemDeadlines.remove(at: k) }
     }
 
     /// Removes and returns every pending item of `stage`, in seq order.

@@ -11,6 +11,7 @@ public enum Admission: Hashable, Sendable {
 public struct AcceptedRequest: Hashable, Sendable {
     public var events: [EventDraft]
     public var warnings: [RequestWarning]
+    /// Creates one from its fields.
     public init(events: [EventDraft], warnings: [RequestWarning]) { self.events = events; self.warnings = warnings }
 }
 
@@ -34,16 +35,19 @@ public struct EventDraft: Hashable, Sendable {
     /// `apply` need not parse the body again; not stored, ignored by `==`.
     public var decoded: SubmittedNotification?
 
+    /// Creates one from its fields.
     public init(user: String?, type: String, app: String?, notificationId: String?, body: JSONValue,
                 decoded: SubmittedNotification? = nil) {
         self.user = user; self.type = type; self.app = app; self.notificationId = notificationId; self.body = body
         self.decoded = decoded
     }
 
+    /// Equal when the fields are (caches excluded).
     public static func == (a: EventDraft, b: EventDraft) -> Bool {
         a.user == b.user && a.type == b.type && a.app == b.app && a.notificationId == b.notificationId && a.body == b.body
     }
 
+    /// Hashes the fields that `==` compares.
     public func hash(into h: inout Hasher) {
         h.combine(user); h.combine(type); h.combine(app); h.combine(notificationId); h.combine(body)
     }
@@ -63,6 +67,7 @@ public struct RequestError: Error, Hashable, Sendable {
     public var code: String
     public var title: String
     public var detail: String
+    /// Creates one from its fields.
     public init(code: String, title: String, detail: String) { self.code = code; self.title = title; self.detail = detail }
 
     /// `{"code":…,"title":…,"detail":…}` for the failure reply.
@@ -75,6 +80,7 @@ public struct RequestError: Error, Hashable, Sendable {
 public struct RequestWarning: Hashable, Sendable {
     public var code: String
     public var message: String
+    /// Creates one from its fields.
     public init(code: String, message: String) { self.code = code; self.message = message }
 
     /// `{"code":…,"message":…}` for the ack.

@@ -78,6 +78,14 @@ import Testing
         #expect(h.advance(to: at("2026-01-05T14:00:00Z")).isEmpty)
     }
 
+    @Test func snooze_untilAlreadyPast_alertsAgainNow() {
+        var h = authorized()
+        h.submit("n1")
+        h.now = at("2026-01-05T12:10:00Z")
+        let d = only(h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"n1","until":"2026-01-05T12:05:00Z"}"#))
+        #expect(d.snoozed && d.at == at("2026-01-05T12:10:00Z"))
+    }
+
     @Test func snooze_unknownNotificationIgnored() {
         var h = authorized()
         h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"nope","until":"2026-01-05T13:00:00Z"}"#)

@@ -110,3 +110,28 @@ import Testing
         #expect(only(h.advance(to: at("2026-01-05T12:30:00Z"))).kind == .focusDigest)
     }
 }
+
+@Suite struct TimeZoneChangeTests {
+    @Test func summary_userMovesTimeZone_pendingSummaryFollowsNewZone() {
+        var h = EngineHarness()
+        h.authorize(options: ["alert"])
+        h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
+        h.send("summarySchedule", #"{"user":"u","times":["18:00"],"timeZone":"Europe/Berlin"}"#)
+        #expect(only(h.submit("n1")).summaryAt == at("2026-01-05T17:00:00Z"))
+        h.send("summarySchedule", #"{"user":"u","times":["18:00"],"timeZone":"America/New_York"}"#)
+        #expect(h.state().nextDeadline() == at("2026-01-05T23:00:00Z"))
+        #expect(only(h.advance(to: at("2026-01-06T00:00:00Z"))).at == at("2026-01-05T23:00:00Z"))
+    }
+
+    @Test func focus_userMovesTimeZone_windowFollowsNewZone() {
+        var h = EngineHarness(now: at("2026-01-05T21:30:00Z"))  // 22:30 in Berlin, 16:30 in New York
+        h.authorize(options: ["alert"])
+        h.send("focusDefine", #"{"user":"u","focus":"Sleep","schedule":[{"days":[1,2,3,4,5,6,7],"start":"22:00","end":"07:00"}],"timeZone":"Europe/Berlin"}"#)
+        #expect(only(h.submit("n1")).kind == .held)
+        let d = only(h.send("focusDefine", #"{"user":"u","focus":"Sleep","schedule":[{"days":[1,2,3,4,5,6,7],"start":"22:00","end":"07:00"}],"timeZone":"America/New_York"}"#))
+        #expect(d.kind == .focusDigest)  // not night in New York: the Focus ended with the move
+        #expect(only(h.submit("n2")).kind == .alert)
+        h.advance(to: at("2026-01-06T03:30:00Z"))  // 22:30 in New York
+        #expect(only(h.submit("n3")).kind == .held)
+    }
+}

@@ -179,6 +179,9 @@ struct RandomWorkload {
             return m
         }
         #expect(perUser(r.log) == perUser(h2.log))
+        // The direct writer gives exactly the canonical bytes, for every kind of delivery.
+        #expect(Set(h2.log.map(\.kind)).count >= 9)
+        #expect(h2.log.allSatisfy { $0.bodyBytes == $0.body.canonicalBytes })
         #expect(r.states == h2.states)
     }
 

@@ -73,6 +73,24 @@ import Testing
         #expect(only(h.advance(to: at("2026-01-05T19:00:00Z"))).items.count == 1)
     }
 
+    @Test func expiry_heldItemExpiresBeforeFocusEnds_notInDigest() {
+        var h = authorized()
+        h.send("focusOn", #"{"user":"u","focus":"Work","until":"2026-01-05T16:00:00Z"}"#)
+        h.submit("n1", #""expiresAt":"2026-01-05T13:00:00Z""#)
+        h.submit("n2")
+        let ds = h.advance(to: at("2026-01-05T17:00:00Z"))
+        #expect(ds.map(\.kind) == [.expired, .focusDigest])
+        #expect(ds[0].presentation?.badge == 1)  // the expired one no longer counts
+        #expect(ds[1].items.map(\.notification.id) == ["n2"])
+    }
+
+    @Test func withdraw_queuedItemLeavesTheSummary() {
+        var h = summaryApp()
+        h.submit("n1"); h.submit("n2")
+        #expect(only(h.send("withdraw", #"{"user":"u","app":"com.example.mail","id":"n1"}"#)).kind == .withdrawn)
+        #expect(only(h.advance(to: at("2026-01-05T18:00:00Z"))).items.map(\.notification.id) == ["n2"])
+    }
+
     // Collapse.
 
     @Test func collapse_pendingQueuedIsReplaced() {

@@ -115,6 +115,16 @@ import Testing
         #expect(rejection(#"{"id":"n","app":"a","users":[]}"#)?.code == "empty_users")
     }
 
+    @Test func check_error_fanOutOver10000Users() {
+        let users = (0...10_000).map { "\"u\($0)\"" }.joined(separator: ",")
+        #expect(rejection(#"{"id":"n","app":"a","users":[\#(users)]}"#)?.code == "too_many_users")
+        let ok = (1...10_000).map { "\"u\($0)\"" }.joined(separator: ",")
+        guard case .accepted(let a) = admit(#"{"id":"n","app":"a","users":[\#(ok)],"hiddenPreviewsBodyPlaceholder":"x"}"#) else {
+            Issue.record("rejected"); return
+        }
+        #expect(a.events.count == 10_000)
+    }
+
     @Test func check_error_unknownOp() {
         #expect(rejection(#"{}"#, op: "subscribe")?.code == "unknown_op")
     }
