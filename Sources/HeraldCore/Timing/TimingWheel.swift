@@ -132,7 +132,7 @@ public struct TimingWheel: Sendable {
                 process(slot: slot, firingUpTo: current < target ? .max : nowMs, fires: true)
             }
         }
-        slab.flushPendingFree()  // released nodes become reusable, lowest index first
+        if !slab.pendingFree.isEmpty { slab.flushPendingFree() }  // reusable, lowest index first
     }
 
     /// The earliest pending deadline, or nil when no timer is pending.
@@ -140,8 +140,8 @@ public struct TimingWheel: Sendable {
     /// Never later than the true earliest deadline. It is exact unless the earliest timer of
     /// a slot was cancelled (a slot remembers its minimum until it is processed, and
     /// cancelled entries stay until then); it may then be that cancelled, earlier deadline,
-    /// and advancing to it fires nothing but makes the value exact. It may be at or before `now` when
-    /// overdue timers wait for the next `advance`: advance at once then.
+    /// and advancing to it fires nothing but makes the value exact. It may be at or before
+    /// `now` when overdue timers wait for the next `advance`: advance at once then.
     public var nextDeadline: Instant? {
         if slab.liveCount == 0 { return nil }
         let currentSlot = Int(current & 63)
@@ -215,7 +215,7 @@ extension TimingWheel {
             if slab.pendingFree.isEmpty && slab.cancelledCount > 0 && slab.cancelledCount >= slab.nodes.count &>> 3 {
                 compact()
             }
-            slab.flushPendingFree()
+            if !slab.pendingFree.isEmpty { slab.flushPendingFree() }
         }
         if slab.free.count > 0 {
             let index = slab.free.removeLowest()
