@@ -55,6 +55,7 @@ private let benchmarkStart = Instant(millisecondsSinceEpoch: 1_798_761_600_000) 
 /// machine shared with other builds, wall time mostly measures how often we were descheduled.
 /// Pass `--wall` to use the monotonic wall clock (ContinuousClock) instead.
 struct Stopwatch {
+    // Set once while parsing arguments, before any measurement, on the only thread.
     nonisolated(unsafe) static var useWallClock = false
     let wallStart = ContinuousClock.now
     let cpuStart = Stopwatch.cpuSeconds()

@@ -19,5 +19,6 @@ public struct TimerHandle: Hashable, Sendable, CustomStringConvertible {
         self.generation = generation
     }
 
+    /// `TimerHandle(index#generation)`, for logs and test failures.
     public var description: String { "TimerHandle(\(index)#\(generation))" }
 }

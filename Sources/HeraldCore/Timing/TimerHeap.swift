@@ -98,6 +98,7 @@ public struct TimerHeap: Sendable {
         heap.first.map { Instant(millisecondsSinceEpoch: $0.deadline) }
     }
 
+    /// Reserves room for `n` live timers.
     public mutating func reserveCapacity(_ n: Int) {
         heap.reserveCapacity(n)
         nodes.reserveCapacity(n)

@@ -32,6 +32,24 @@ struct TimerSlab: Sendable {
     @usableFromInline var cancelledCount: Int = 0
     /// Nodes that hold no timer and sit in no slot.
     @usableFromInline var free = FreeNodeBitmap()
+    /// Nodes released during a slot pass, not yet in `free`: they are added in batches,
+    /// sorted by index (see `FreeNodeBitmap.insertAll`). At most `pendingLimit` long.
+    @usableFromInline var pendingFree: ContiguousArray<UInt32> = []
+    @usableFromInline var pendingScratch: ContiguousArray<UInt32> = []
+    @usableFromInline static let pendingLimit = 1 << 15
+
+    /// Releases a node whose entry has left its slot (it fired or was cancelled).
+    @inlinable @inline(__always)
+    mutating func release(_ index: UInt32) {
+        pendingFree.append(index)
+        if pendingFree.count >= TimerSlab.pendingLimit { flushPendingFree() }
+    }
+
+    /// Moves the pending released nodes into `free`.
+    @usableFromInline
+    mutating func flushPendingFree() {
+        free.insertAll(&pendingFree, scratch: &pendingScratch)
+    }
 
     @inlinable init() {}
 
@@ -49,5 +67,7 @@ struct TimerSlab: Sendable {
     }
 
     /// Bytes held by the node array (its capacity, not just its live part).
-    @inlinable var storageBytes: Int { nodes.capacity * MemoryLayout<TimerNode>.stride + free.storageBytes }
+    @inlinable var storageBytes: Int {
+        nodes.capacity * MemoryLayout<TimerNode>.stride + free.storageBytes + (pendingFree.capacity + pendingScratch.capacity) * 4
+    }
 }

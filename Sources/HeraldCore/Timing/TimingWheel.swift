@@ -115,10 +115,10 @@ public struct TimingWheel: Sendable {
                 process(slot: Int(current & 63), firingUpTo: current < target ? .max : nowMs, fires: true)
             }
             if !fired.isEmpty { flushFired(body) }
-            if current == target { return }
+            if current == target { break }
             guard let (tick, level) = nextOccupied(), tick <= target else {
                 current = target
-                return
+                break
             }
             if level == 0 {
                 current = tick
@@ -132,6 +132,7 @@ public struct TimingWheel: Sendable {
                 process(slot: slot, firingUpTo: current < target ? .max : nowMs, fires: true)
             }
         }
+        if !slab.pendingFree.isEmpty { slab.flushPendingFree() }  // reusable, lowest index first
     }
 
     /// The earliest pending deadline, or nil when no timer is pending.
@@ -139,8 +140,8 @@ public struct TimingWheel: Sendable {
     /// Never later than the true earliest deadline. It is exact unless the earliest timer of
     /// a slot was cancelled (a slot remembers its minimum until it is processed, and
     /// cancelled entries stay until then); it may then be that cancelled, earlier deadline,
-    /// and advancing to it fires nothing but makes the value exact. It may be at or before `now` when
-    /// overdue timers wait for the next `advance`: advance at once then.
+    /// and advancing to it fires nothing but makes the value exact. It may be at or before
+    /// `now` when overdue timers wait for the next `advance`: advance at once then.
     public var nextDeadline: Instant? {
         if slab.liveCount == 0 { return nil }
         let currentSlot = Int(current & 63)
@@ -210,8 +211,11 @@ extension TimingWheel {
     @inlinable @inline(__always)
     mutating func allocateNode(deadline: Int64, payload: UInt64) -> (index: UInt32, generation: UInt32) {
         slab.liveCount &+= 1
-        if slab.free.count == 0 && slab.cancelledCount > 0 && slab.cancelledCount >= slab.nodes.count &>> 3 {
-            compact()
+        if slab.free.count == 0 {
+            if slab.pendingFree.isEmpty && slab.cancelledCount > 0 && slab.cancelledCount >= slab.nodes.count &>> 3 {
+                compact()
+            }
+            if !slab.pendingFree.isEmpty { slab.flushPendingFree() }
         }
         if slab.free.count > 0 {
             let index = slab.free.removeLowest()
@@ -319,13 +323,13 @@ extension TimingWheel {
                 let generation = batch.generations[j]
                 let deadline = batch.deadlines[j]
                 if generation & 1 == 0 {  // cancelled: reclaim the node now
-                    slab.free.insert(index)
+                    slab.release(index)
                     slab.cancelledCount &-= 1
                 } else if fires && deadline <= limit && key(deadline) <= current {
                     fired.append(FiredTimer(deadline: deadline, payload: batch.payloads[j]))
                     slab.nodes[Int(index)].generation = generation &+ 1
                     slab.liveCount &-= 1
-                    slab.free.insert(index)
+                    slab.release(index)
                 } else {
                     place(index, deadline: deadline)
                 }
