@@ -186,3 +186,27 @@ import Testing
         #expect(throws: WireClient.Failure.self, "nothing is delivered twice") { _ = try again.deliveries(1, timeoutMilliseconds: 1500) }
     }
 }
+
+@Suite struct WithdrawTests {
+    @Test func withdrawWithoutUserReachesEveryRecipientAndOpenedIsStored() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let c = try server.client()
+        for user in ["alice", "bob"] {
+            _ = try c.call(["op": "authorization", "user": .string(user), "app": "com.example.mail", "status": "authorized", "options": ["alert", "badge"]])
+        }
+        _ = try c.call(["op": "settings", "user": "bob", "app": "com.example.mail", "delivery": "summary"])
+        let fan = try c.call(["op": "submit", "id": "n1", "app": "com.example.mail", "users": ["alice", "bob"], "title": "T",
+                              "body": "B", "hiddenPreviewsBodyPlaceholder": "x"])
+        #expect(fan["ok"] == true && fan["events"] == 2)
+        #expect(try c.call(["op": "opened", "user": "alice", "app": "com.example.mail", "id": "n1"])["ok"] == true)
+        let w = try c.call(["op": "withdraw", "app": "com.example.mail", "id": "n1"])
+        #expect(w["ok"] == true, "\(w.canonicalString)")
+        #expect(try c.call(["op": "withdraw", "app": "com.example.mail", "id": "nope"])["error"]?["code"] == "unknown_notification")
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "c", "from": "earliest"])
+        let ds = try consumer.deliveries(4)
+        let bob = ds.filter { $0["user"] == "bob" }.map { $0["kind"]?.stringValue }
+        #expect(bob == ["queued", "withdrawn"], "bob's queued copy is withdrawn")
+    }
+}

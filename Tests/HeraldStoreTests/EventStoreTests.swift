@@ -189,3 +189,21 @@ import Testing
         }
     }
 }
+
+@Suite struct IdempotencyScopeTests {
+    @Test func withdrawSnoozeAndOpenedNamingASubmittedNotificationAreStored() throws {
+        let url = try TestPostgres.freshDatabase()
+        let writer = try GroupCommitWriter(connection: try PGConnection.connect(url))
+        let submit = EventStoreTests.event(1, id: "n1")
+        var rows = [submit]
+        for type in ["opened", "snooze", "withdraw"] {
+            var r = submit
+            r.type = type
+            r.body = #"{"op":"\#(type)"}"#
+            rows.append(r)
+        }
+        let outcomes = try EventStoreTests.appendAll(writer, rows)
+        #expect(outcomes == [.appended(seq: 1), .appended(seq: 2), .appended(seq: 3), .appended(seq: 4)])
+        #expect(try EventStoreTests.appendAll(writer, [submit]) == [.duplicate(seq: 1)], "a re-sent submit is still a duplicate")
+    }
+}

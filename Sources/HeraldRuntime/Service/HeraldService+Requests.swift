@@ -13,6 +13,42 @@ extension HeraldService {
             }
             return
         }
+        // A withdraw that names no user applies to every recipient of the original submit.
+        if request.op == "withdraw", accepted.events.contains(where: { $0.user == nil }) {
+            resolveWithdraw(request, accepted: accepted, at: at, reply: reply)
+            return
+        }
+        append(accepted, request: request, at: at, reply: reply)
+    }
+
+    /// Finds the recipients of (app, id) — committed, or in flight — and withdraws it for each.
+    func resolveWithdraw(_ request: ClientSession.Request, accepted: AcceptedRequest, at: Instant, reply: @escaping ([UInt8]) -> Void) {
+        guard let draft = accepted.events.first, let app = draft.app, let id = draft.notificationId else { return }
+        let prefix = app + "\u{1}" + id + "\u{1}"
+        let inFlight = inFlightKeys.keys.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
+        reader.query("SELECT DISTINCT user_id FROM events WHERE app = $1 AND notification_id = $2 AND type = 'submit' ORDER BY 1",
+                     [app, id]) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .failure(let error):
+                reply(WireReply.error(rid: request.rid, self.requestError(error)))
+            case .success(let r):
+                let users = Set((0..<r.rowCount).compactMap { r.string($0, 0) } + inFlight).sorted()
+                guard !users.isEmpty else {
+                    reply(WireReply.error(rid: request.rid, RequestError(
+                        code: "unknown_notification", title: "No notification “\(id)” from \(app) was submitted",
+                        detail: "A withdraw without a user applies to the recipients of the stored submit, and there is none. To cancel a notification before it is submitted, include its user.")))
+                    return
+                }
+                var perUser = accepted
+                perUser.events = users.map { draft.withUser($0) }
+                self.append(perUser, request: request, at: at, reply: reply)
+            }
+        }
+    }
+
+    /// Appends admitted events; on COMMIT folds them, answers, and commits their deliveries.
+    func append(_ accepted: AcceptedRequest, request: ClientSession.Request, at: Instant, reply: @escaping ([UInt8]) -> Void) {
         let rows = accepted.events.map { draft in
             EventRow(user: draft.user, type: draft.type, app: draft.app, notificationId: draft.notificationId,
                      body: draft.body.canonicalString, engineTime: at)
@@ -76,7 +112,7 @@ extension HeraldService {
     }
 
     static func idempotencyKey(_ row: EventRow) -> String? {
-        guard let id = row.notificationId, let app = row.app, let user = row.user else { return nil }
+        guard row.type == "submit", let id = row.notificationId, let app = row.app, let user = row.user else { return nil }
         return app + "\u{1}" + id + "\u{1}" + user
     }
 

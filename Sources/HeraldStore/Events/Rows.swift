@@ -26,7 +26,7 @@ public struct StoredEventRow: Sendable, Hashable {
 public enum AppendOutcome: Sendable, Hashable {
     /// Stored at this global position.
     case appended(seq: Int64)
-    /// The idempotency key (app, notification id, user) was already stored with the same body.
+    /// A submit whose idempotency key (app, notification id, user) was already stored with the same body.
     case duplicate(seq: Int64)
     /// The idempotency key was already stored with a *different* body: nothing stored.
     case conflict(seq: Int64)

@@ -1,7 +1,7 @@
 // The fixed, parameterized statements of the event store. Values only ever travel as parameters.
 
 enum StoreSQL {
-    /// Appends a batch of events. Rows whose idempotency key exists are not inserted and are
+    /// Appends a batch of events. Submits whose idempotency key (app, notification id, user) exists are not inserted and are
     /// reported as duplicates (same body) or conflicts (different body). Fresh rows take
     /// consecutive positions from `event_head`, bumped in the same statement, so a rolled-back
     /// batch leaves no gap and positions follow commit order. Returns (ord, seq, outcome) per input row.
@@ -17,10 +17,10 @@ enum StoreSQL {
             FROM input i
             CROSS JOIN LATERAL (
                 SELECT seq, body_hash FROM events
-                WHERE app = i.app AND notification_id = i.notification_id AND user_id = i.user_id
+                WHERE app = i.app AND notification_id = i.notification_id AND user_id = i.user_id AND type = 'submit'
                 LIMIT 1
             ) e
-            WHERE i.notification_id IS NOT NULL
+            WHERE i.notification_id IS NOT NULL AND i.type = 'submit'
         ),
         fresh AS (
             SELECT i.*, row_number() OVER (ORDER BY i.ord) AS rn

@@ -21,7 +21,7 @@ struct Explain: ParsableCommand {
             let conn = try PGConnection.connect(location.url)
             let events = try conn.execute("""
                 SELECT seq, user_id, body, (extract(epoch FROM engine_time) * 1000)::bigint FROM events
-                WHERE app = $1 AND notification_id = $2 ORDER BY seq
+                WHERE app = $1 AND notification_id = $2 AND type = 'submit' ORDER BY seq
                 """, [app, id])
             guard events.rowCount > 0 else { found = false; return }
             var stories: [JSONValue] = []
