@@ -3,20 +3,22 @@
 // Usage: swift run -c release HeraldBenchmarks <benchmark> [options]
 //   wheel [--timers 1000000,10000000] [--burst 1000000] [--seed 1] [--repeat 1] [--wall]
 //         timing wheel vs indexed heap
+//   engine [--users N] [--decisions N] [--immediate-only]
+//         decisions per second and bytes per idle user
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "wheel":
     runWheelBenchmark(arguments: Array(arguments.dropFirst()))
-// ENGINE BENCHMARK GOES HERE: the engine benchmark lives in EngineBenchmark.swift (another
-// engineer's file) as `runEngineBenchmark(arguments: [String])`; when it lands, add:
-// case "engine":
-//     runEngineBenchmark(arguments: Array(arguments.dropFirst()))
+case "engine":
+    runEngineBenchmark(arguments: Array(arguments.dropFirst()))
 default:
     print("""
         usage: HeraldBenchmarks <benchmark> [options]
           wheel [--timers 1000000,10000000] [--burst 1000000] [--seed 1] [--repeat 1] [--wall]
                 timing wheel vs indexed binary heap: schedule, cancel, bulk load,
                 fire-all over a week, same-tick burst drain, bytes per live timer
+          engine [--users N] [--decisions N] [--immediate-only]
+                decisions per second on one core, bytes per idle user
         """)
 }
