@@ -210,3 +210,65 @@ import Testing
         #expect(bob == ["queued", "withdrawn"], "bob's queued copy is withdrawn")
     }
 }
+
+@Suite struct EveryOpTests {
+    /// Every state-changing op of SPEC §5 over TCP, and the delivery kinds the other tests do not reach.
+    @Test func remainingOpsAndDeliveryKindsEndToEnd() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let c = try server.client()
+        let mail = "com.example.mail"
+        func ok(_ request: JSONValue) throws {
+            let r = try c.call(request)
+            #expect(r["ok"] == true, "\(request.canonicalString) → \(r.canonicalString)")
+        }
+        func submit(_ id: String, user: String = "alice", _ extra: [String: JSONValue] = [:]) throws {
+            var o: [String: JSONValue] = ["op": "submit", "id": .string(id), "app": .string(mail), "user": .string(user),
+                                          "title": "T", "body": "B", "hiddenPreviewsBodyPlaceholder": "x"]
+            for (k, v) in extra { o[k] = v }
+            try ok(.object(o))
+        }
+        try ok(["op": "registerApp", "app": .string(mail), "entitlements": []])
+        try ok(["op": "authorization", "user": "alice", "app": .string(mail), "status": "authorized", "options": ["alert", "sound", "badge"]])
+        try submit("not-authorized", user: "carol")                                   // suppressed
+        try ok(["op": "authorization", "user": "bob", "app": .string(mail), "status": "provisional", "options": []])
+        try submit("trial", user: "bob")                                              // quiet, provisional
+        try ok(["op": "provisionalKeep", "user": "bob", "app": .string(mail), "delivery": "immediate"])
+        try ok(["op": "provisionalTurnOff", "user": "bob", "app": .string(mail)])
+        try ok(["op": "mute", "user": "alice", "app": .string(mail), "until": "2026-03-27T07:30:00Z"])
+        try submit("muted")                                                           // quiet
+        try ok(["op": "clock", "advanceTo": "2026-03-27T07:45:00Z"])                  // the mute has ended
+        try ok(["op": "focusOn", "user": "alice", "focus": "Work"])
+        try submit("held-expiring", ["expiresAt": "2026-03-27T08:00:00Z"])            // held, then expired
+        try submit("first", ["collapseId": "score"])                                  // held
+        try submit("second", ["collapseId": "score"])                                 // replaces first
+        try submit("kept")                                                            // held, then in the digest
+        try ok(["op": "clock", "advanceTo": "2026-03-27T09:00:00Z"])
+        try ok(["op": "focusOff", "user": "alice", "focus": "Work"])                  // focusDigest
+        try submit("to-snooze")                                                       // alert
+        try ok(["op": "snooze", "user": "alice", "app": .string(mail), "id": "to-snooze", "until": "2026-03-27T10:00:00Z"])
+        try ok(["op": "opened", "user": "alice", "app": .string(mail), "id": "to-snooze"])
+        try ok(["op": "clock", "advanceTo": "2026-03-27T10:30:00Z"])                  // the snooze alerts again
+        try ok(["op": "badgeClear", "user": "alice", "app": .string(mail)])           // cleared
+        try ok(["op": "settings", "user": "alice", "allowNotifications": false])
+        try submit("silenced")                                                        // suppressed (silence all)
+        try ok(["op": "clock", "advanceTo": "2026-03-27T10:30:00Z"])                  // replies once deliveries are committed
+
+        let stats = try c.call(["op": "stats"])
+        let head = try #require(stats["deliveryHead"]?.intValue)
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "all", "from": "earliest"])
+        let ds = try consumer.deliveries(Int(head))
+        let kinds = Set(ds.compactMap { $0["kind"]?.stringValue })
+        for kind in ["alert", "quiet", "held", "suppressed", "expired", "replaced", "focusDigest", "cleared"] {
+            #expect(kinds.contains(kind), "a \(kind) delivery; got \(ds.map { "\($0["kind"]!.stringValue!)/\($0["notification"]?.stringValue ?? "-")" })")
+        }
+        #expect(ds.contains { $0["notification"] == "trial" && $0["provisional"] == true })
+        #expect(ds.filter { $0["notification"] == "to-snooze" && $0["kind"] == "alert" }.count == 2, "alerted, then again at the snooze's end")
+        #expect(ds.contains { $0["notification"] == "second" && $0["kind"] == "held" })
+        #expect(ds.contains { $0["kind"] == "replaced" && $0["notification"] == "first" })
+        #expect(ds.last?["kind"] == "suppressed" && ds.last?["notification"] == "silenced")
+        // The cursor order is the commit order, with no gaps.
+        #expect(ds.compactMap { $0["cursor"]?.intValue } == Array(1...head))
+    }
+}
