@@ -272,3 +272,32 @@ import Testing
         #expect(ds.compactMap { $0["cursor"]?.intValue } == Array(1...head))
     }
 }
+
+@Suite struct SlowConsumerTests {
+    /// A consumer far behind a tiny in-memory ring, with a tiny buffer bound: it is paused,
+    /// pages from PostgreSQL when it catches up, and sees every cursor once, in order.
+    @Test func slowConsumerIsPausedAndResumesFromPostgresWithoutAGap() throws {
+        let server = try TestServer { $0.deliveryRingCapacity = 16; $0.consumerBufferBytes = 2048 }
+        defer { server.stop() }
+        let c = try server.client()
+        _ = try c.call(["op": "authorization", "user": "alice", "app": "com.example.mail", "status": "authorized", "options": ["alert"]])
+        let n = 400
+        for i in 0..<n {
+            try c.send(JSONValue.object(["op": "submit", "id": .string("n\(i)"), "app": "com.example.mail", "user": "alice",
+                                         "title": "T", "body": .string(String(repeating: "b", count: 200)),
+                                         "hiddenPreviewsBodyPlaceholder": "x"]).canonicalString)
+        }
+        for _ in 0..<n { #expect(try c.readJSON()["ok"] == true) }
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T07:00:01Z"])   // all deliveries committed
+        // Subscribing now starts 384 cursors behind the 16-line ring: pages come from PostgreSQL,
+        // and the 2 KiB bound pauses the stream until the socket drains.
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "slow", "from": "earliest"])
+        var cursors: [Int64] = []
+        while cursors.count < n {
+            let d = try consumer.readJSON(timeoutMilliseconds: 10_000)
+            if let cursor = d["cursor"]?.intValue { cursors.append(cursor) }
+        }
+        #expect(cursors == Array(1...Int64(n)), "every cursor once, in order")
+    }
+}
