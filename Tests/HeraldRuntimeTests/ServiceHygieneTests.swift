@@ -69,3 +69,25 @@ import Testing
         #expect(types.count == 2 && !types.contains { $0.contains("down-") }, "nothing refused was stored")
     }
 }
+
+@Suite struct DurabilityTests {
+    @Test func startUpRefusesADatabaseWithSynchronousCommitOffUnlessTold() throws {
+        let url = try TestPostgres.freshDatabase()
+        let admin = try PGConnection.connect(url)
+        let db = try #require(try admin.execute("SELECT current_database()").string(0, 0))
+        try admin.execute("ALTER DATABASE \(db) SET synchronous_commit = off")
+        var config = ServiceConfiguration(databaseURL: url)
+        config.port = 0
+        config.handleSignals = false
+        #expect {
+            try HeraldService(configuration: config) { _ in }.start()
+        } throws: { error in
+            "\(error)".contains("synchronous_commit=off") && "\(error)".contains("--unsafe-durability")
+        }
+        config.allowUnsafeDurability = true
+        var warned = false
+        let service = HeraldService(configuration: config) { if $0.contains("WARNING") { warned = true } }
+        #expect(throws: Never.self) { try service.start() }
+        #expect(warned)
+    }
+}

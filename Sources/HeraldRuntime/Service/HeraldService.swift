@@ -93,6 +93,7 @@ public final class HeraldService: ConnectionDelegate {
     @discardableResult
     public func start() throws -> Int {
         let conn = try PGConnection.connect(configuration.databaseURL)
+        try DurabilityCheck.require(conn, allowUnsafe: configuration.allowUnsafeDurability, log: log)
         try Migrator.migrate(conn) { self.log($0) }
         try restore(from: conn)
         try store.adopt(conn)

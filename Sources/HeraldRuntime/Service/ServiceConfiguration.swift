@@ -27,6 +27,8 @@ public struct ServiceConfiguration: Sendable {
     public var serverName = "herald/0.1.0"
     /// Handle SIGTERM/SIGINT (one service per process may; tests run several and stop them with `requestShutdown`).
     public var handleSignals = true
+    /// Serve even when fsync or synchronous_commit is off (acknowledged events may be lost in a crash).
+    public var allowUnsafeDurability = false
 
     public init(databaseURL: String) { self.databaseURL = databaseURL }
 }

@@ -15,6 +15,8 @@ struct Serve: ParsableCommand {
     @Option(help: "The manual clock's first instant (RFC 3339).") var start: String?
     @Option(help: "JSON file of tokens and their roles; without it, dev mode grants every role.") var tokens: String?
     @Option(help: "Maximum client connections.") var maxConnections = 10_000
+    @Flag(help: "Serve even if PostgreSQL runs with fsync or synchronous_commit off (acknowledged events may be lost).")
+    var unsafeDurability = false
 
     func run() throws {
         let parts = listen.split(separator: ":")
@@ -29,6 +31,7 @@ struct Serve: ParsableCommand {
             config.host = String(parts[0])
             config.port = port
             config.maxConnections = maxConnections
+            config.allowUnsafeDurability = unsafeDurability
             switch clock {
             case "system": config.clock = .system
             case "manual":
