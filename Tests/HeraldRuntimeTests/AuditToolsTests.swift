@@ -70,6 +70,8 @@ import Testing
         _ = try c.call(["op": "settings", "user": "alice", "app": "com.example.mail", "delivery": "immediate"])
         _ = try c.call(["op": "submit", "id": "h1", "app": "com.example.mail", "user": "alice", "title": "T", "body": "B",
                         "hiddenPreviewsBodyPlaceholder": "x"])
+        // Acks come after the event commits, deliveries just after: a clock op replies once they are committed too.
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T07:00:00Z"])
         let conn = try PGConnection.connect(server.url)
         func rows(_ view: String) throws -> [String] {
             let r = try conn.execute("SELECT notification_id FROM \(view) ORDER BY 1")

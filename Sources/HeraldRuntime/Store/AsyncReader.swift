@@ -4,8 +4,8 @@ import HeraldStore
 
 /// Runs read queries (consumer catch-up, consumer look-ups) on its own connection, queued and
 /// answered in order, driven by the loop. If the connection fails, queued reads fail with the
-/// error and the next read reconnects (blocking for at most connect_timeout is avoided by
-/// deferring: reads are retried by their callers).
+/// error (callers answer `store_unavailable` or retry) and the reader reconnects without
+/// blocking the loop.
 public final class AsyncReader {
     private let loop: EventLoop
     private let url: String
@@ -14,6 +14,8 @@ public final class AsyncReader {
     private var queue: [(sql: String, parameters: [String?], completion: (Result<PGResult, StoreError>) -> Void)] = []
     private var inFlight = false
     private var result: PGResult?
+    private var connector: LoopConnector?
+    private var writeWatch: LoopEvent?
 
     public init(loop: EventLoop, url: String) {
         self.loop = loop
@@ -34,10 +36,22 @@ public final class AsyncReader {
 
     private func sendNext() {
         guard !inFlight, let next = queue.first else { return }
-        guard let connection, !connection.isBad else { failAll(.unavailable("the read connection is down")); return }
+        guard let connection, !connection.isBad else {
+            if connector == nil { failAll(.unavailable("the read connection is down; reconnecting")) }
+            return
+        }
         inFlight = true
         if !connection.send(next.sql, next.parameters) { failAll(.unavailable(connection.lastErrorMessage)); return }
-        while connection.flush() == 1 { _ = PGPoll.wait(socket: connection.socket, read: false, write: true, timeoutMilliseconds: 100) }
+        flush()
+    }
+
+    /// Sends what libpq buffered; if the socket is full, finishes when it is writable.
+    private func flush() {
+        guard let connection else { return }
+        if connection.flush() == 1 {
+            writeWatch = loop.watch(fd: connection.socket, flags: Int32(EV_WRITE)) { [weak self] _ in self?.flush() }
+            writeWatch?.arm()
+        }
     }
 
     private func readable() {
@@ -70,7 +84,12 @@ public final class AsyncReader {
         for item in items { item.completion(.failure(error)) }
         watch = nil
         connection = nil
-        // Reconnect lazily (start-up quality: a blocking connect bounded by connect_timeout).
-        if let c = try? PGConnection.connect(url) { try? adopt(c) }
+        guard connector == nil else { return }
+        connector = LoopConnector(loop: loop, url: url) { [weak self] result in
+            guard let self else { return }
+            self.connector = nil
+            if case .success(let c) = result { try? self.adopt(c) }
+            self.sendNext()
+        }
     }
 }

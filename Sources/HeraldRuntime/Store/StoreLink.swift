@@ -10,10 +10,9 @@ public final class StoreLink {
     private let loop: EventLoop
     private let url: String
     public private(set) var writer: GroupCommitWriter?
-    private var connecting: PGConnection?
     private var readWatch: LoopEvent?
     private var writeWatch: LoopEvent?
-    private var connectWatch: LoopEvent?
+    private var connector: LoopConnector?
     private var retryTimer: LoopEvent?
     private var backoffMs: Int64 = 100
     public private(set) var lastError: StoreError?
@@ -86,42 +85,18 @@ public final class StoreLink {
     }
 
     private func startConnect() {
-        do {
-            let conn = try PGConnection.startConnect(url)
-            connecting = conn
-            pollConnect(PGRES_POLLING_WRITING)
-        } catch {
-            lastError = error
-            scheduleReconnect()
-        }
-    }
-
-    /// Non-blocking connect: wait for the socket as libpq asks, then poll again.
-    private func pollConnect(_ status: PostgresPollingStatusType) {
-        guard let conn = connecting else { return }
-        switch status {
-        case PGRES_POLLING_OK:
-            connecting = nil
-            connectWatch = nil
+        connector = LoopConnector(loop: loop, url: url) { [weak self] result in
+            guard let self else { return }
+            self.connector = nil
             do {
-                try install(GroupCommitWriter(connection: conn))
-                log("reconnected to PostgreSQL")
+                try self.install(GroupCommitWriter(connection: result.get()))
+                self.log("reconnected to PostgreSQL")
+            } catch let error as StoreError {
+                self.lastError = error
+                self.scheduleReconnect()
             } catch {
-                lastError = error
-                scheduleReconnect()
+                self.scheduleReconnect()
             }
-        case PGRES_POLLING_FAILED:
-            lastError = .unavailable(conn.lastErrorMessage)
-            connecting = nil
-            connectWatch = nil
-            scheduleReconnect()
-        default:
-            let flags = status == PGRES_POLLING_READING ? EV_READ : EV_WRITE
-            connectWatch = loop.watch(fd: conn.socket, flags: Int32(flags)) { [weak self] _ in
-                guard let self, let c = self.connecting else { return }
-                self.pollConnect(c.pollConnect())
-            }
-            connectWatch?.arm(afterMilliseconds: 10_000)
         }
     }
 }
