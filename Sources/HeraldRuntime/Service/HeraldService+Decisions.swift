@@ -43,7 +43,7 @@ extension HeraldService {
     static func row(_ d: Delivery, index: Int64) -> DeliveryRow {
         DeliveryRow(user: d.user, userIndex: index, causeSeq: d.causeSeq, kind: d.kind.rawValue, app: d.app,
                     notificationId: d.notificationId, reason: d.reason, at: d.at, rulesVersion: d.rulesVersion,
-                    trace: JSONValue.array(d.trace.map(\.json)).canonicalString, body: d.body.canonicalString)
+                    trace: d.traceJSON.canonicalString, body: String(decoding: d.bodyBytes, as: UTF8.self))
     }
 
     /// Fires every wake-up due by now — but never past an event appended and not yet committed,

@@ -86,7 +86,7 @@ public struct Replayer {
         func take(_ outcome: Outcome, user: String) {
             for d in outcome.deliveries {
                 counts[user, default: 0] += 1
-                derived[user, default: [:]][counts[user]!] = (d.body.canonicalString, d.notificationId, d.at, d.app, d.kind.rawValue, d.reason)
+                derived[user, default: [:]][counts[user]!] = (String(decoding: d.bodyBytes, as: UTF8.self), d.notificationId, d.at, d.app, d.kind.rawValue, d.reason)
             }
         }
         var pendingInjections = injections.sorted { $0.at < $1.at }[...]
