@@ -19,10 +19,7 @@ extension HeraldService {
                 detail: "Engine time only moves forward, so replay gives the same decisions. Pick an instant at or after now.")))
             return
         }
-        guard case .success(let writer) = store.currentWriter() else {
-            reply(WireReply.error(rid: request.rid, .storeUnavailable("reconnecting")))
-            return
-        }
+        guard let writer = writerOrRefuse(rid: request.rid, reply: reply) else { return }
         // Like every accepted request, the clock move is an event: a restart resumes at this instant.
         let row = EventRow(user: nil, type: "clock", body: JSONValue.object(["advanceTo": .string(target.rfc3339)]).canonicalString,
                            engineTime: target)

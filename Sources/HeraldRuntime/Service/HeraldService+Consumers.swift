@@ -62,10 +62,7 @@ extension HeraldService {
                 detail: "Send {\"op\":\"ack\",\"consumer\":\"<name>\",\"cursor\":<last cursor processed>}.")))
             return
         }
-        guard case .success(let writer) = store.currentWriter() else {
-            reply(WireReply.error(rid: request.rid, .storeUnavailable("reconnecting")))
-            return
-        }
+        guard let writer = writerOrRefuse(rid: request.rid, reply: reply) else { return }
         let rid = request.rid
         writer.ack(consumer: name, cursor: min(cursor, deliveryHead)) { [weak self] result in
             guard let self else { return }

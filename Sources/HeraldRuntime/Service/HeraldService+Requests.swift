@@ -69,13 +69,7 @@ extension HeraldService {
             return
         }
 
-        let writer: GroupCommitWriter
-        switch store.currentWriter() {
-        case .success(let w): writer = w
-        case .failure(let error):
-            reply(WireReply.error(rid: rid, requestError(error)))
-            return
-        }
+        guard let writer = writerOrRefuse(rid: rid, reply: reply) else { return }
         let keys = rows.compactMap(Self.idempotencyKey)
         for (key, row) in zip(rows.compactMap { Self.idempotencyKey($0) }, rows.filter { Self.idempotencyKey($0) != nil }) {
             inFlightKeys[key] = InFlightKey(body: row.body)
@@ -109,6 +103,17 @@ extension HeraldService {
             }
         }
         store.kick()
+    }
+
+    /// The store's writer, or nil after answering `store_unavailable` (PostgreSQL is being reconnected).
+    func writerOrRefuse(rid: JSONValue?, reply: ([UInt8]) -> Void) -> GroupCommitWriter? {
+        switch store.currentWriter() {
+        case .success(let writer):
+            return writer
+        case .failure(let error):
+            reply(WireReply.error(rid: rid, requestError(error)))
+            return nil
+        }
     }
 
     static func idempotencyKey(_ row: EventRow) -> String? {
