@@ -12,6 +12,8 @@ public struct StoreBenchmark {
     public var producers = 8
     public var window = 128
     public var users = 10_000
+    /// Writer limits (transactions in flight, rows per transaction).
+    public var limits = GroupCommitWriter.Limits()
     public var progress: (String) -> Void = { _ in }
 
     public init() {}
@@ -23,6 +25,12 @@ public struct StoreBenchmark {
         public var meanRowsPerTransaction: Double
         public var ackLatencyP50Ms: Double
         public var ackLatencyP99Ms: Double
+        /// WAL fsyncs (pg_stat_wal.wal_sync, all processes) during the group-commit phase, per 1,000 events.
+        public var walSyncsPerThousandEvents: Double
+        /// WAL bytes written during the group-commit phase, per event.
+        public var walBytesPerEvent: Double
+        /// Round trips to PostgreSQL per event: one per transaction (each is one pipelined write and one wait).
+        public var roundTripsPerEvent: Double
         public var ratio: Double { groupCommitEventsPerSecond / copyRowsPerSecond }
     }
 
@@ -39,7 +47,9 @@ public struct StoreBenchmark {
         }
 
         // 1. Group commit through the writer, closed loop.
-        let writer = try GroupCommitWriter(connection: PGConnection.connect(databaseURL))
+        let stats = try PGConnection.connect(databaseURL)
+        let walBefore = try Self.walCounters(stats)
+        let writer = try GroupCommitWriter(connection: PGConnection.connect(databaseURL), limits: limits)
         var next = 0, acked = 0
         var latencies: [Double] = []
         latencies.reserveCapacity(events)
@@ -69,6 +79,11 @@ public struct StoreBenchmark {
         if let failure = writer.failure { throw failure }
         let groupSeconds = elapsedMs() / 1000
         latencies.sort()
+        let transactions = writer.transactionsCommitted
+        // Closing the writer's connection makes its backend report its WAL statistics.
+        writer.connection.close()
+        usleep(700_000)
+        let walAfter = try Self.walCounters(stats)
 
         // 2. The baseline: one COPY of the same rows into a plain table.
         let conn = try PGConnection.connect(databaseURL)
@@ -100,11 +115,20 @@ public struct StoreBenchmark {
         return Result(
             groupCommitEventsPerSecond: Double(acked) / groupSeconds,
             copyRowsPerSecond: Double(events) / copySeconds,
-            transactions: writer.transactionsCommitted,
-            meanRowsPerTransaction: Double(acked) / Double(max(1, writer.transactionsCommitted)),
+            transactions: transactions,
+            meanRowsPerTransaction: Double(acked) / Double(max(1, transactions)),
             ackLatencyP50Ms: percentile(0.50),
-            ackLatencyP99Ms: percentile(0.99)
+            ackLatencyP99Ms: percentile(0.99),
+            walSyncsPerThousandEvents: Double(walAfter.syncs - walBefore.syncs) * 1000 / Double(max(1, acked)),
+            walBytesPerEvent: Double(walAfter.bytes - walBefore.bytes) / Double(max(1, acked)),
+            roundTripsPerEvent: Double(transactions) / Double(max(1, acked))
         )
+    }
+
+    /// pg_stat_wal's fsync and byte counters (cluster-wide; backends report them at exit or every second).
+    static func walCounters(_ conn: PGConnection) throws -> (syncs: Int64, bytes: Int64) {
+        let r = try conn.execute("SELECT wal_sync, wal_bytes::bigint FROM pg_stat_wal")
+        return (r.int64(0, 0) ?? 0, r.int64(0, 1) ?? 0)
     }
 
     /// COPY text format: backslash, tab, newline and carriage return are escaped.

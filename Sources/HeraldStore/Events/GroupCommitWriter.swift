@@ -6,7 +6,9 @@ import DequeModule
 /// The store's single writer. Work (event appends, delivery appends, consumer acks) queues up
 /// while a transaction is in flight; when it completes, everything queued is sent as the next
 /// transaction: `BEGIN; <one batch statement per kind>; COMMIT; Sync` in one write (pipeline
-/// mode, one round trip). Completions run only after COMMIT succeeded — or with an error,
+/// mode, one round trip). The batch statements are prepared once per connection and take
+/// binary array parameters; the session is set up (`StoreSQL.writerSessionSetup`) in a pipeline
+/// segment of its own queued by `init`, ahead of the first transaction. Completions run only after COMMIT succeeded — or with an error,
 /// never with a false success. Loop-agnostic: the owner watches `socket` for reading always
 /// and for writing while `wantsWrite`, and calls `socketReadable()` / `socketWritable()`.
 public final class GroupCommitWriter {
@@ -47,15 +49,19 @@ public final class GroupCommitWriter {
         /// The first result of each statement, in order.
         var results: [PGResult] = []
         var currentStatementHasResult = false
+        /// The session set-up segment queued by `init` (no BEGIN/COMMIT, no waiters).
+        var isSetup = false
     }
 
-    private enum Statement { case begin, events, deliveries, ack(Int), commit }
+    private enum Statement { case begin, events, deliveries, ack(Int), commit, setup }
 
     public let connection: PGConnection
     public var limits: Limits
     private var queue: Deque<Work> = []
     private var inFlight: Deque<Transaction> = []
     private var broken: StoreError?
+    /// The set-up segment is still in flight (it does not count against `maxTransactionsInFlight`).
+    private var setupPending = false
 
     /// Counters for `stats` and benchmarks.
     public private(set) var transactionsCommitted = 0
@@ -67,6 +73,27 @@ public final class GroupCommitWriter {
         self.limits = limits
         try connection.setNonBlocking()
         try connection.enterPipelineMode()
+        try sendSetup()
+    }
+
+    /// Queues the session settings and the two prepared batch statements, then a Sync. Sent
+    /// without waiting (the reconnect path runs on the service loop); their results are checked
+    /// in `finish` and a failure breaks the writer like a lost connection would.
+    private func sendSetup() throws(StoreError) {
+        var tx = Transaction()
+        tx.isSetup = true
+        var ok = connection.send(StoreSQL.writerSessionSetup)
+        ok = ok && connection.sendPrepare(name: StoreSQL.appendEventsName, StoreSQL.appendEvents,
+                                          parameterCount: StoreSQL.appendEventsParameterCount)
+        ok = ok && connection.sendPrepare(name: StoreSQL.appendDeliveriesName, StoreSQL.appendDeliveries,
+                                          parameterCount: StoreSQL.appendDeliveriesParameterCount)
+        ok = ok && connection.sendSync()
+        guard ok else { throw .unavailable(connection.lastErrorMessage) }
+        tx.statements = [.setup, .setup, .setup]
+        inFlight.append(tx)
+        setupPending = true
+        flush()
+        if let broken { throw broken }
     }
 
     public var socket: Int32 { connection.socket }
@@ -74,7 +101,7 @@ public final class GroupCommitWriter {
     public private(set) var wantsWrite = false
     /// Work queued or in flight.
     public var isIdle: Bool { queue.isEmpty && inFlight.isEmpty }
-    public var pendingTransactions: Int { inFlight.count }
+    public var pendingTransactions: Int { inFlight.count - (setupPending ? 1 : 0) }
     public var queuedWork: Int { queue.count }
     /// Set once the connection failed; every later request fails at once with it.
     public var failure: StoreError? { broken }
@@ -106,7 +133,7 @@ public final class GroupCommitWriter {
     /// Sends the next transaction(s) if the pipeline has room, then flushes.
     public func pump() {
         guard broken == nil else { return }
-        while inFlight.count < limits.maxTransactionsInFlight, !queue.isEmpty {
+        while inFlight.count - (setupPending ? 1 : 0) < limits.maxTransactionsInFlight, !queue.isEmpty {
             if !sendNextTransaction() { return }
         }
         flush()
@@ -158,11 +185,11 @@ public final class GroupCommitWriter {
         var ok = connection.send("BEGIN")
         tx.statements.append(.begin)
         if !events.isEmpty {
-            ok = ok && connection.send(StoreSQL.appendEvents, EventBatch.parameters(events))
+            ok = ok && connection.sendPrepared(name: StoreSQL.appendEventsName, EventBatch.parameters(events))
             tx.statements.append(.events)
         }
         if !deliveries.isEmpty {
-            ok = ok && connection.send(StoreSQL.appendDeliveries, DeliveryBatch.parameters(deliveries))
+            ok = ok && connection.sendPrepared(name: StoreSQL.appendDeliveriesName, DeliveryBatch.parameters(deliveries))
             tx.statements.append(.deliveries)
         }
         for (i, a) in tx.acks.enumerated() {
@@ -203,6 +230,14 @@ public final class GroupCommitWriter {
         let firstError = tx.results.lazy.compactMap { r -> StoreError? in
             r.status == PGRES_PIPELINE_ABORTED ? nil : r.error
         }.first
+        if tx.isSetup {
+            setupPending = false
+            if let error = firstError ?? (tx.results.count == tx.statements.count ? nil
+                                          : .unavailable("the writer's session set-up did not complete")) {
+                fail(error)
+            }
+            return
+        }
         let committed = tx.results.count == tx.statements.count
             && tx.results.last.map { $0.status == PGRES_COMMAND_OK } == true
             && firstError == nil
@@ -216,7 +251,7 @@ public final class GroupCommitWriter {
         for (index, statement) in tx.statements.enumerated() {
             let result = tx.results[index]
             switch statement {
-            case .begin, .commit:
+            case .begin, .commit, .setup:
                 break
             case .events:
                 var outcomes = [AppendOutcome?](repeating: nil, count: tx.eventRowCount)
@@ -260,6 +295,7 @@ public final class GroupCommitWriter {
         wantsWrite = false
         let transactions = inFlight
         inFlight.removeAll()
+        setupPending = false
         let work = queue
         queue.removeAll()
         for tx in transactions { complete(tx, with: error) }
@@ -290,35 +326,40 @@ public final class GroupCommitWriter {
     }
 }
 
-/// Parameters of the batch event insert: one text array per column.
+/// Parameters of the batch event insert: one binary array per column.
 enum EventBatch {
-    static func parameters(_ rows: [EventRow]) -> [String?] {
-        [
-            PGArray.literal(rows.lazy.map(\.user)),
-            PGArray.literal(rows.lazy.map(\.type)),
-            PGArray.literal(rows.lazy.map(\.app)),
-            PGArray.literal(rows.lazy.map(\.notificationId)),
-            PGArray.literal(rows.lazy.map(\.body)),
-            PGArray.literal(rows.lazy.map { $0.engineTime.rfc3339 }),
-        ]
+    static func parameters(_ rows: [EventRow]) -> PGBinaryParameters {
+        var capacity = 120
+        for r in rows { capacity += r.body.utf8.count + (r.user?.utf8.count ?? 0) + (r.app?.utf8.count ?? 0)
+                                    + (r.notificationId?.utf8.count ?? 0) + r.type.utf8.count + 40 }
+        var p = PGBinaryParameters(capacity: capacity)
+        p.appendText(rows.lazy.map(\.user))
+        p.appendText(rows.lazy.map(\.type))
+        p.appendText(rows.lazy.map(\.app))
+        p.appendText(rows.lazy.map(\.notificationId))
+        p.appendText(rows.lazy.map(\.body))
+        p.appendTimestamptz(rows.lazy.map(\.engineTime.millisecondsSinceEpoch))
+        return p
     }
 }
 
-/// Parameters of the batch delivery insert: one text array per column.
+/// Parameters of the batch delivery insert: one binary array per column.
 enum DeliveryBatch {
-    static func parameters(_ rows: [DeliveryRow]) -> [String?] {
-        [
-            PGArray.literal(rows.lazy.map(\.user)),
-            PGArray.literal(rows.lazy.map { String($0.userIndex) }),
-            PGArray.literal(rows.lazy.map { String($0.causeSeq) }),
-            PGArray.literal(rows.lazy.map(\.kind)),
-            PGArray.literal(rows.lazy.map(\.app)),
-            PGArray.literal(rows.lazy.map(\.notificationId)),
-            PGArray.literal(rows.lazy.map(\.reason)),
-            PGArray.literal(rows.lazy.map { $0.at.rfc3339 }),
-            PGArray.literal(rows.lazy.map(\.rulesVersion)),
-            PGArray.literal(rows.lazy.map(\.trace)),
-            PGArray.literal(rows.lazy.map(\.body)),
-        ]
+    static func parameters(_ rows: [DeliveryRow]) -> PGBinaryParameters {
+        var capacity = 220
+        for r in rows { capacity += r.body.utf8.count + r.trace.utf8.count + r.user.utf8.count + 120 }
+        var p = PGBinaryParameters(capacity: capacity)
+        p.appendText(rows.lazy.map(\.user))
+        p.appendInt64(rows.lazy.map(\.userIndex))
+        p.appendInt64(rows.lazy.map(\.causeSeq))
+        p.appendText(rows.lazy.map(\.kind))
+        p.appendText(rows.lazy.map(\.app))
+        p.appendText(rows.lazy.map(\.notificationId))
+        p.appendText(rows.lazy.map(\.reason))
+        p.appendTimestamptz(rows.lazy.map(\.at.millisecondsSinceEpoch))
+        p.appendText(rows.lazy.map(\.rulesVersion))
+        p.appendText(rows.lazy.map(\.trace))
+        p.appendText(rows.lazy.map(\.body))
+        return p
     }
 }
