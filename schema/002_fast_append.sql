@@ -22,7 +22,9 @@ ANALYZE delivery_head;
 -- subtransaction rolls back the insert and the head bump together (no gap, nothing stored) and
 -- the careful path runs: probe every key, report duplicates and conflicts, number only the fresh
 -- rows. Either way the head row is bumped in the same transaction, so positions stay gap-free
--- and commit-ordered across writers. Returns (ord, seq, outcome) for every input row, ordered by ord.
+-- and commit-ordered across writers. Returns (0, base, 'batch') when every row was appended at
+-- base + ord (the common case: one result row, not one per event); otherwise (ord, seq, outcome)
+-- for every input row, ordered by ord.
 CREATE FUNCTION herald_append_events(
     p_user text[], p_type text[], p_app text[], p_id text[], p_body text[], p_time timestamptz[])
 RETURNS TABLE (r_ord bigint, r_seq bigint, r_outcome text)
@@ -43,7 +45,8 @@ BEGIN
         fast := false;
     END;
     IF fast THEN
-        RETURN QUERY SELECT g, base + g, 'appended'::text FROM generate_series(1::bigint, n) AS g;
+        -- One row stands for the whole batch (ord 0): every row was appended at base + ord.
+        RETURN QUERY SELECT 0::bigint, base, 'batch'::text;
         RETURN;
     END IF;
 
@@ -90,7 +93,8 @@ $$;
 -- 4. The delivery append, with the same optimistic fast path: a delivery whose (user, user_index)
 -- is stored already (re-derived after a restart) is rare, and the unique index finds it during
 -- the insert. Otherwise the careful path skips stored ones and numbers only the fresh rows.
--- Returns (ord, cursor) of the rows stored, ordered by ord.
+-- Returns (0, base) when every row was stored at base + ord; otherwise (ord, cursor) of the rows
+-- stored, ordered by ord.
 CREATE FUNCTION herald_append_deliveries(
     p_user text[], p_user_index bigint[], p_cause_seq bigint[], p_kind text[], p_app text[], p_id text[],
     p_reason text[], p_at timestamptz[], p_rules_version text[], p_trace text[], p_body text[])
@@ -115,7 +119,8 @@ BEGIN
         fast := false;
     END;
     IF fast THEN
-        RETURN QUERY SELECT g, base + g FROM generate_series(1::bigint, n) AS g;
+        -- One row stands for the whole batch (ord 0): every row was stored at base + ord.
+        RETURN QUERY SELECT 0::bigint, base;
         RETURN;
     END IF;
 

@@ -255,30 +255,46 @@ public final class GroupCommitWriter {
                 break
             case .events:
                 var outcomes = [AppendOutcome?](repeating: nil, count: tx.eventRowCount)
-                for r in 0..<result.rowCount {
-                    guard let ord = result.int64(r, 0), let seq = result.int64(r, 1) else { continue }
-                    let outcome: AppendOutcome
-                    switch result.string(r, 2) {
-                    case "duplicate": outcome = .duplicate(seq: seq)
-                    case "conflict": outcome = .conflict(seq: seq)
-                    default: outcome = .appended(seq: seq)
+                if let base = Self.wholeBatchBase(result) {
+                    // The whole batch was appended at base + ord (see herald_append_events).
+                    for i in 0..<tx.eventRowCount { outcomes[i] = .appended(seq: base + Int64(i) + 1) }
+                } else {
+                    for r in 0..<result.rowCount {
+                        guard let ord = result.int64(r, 0), let seq = result.int64(r, 1) else { continue }
+                        let outcome: AppendOutcome
+                        switch result.string(r, 2) {
+                        case "duplicate": outcome = .duplicate(seq: seq)
+                        case "conflict": outcome = .conflict(seq: seq)
+                        default: outcome = .appended(seq: seq)
+                        }
+                        outcomes[Int(ord) - 1] = outcome
                     }
-                    outcomes[Int(ord) - 1] = outcome
                 }
                 for (range, completion) in tx.events {
                     completion(.success(outcomes[range].map { $0 ?? .conflict(seq: 0) }))
                 }
             case .deliveries:
                 var cursors = [Int64](repeating: 0, count: tx.deliveryRowCount)
-                for r in 0..<result.rowCount {
-                    guard let ord = result.int64(r, 0), let cursor = result.int64(r, 1) else { continue }
-                    cursors[Int(ord) - 1] = cursor
+                if let base = Self.wholeBatchBase(result) {
+                    // The whole batch was stored at base + ord (see herald_append_deliveries).
+                    for i in 0..<tx.deliveryRowCount { cursors[i] = base + Int64(i) + 1 }
+                } else {
+                    for r in 0..<result.rowCount {
+                        guard let ord = result.int64(r, 0), let cursor = result.int64(r, 1) else { continue }
+                        cursors[Int(ord) - 1] = cursor
+                    }
                 }
                 for (range, completion) in tx.deliveries { completion(.success(Array(cursors[range]))) }
             case .ack(let i):
                 tx.acks[i].completion(.success(result.int64(0, 0) ?? tx.acks[i].cursor))
             }
         }
+    }
+
+    /// The base position when the append functions answered with their one-row "whole batch" form (ord 0).
+    private static func wholeBatchBase(_ result: PGResult) -> Int64? {
+        guard result.rowCount == 1, result.int64(0, 0) == 0 else { return nil }
+        return result.int64(0, 1)
     }
 
     private func complete(_ tx: Transaction, with error: StoreError) {

@@ -18,7 +18,8 @@ enum StoreSQL {
     /// Rows whose idempotency key exists are not inserted and are reported as duplicates (same
     /// body) or conflicts (different body). Fresh rows take consecutive positions from
     /// `event_head`, bumped in the same transaction, so a rolled-back batch leaves no gap and
-    /// positions follow commit order. Returns (ord, seq, outcome) per input row, ordered by ord.
+    /// positions follow commit order. Returns (ord, seq, outcome) per input row, ordered by ord,
+    /// or the single row (0, base, 'batch') when every row was appended at base + ord.
     static let appendEvents = """
         SELECT r_ord, r_seq, r_outcome
         FROM herald_append_events($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
@@ -26,7 +27,8 @@ enum StoreSQL {
 
     /// Appends a batch of deliveries through `herald_append_deliveries` (schema/002_fast_append.sql).
     /// A delivery whose (user, user_index) is stored already (re-derived after a restart) is
-    /// skipped; fresh ones take consecutive cursors. Returns (ord, cursor) of fresh rows.
+    /// skipped; fresh ones take consecutive cursors. Returns (ord, cursor) of fresh rows, or the
+    /// single row (0, base) when every row was stored at base + ord.
     static let appendDeliveries = """
         SELECT r_ord, r_cursor
         FROM herald_append_deliveries($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[],
