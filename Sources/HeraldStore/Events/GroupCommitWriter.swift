@@ -8,8 +8,8 @@ import DequeModule
 /// transaction: `BEGIN; <one batch statement per kind>; COMMIT; Sync` in one write (pipeline
 /// mode, one round trip). The batch statements are prepared once per connection and take
 /// binary array parameters; the session is set up (`StoreSQL.writerSessionSetup`) in a pipeline
-/// segment of its own queued by `init`, ahead of the first transaction. Completions run only after COMMIT succeeded — or with an error,
-/// never with a false success. Loop-agnostic: the owner watches `socket` for reading always
+/// segment of its own queued by `init`, ahead of the first transaction. Completions run only
+/// after COMMIT succeeded — or with an error, never with a false success. Loop-agnostic: the owner watches `socket` for reading always
 /// and for writing while `wantsWrite`, and calls `socketReadable()` / `socketWritable()`.
 public final class GroupCommitWriter {
     public typealias EventsCompletion = (Result<[AppendOutcome], StoreError>) -> Void
