@@ -72,6 +72,24 @@ import Testing
         #expect(stored[1].row == Self.event(2), "the first event is unchanged")
     }
 
+    @Test func aStoredKeyInALargeBatchTakesTheCarefulPathWithoutAGap() throws {
+        // The append function's fast path inserts the whole batch; a stored key rolls that back and
+        // the careful path must number only the fresh rows, in input order.
+        let url = try TestPostgres.freshDatabase()
+        let writer = try GroupCommitWriter(connection: try PGConnection.connect(url))
+        let first = try Self.appendAll(writer, (1...100).map { Self.event($0) })
+        #expect(first == (1...100).map { AppendOutcome.appended(seq: Int64($0)) }, "fast path: base + ord")
+        let batch = (101...140).map { Self.event($0) } + [Self.event(7), Self.event(50, body: #"{"x":1}"#)]
+            + (141...160).map { Self.event($0) }
+        let outcomes = try Self.appendAll(writer, batch)
+        let expected: [AppendOutcome] = (101...140).map { .appended(seq: Int64($0)) } + [.duplicate(seq: 7), .conflict(seq: 50)]
+            + (141...160).map { .appended(seq: Int64($0)) }
+        #expect(outcomes == expected)
+        let stored = try EventReader.events(PGConnection.connect(url), after: 0, limit: 1000)
+        #expect(stored.map(\.seq) == (1...160).map(Int64.init), "positions stay 1…N with no gap")
+        #expect(stored.map(\.row) == (1...160).map { Self.event($0) })
+    }
+
     @Test func groupCommitPutsEverythingQueuedDuringATransactionIntoTheNext() throws {
         let url = try TestPostgres.freshDatabase()
         let writer = try GroupCommitWriter(connection: try PGConnection.connect(url))
@@ -191,7 +209,9 @@ import Testing
 }
 
 @Suite struct IdempotencyScopeTests {
-    @Test func withdrawSnoozeAndOpenedNamingASubmittedNotificationAreStored() throws {
+    /// The store's key is (user, app, notification id) on rows that carry an id; the service sets it
+    /// on submits only, so withdraw, snooze and opened of a stored notification append normally.
+    @Test func rowsWithoutANotificationIdNeverCollideWithASubmit() throws {
         let url = try TestPostgres.freshDatabase()
         let writer = try GroupCommitWriter(connection: try PGConnection.connect(url))
         let submit = EventStoreTests.event(1, id: "n1")
@@ -199,7 +219,8 @@ import Testing
         for type in ["opened", "snooze", "withdraw"] {
             var r = submit
             r.type = type
-            r.body = #"{"op":"\#(type)"}"#
+            r.notificationId = nil
+            r.body = #"{"id":"n1","op":"\#(type)"}"#
             rows.append(r)
         }
         let outcomes = try EventStoreTests.appendAll(writer, rows)

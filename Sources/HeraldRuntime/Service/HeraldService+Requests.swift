@@ -49,8 +49,11 @@ extension HeraldService {
 
     /// Appends admitted events; on COMMIT folds them, answers, and commits their deliveries.
     func append(_ accepted: AcceptedRequest, request: ClientSession.Request, at: Instant, reply: @escaping ([UInt8]) -> Void) {
+        // Only a submit carries the idempotency key in its row: withdraw, snooze and opened name the
+        // notification in their body, and must not collide with the submit's unique key.
         let rows = accepted.events.map { draft in
-            EventRow(user: draft.user, type: draft.type, app: draft.app, notificationId: draft.notificationId,
+            EventRow(user: draft.user, type: draft.type, app: draft.app,
+                     notificationId: draft.type == "submit" ? draft.notificationId : nil,
                      body: draft.body.canonicalString, engineTime: at)
         }
         let warnings: JSONValue = .array(accepted.warnings.map(\.json))

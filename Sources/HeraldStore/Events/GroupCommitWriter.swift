@@ -6,8 +6,10 @@ import DequeModule
 /// The store's single writer. Work (event appends, delivery appends, consumer acks) queues up
 /// while a transaction is in flight; when it completes, everything queued is sent as the next
 /// transaction: `BEGIN; <one batch statement per kind>; COMMIT; Sync` in one write (pipeline
-/// mode, one round trip). Completions run only after COMMIT succeeded — or with an error,
-/// never with a false success. Loop-agnostic: the owner watches `socket` for reading always
+/// mode, one round trip). The batch statements are prepared once per connection and take
+/// binary array parameters; the session is set up (`StoreSQL.writerSessionSetup`) in a pipeline
+/// segment of its own queued by `init`, ahead of the first transaction. Completions run only
+/// after COMMIT succeeded — or with an error, never with a false success. Loop-agnostic: the owner watches `socket` for reading always
 /// and for writing while `wantsWrite`, and calls `socketReadable()` / `socketWritable()`.
 public final class GroupCommitWriter {
     public typealias EventsCompletion = (Result<[AppendOutcome], StoreError>) -> Void
@@ -47,15 +49,19 @@ public final class GroupCommitWriter {
         /// The first result of each statement, in order.
         var results: [PGResult] = []
         var currentStatementHasResult = false
+        /// The session set-up segment queued by `init` (no BEGIN/COMMIT, no waiters).
+        var isSetup = false
     }
 
-    private enum Statement { case begin, events, deliveries, ack(Int), commit }
+    private enum Statement { case begin, events, deliveries, ack(Int), commit, setup }
 
     public let connection: PGConnection
     public var limits: Limits
     private var queue: Deque<Work> = []
     private var inFlight: Deque<Transaction> = []
     private var broken: StoreError?
+    /// The set-up segment is still in flight (it does not count against `maxTransactionsInFlight`).
+    private var setupPending = false
 
     /// Counters for `stats` and benchmarks.
     public private(set) var transactionsCommitted = 0
@@ -67,6 +73,27 @@ public final class GroupCommitWriter {
         self.limits = limits
         try connection.setNonBlocking()
         try connection.enterPipelineMode()
+        try sendSetup()
+    }
+
+    /// Queues the session settings and the two prepared batch statements, then a Sync. Sent
+    /// without waiting (the reconnect path runs on the service loop); their results are checked
+    /// in `finish` and a failure breaks the writer like a lost connection would.
+    private func sendSetup() throws(StoreError) {
+        var tx = Transaction()
+        tx.isSetup = true
+        var ok = connection.send(StoreSQL.writerSessionSetup)
+        ok = ok && connection.sendPrepare(name: StoreSQL.appendEventsName, StoreSQL.appendEvents,
+                                          parameterCount: StoreSQL.appendEventsParameterCount)
+        ok = ok && connection.sendPrepare(name: StoreSQL.appendDeliveriesName, StoreSQL.appendDeliveries,
+                                          parameterCount: StoreSQL.appendDeliveriesParameterCount)
+        ok = ok && connection.sendSync()
+        guard ok else { throw .unavailable(connection.lastErrorMessage) }
+        tx.statements = [.setup, .setup, .setup]
+        inFlight.append(tx)
+        setupPending = true
+        flush()
+        if let broken { throw broken }
     }
 
     public var socket: Int32 { connection.socket }
@@ -74,7 +101,7 @@ public final class GroupCommitWriter {
     public private(set) var wantsWrite = false
     /// Work queued or in flight.
     public var isIdle: Bool { queue.isEmpty && inFlight.isEmpty }
-    public var pendingTransactions: Int { inFlight.count }
+    public var pendingTransactions: Int { inFlight.count - (setupPending ? 1 : 0) }
     public var queuedWork: Int { queue.count }
     /// Set once the connection failed; every later request fails at once with it.
     public var failure: StoreError? { broken }
@@ -106,7 +133,7 @@ public final class GroupCommitWriter {
     /// Sends the next transaction(s) if the pipeline has room, then flushes.
     public func pump() {
         guard broken == nil else { return }
-        while inFlight.count < limits.maxTransactionsInFlight, !queue.isEmpty {
+        while inFlight.count - (setupPending ? 1 : 0) < limits.maxTransactionsInFlight, !queue.isEmpty {
             if !sendNextTransaction() { return }
         }
         flush()
@@ -158,11 +185,11 @@ public final class GroupCommitWriter {
         var ok = connection.send("BEGIN")
         tx.statements.append(.begin)
         if !events.isEmpty {
-            ok = ok && connection.send(StoreSQL.appendEvents, EventBatch.parameters(events))
+            ok = ok && connection.sendPrepared(name: StoreSQL.appendEventsName, EventBatch.parameters(events))
             tx.statements.append(.events)
         }
         if !deliveries.isEmpty {
-            ok = ok && connection.send(StoreSQL.appendDeliveries, DeliveryBatch.parameters(deliveries))
+            ok = ok && connection.sendPrepared(name: StoreSQL.appendDeliveriesName, DeliveryBatch.parameters(deliveries))
             tx.statements.append(.deliveries)
         }
         for (i, a) in tx.acks.enumerated() {
@@ -203,6 +230,14 @@ public final class GroupCommitWriter {
         let firstError = tx.results.lazy.compactMap { r -> StoreError? in
             r.status == PGRES_PIPELINE_ABORTED ? nil : r.error
         }.first
+        if tx.isSetup {
+            setupPending = false
+            if let error = firstError ?? (tx.results.count == tx.statements.count ? nil
+                                          : .unavailable("the writer's session set-up did not complete")) {
+                fail(error)
+            }
+            return
+        }
         let committed = tx.results.count == tx.statements.count
             && tx.results.last.map { $0.status == PGRES_COMMAND_OK } == true
             && firstError == nil
@@ -216,34 +251,50 @@ public final class GroupCommitWriter {
         for (index, statement) in tx.statements.enumerated() {
             let result = tx.results[index]
             switch statement {
-            case .begin, .commit:
+            case .begin, .commit, .setup:
                 break
             case .events:
                 var outcomes = [AppendOutcome?](repeating: nil, count: tx.eventRowCount)
-                for r in 0..<result.rowCount {
-                    guard let ord = result.int64(r, 0), let seq = result.int64(r, 1) else { continue }
-                    let outcome: AppendOutcome
-                    switch result.string(r, 2) {
-                    case "duplicate": outcome = .duplicate(seq: seq)
-                    case "conflict": outcome = .conflict(seq: seq)
-                    default: outcome = .appended(seq: seq)
+                if let base = Self.wholeBatchBase(result) {
+                    // The whole batch was appended at base + ord (see herald_append_events).
+                    for i in 0..<tx.eventRowCount { outcomes[i] = .appended(seq: base + Int64(i) + 1) }
+                } else {
+                    for r in 0..<result.rowCount {
+                        guard let ord = result.int64(r, 0), let seq = result.int64(r, 1) else { continue }
+                        let outcome: AppendOutcome
+                        switch result.string(r, 2) {
+                        case "duplicate": outcome = .duplicate(seq: seq)
+                        case "conflict": outcome = .conflict(seq: seq)
+                        default: outcome = .appended(seq: seq)
+                        }
+                        outcomes[Int(ord) - 1] = outcome
                     }
-                    outcomes[Int(ord) - 1] = outcome
                 }
                 for (range, completion) in tx.events {
                     completion(.success(outcomes[range].map { $0 ?? .conflict(seq: 0) }))
                 }
             case .deliveries:
                 var cursors = [Int64](repeating: 0, count: tx.deliveryRowCount)
-                for r in 0..<result.rowCount {
-                    guard let ord = result.int64(r, 0), let cursor = result.int64(r, 1) else { continue }
-                    cursors[Int(ord) - 1] = cursor
+                if let base = Self.wholeBatchBase(result) {
+                    // The whole batch was stored at base + ord (see herald_append_deliveries).
+                    for i in 0..<tx.deliveryRowCount { cursors[i] = base + Int64(i) + 1 }
+                } else {
+                    for r in 0..<result.rowCount {
+                        guard let ord = result.int64(r, 0), let cursor = result.int64(r, 1) else { continue }
+                        cursors[Int(ord) - 1] = cursor
+                    }
                 }
                 for (range, completion) in tx.deliveries { completion(.success(Array(cursors[range]))) }
             case .ack(let i):
                 tx.acks[i].completion(.success(result.int64(0, 0) ?? tx.acks[i].cursor))
             }
         }
+    }
+
+    /// The base position when the append functions answered with their one-row "whole batch" form (ord 0).
+    private static func wholeBatchBase(_ result: PGResult) -> Int64? {
+        guard result.rowCount == 1, result.int64(0, 0) == 0 else { return nil }
+        return result.int64(0, 1)
     }
 
     private func complete(_ tx: Transaction, with error: StoreError) {
@@ -260,6 +311,7 @@ public final class GroupCommitWriter {
         wantsWrite = false
         let transactions = inFlight
         inFlight.removeAll()
+        setupPending = false
         let work = queue
         queue.removeAll()
         for tx in transactions { complete(tx, with: error) }
@@ -290,35 +342,40 @@ public final class GroupCommitWriter {
     }
 }
 
-/// Parameters of the batch event insert: one text array per column.
+/// Parameters of the batch event insert: one binary array per column.
 enum EventBatch {
-    static func parameters(_ rows: [EventRow]) -> [String?] {
-        [
-            PGArray.literal(rows.lazy.map(\.user)),
-            PGArray.literal(rows.lazy.map(\.type)),
-            PGArray.literal(rows.lazy.map(\.app)),
-            PGArray.literal(rows.lazy.map(\.notificationId)),
-            PGArray.literal(rows.lazy.map(\.body)),
-            PGArray.literal(rows.lazy.map { $0.engineTime.rfc3339 }),
-        ]
+    static func parameters(_ rows: [EventRow]) -> PGBinaryParameters {
+        var capacity = 120
+        for r in rows { capacity += r.body.utf8.count + (r.user?.utf8.count ?? 0) + (r.app?.utf8.count ?? 0)
+                                    + (r.notificationId?.utf8.count ?? 0) + r.type.utf8.count + 40 }
+        var p = PGBinaryParameters(capacity: capacity)
+        p.appendText(rows.lazy.map(\.user))
+        p.appendText(rows.lazy.map(\.type))
+        p.appendText(rows.lazy.map(\.app))
+        p.appendText(rows.lazy.map(\.notificationId))
+        p.appendText(rows.lazy.map(\.body))
+        p.appendTimestamptz(rows.lazy.map(\.engineTime.millisecondsSinceEpoch))
+        return p
     }
 }
 
-/// Parameters of the batch delivery insert: one text array per column.
+/// Parameters of the batch delivery insert: one binary array per column.
 enum DeliveryBatch {
-    static func parameters(_ rows: [DeliveryRow]) -> [String?] {
-        [
-            PGArray.literal(rows.lazy.map(\.user)),
-            PGArray.literal(rows.lazy.map { String($0.userIndex) }),
-            PGArray.literal(rows.lazy.map { String($0.causeSeq) }),
-            PGArray.literal(rows.lazy.map(\.kind)),
-            PGArray.literal(rows.lazy.map(\.app)),
-            PGArray.literal(rows.lazy.map(\.notificationId)),
-            PGArray.literal(rows.lazy.map(\.reason)),
-            PGArray.literal(rows.lazy.map { $0.at.rfc3339 }),
-            PGArray.literal(rows.lazy.map(\.rulesVersion)),
-            PGArray.literal(rows.lazy.map(\.trace)),
-            PGArray.literal(rows.lazy.map(\.body)),
-        ]
+    static func parameters(_ rows: [DeliveryRow]) -> PGBinaryParameters {
+        var capacity = 220
+        for r in rows { capacity += r.body.utf8.count + r.trace.utf8.count + r.user.utf8.count + 120 }
+        var p = PGBinaryParameters(capacity: capacity)
+        p.appendText(rows.lazy.map(\.user))
+        p.appendInt64(rows.lazy.map(\.userIndex))
+        p.appendInt64(rows.lazy.map(\.causeSeq))
+        p.appendText(rows.lazy.map(\.kind))
+        p.appendText(rows.lazy.map(\.app))
+        p.appendText(rows.lazy.map(\.notificationId))
+        p.appendText(rows.lazy.map(\.reason))
+        p.appendTimestamptz(rows.lazy.map(\.at.millisecondsSinceEpoch))
+        p.appendText(rows.lazy.map(\.rulesVersion))
+        p.appendText(rows.lazy.map(\.trace))
+        p.appendText(rows.lazy.map(\.body))
+        return p
     }
 }

@@ -100,6 +100,28 @@ public final class PGConnection {
         } == 1
     }
 
+    /// Queues the creation of a named prepared statement (parameter types come from the casts in `sql`).
+    /// Its result (command OK or an error) arrives like any statement's.
+    public func sendPrepare(name: String, _ sql: String, parameterCount: Int) -> Bool {
+        guard let handle else { return false }
+        return PQsendPrepare(handle, name, sql, Int32(parameterCount), nil) == 1
+    }
+
+    /// Queues the execution of a prepared statement with binary-format parameters, text results.
+    func sendPrepared(name: String, _ parameters: PGBinaryParameters) -> Bool {
+        guard let handle else { return false }
+        let n = parameters.count
+        let lengths = parameters.ranges.map { Int32($0.count) }
+        let formats = [Int32](repeating: 1, count: n)
+        // The pointers point into `parameters.bytes` and live only for the call:
+        // libpq copies every parameter into its output buffer before PQsendQueryPrepared returns.
+        return parameters.bytes.withUnsafeBufferPointer { buffer -> Int32 in
+            let base = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
+            let values: [UnsafePointer<CChar>?] = parameters.ranges.map { base + $0.lowerBound }
+            return PQsendQueryPrepared(handle, name, Int32(n), values, lengths, formats, 0)
+        } == 1
+    }
+
     /// Marks the end of a pipeline segment: the server answers with a PGRES_PIPELINE_SYNC result,
     /// and an error before it aborts only the statements up to it.
     public func sendSync() -> Bool {
