@@ -1,6 +1,7 @@
 // A closed-loop load of pipelined submits over TCP: N producer connections, each keeping W requests outstanding.
 import Foundation
 import HeraldCore
+import HeraldStore
 import Synchronization
 
 /// The producer side of `herald bench ingest`: realistic ~300-byte submits over many users,
@@ -34,6 +35,14 @@ public struct IngestLoad: Sendable {
             try c.send(#"{"op":"authorization","user":"user-\#(u)","app":"\#(app)","status":"authorized","options":["alert","sound","badge"]}"#)
         }
         for _ in 0...users { _ = try c.readJSON(timeoutMilliseconds: 120_000) }
+    }
+
+    /// The rows the service stores for this load (for the COPY baseline of the same data).
+    public func rows() -> [EventRow] {
+        (0..<events).map { i in
+            EventRow(user: "user-\(i % users)", type: "submit", app: app, notificationId: "\(idPrefix)-\(i)",
+                     body: line(i), engineTime: Instant(millisecondsSinceEpoch: 1_780_000_000_000 + Int64(i)))
+        }
     }
 
     /// One submit line.

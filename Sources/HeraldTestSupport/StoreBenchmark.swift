@@ -226,3 +226,17 @@ public struct StoreBenchmark {
         }
     }
 }
+
+extension StoreBenchmark {
+    /// The physical ceiling for `rows`: one COPY (formatted at the byte level) into a plain table
+    /// without indexes, and into one with the log's two indexes. Rows per second for each.
+    public static func copyBaselines(databaseURL: String, rows: [EventRow]) throws -> (plain: Double, indexed: Double) {
+        let conn = try PGConnection.connect(databaseURL)
+        let plain = try timedCopy(conn, table: "bench_copy_baseline", indexes: [], chunks: copyChunks(rows))
+        let indexed = try timedCopy(conn, table: "bench_copy_indexed", indexes: [
+            "ALTER TABLE bench_copy_indexed ADD PRIMARY KEY (seq)",
+            "CREATE UNIQUE INDEX ON bench_copy_indexed (user_id, app, notification_id)",
+        ], chunks: copyChunks(rows))
+        return (plain, indexed)
+    }
+}

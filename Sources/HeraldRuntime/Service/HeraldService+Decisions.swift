@@ -3,13 +3,13 @@ import HeraldCore
 import HeraldStore
 
 extension HeraldService {
-    /// The user's record, created on first sight.
-    func record(for user: String) -> UserRecord {
-        if let r = users[user] { return r }
-        let r = UserRecord(state: UserState(user: user), index: UInt64(userIds.count))
+    /// Creates the user's record on first sight. Records are then only mutated in place
+    /// (`users[user]!.…`): a copy taken out of the dictionary and mutated would copy every
+    /// buffer of the user's state on each event (copy-on-write with two owners).
+    func ensureRecord(for user: String) {
+        guard users[user] == nil else { return }
+        users[user] = UserRecord(state: UserState(user: user), index: UInt64(userIds.count))
         userIds.append(user)
-        users[user] = r
-        return r
     }
 
     /// Folds one committed event; its deliveries queue for commit, its next wake goes to the wheel.
@@ -20,24 +20,24 @@ extension HeraldService {
             _ = engine.apply(event, to: &scratch, apps: &apps)
             return
         }
-        var r = record(for: user)
-        let outcome = engine.apply(event, to: &r.state, apps: &apps)
-        users[user] = r
+        ensureRecord(for: user)
+        let outcome = engine.apply(event, to: &users[user]!.state, apps: &apps)
         take(outcome, user: user, collect: collect)
     }
 
     func take(_ outcome: Outcome, user: String, collect: ((Delivery, Int64) -> Void)? = nil) {
-        guard var r = users[user] else { return }
+        guard let record = users[user] else { return }
+        var count = record.deliveryCount
         for d in outcome.deliveries {
-            r.deliveryCount += 1
-            if let collect { collect(d, r.deliveryCount) } else { unsentDeliveries.append(Self.row(d, index: r.deliveryCount)) }
+            count += 1
+            if let collect { collect(d, count) } else { unsentDeliveries.append(Self.row(d, index: count)) }
         }
-        if outcome.nextWake != r.wakeAt {
-            if let h = r.wakeHandle { timers.wheel.cancel(h) }
-            r.wakeHandle = outcome.nextWake.map { timers.wheel.schedule(at: $0, payload: r.index) }
-            r.wakeAt = outcome.nextWake
+        users[user]!.deliveryCount = count
+        if outcome.nextWake != record.wakeAt {
+            if let h = record.wakeHandle { timers.wheel.cancel(h) }
+            users[user]!.wakeHandle = outcome.nextWake.map { timers.wheel.schedule(at: $0, payload: record.index) }
+            users[user]!.wakeAt = outcome.nextWake
         }
-        users[user] = r
     }
 
     static func row(_ d: Delivery, index: Int64) -> DeliveryRow {
@@ -55,11 +55,10 @@ extension HeraldService {
         timers.advance(to: horizon) { _, payload in due.append(payload) }
         for index in due {
             let user = userIds[Int(index)]
-            guard var r = users[user] else { continue }
-            r.wakeHandle = nil
-            r.wakeAt = nil
-            let outcome = engine.advance(&r.state, to: horizon, apps: apps)
-            users[user] = r
+            guard users[user] != nil else { continue }
+            users[user]!.wakeHandle = nil
+            users[user]!.wakeAt = nil
+            let outcome = engine.advance(&users[user]!.state, to: horizon, apps: apps)
             take(outcome, user: user)
         }
         flushDeliveries()

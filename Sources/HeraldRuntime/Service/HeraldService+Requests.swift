@@ -93,7 +93,8 @@ extension HeraldService {
                 for (outcome, draft) in zip(outcomes, accepted.events) {
                     if case .appended(let seq) = outcome {
                         self.eventsCommitted += 1
-                        self.applyCommitted(StoredEvent(seq: seq, user: draft.user, type: draft.type, body: draft.body, at: at))
+                        // Carries the door's decoded notification, so the fold does not parse the body again.
+                        self.applyCommitted(StoredEvent(draft, seq: seq, at: at))
                     }
                 }
                 reply(self.replyFor(outcomes: outcomes, rid: rid, warnings: warnings))

@@ -94,10 +94,8 @@ public struct Replayer {
             while let next = pendingInjections.first, next.at <= t {
                 pendingInjections.removeFirst()
                 guard let user = next.draft.user else { continue }
-                var state = states[user] ?? UserState(user: user)
                 let event = StoredEvent(seq: seq, user: user, type: next.draft.type, body: next.draft.body, at: next.at)
-                take(engine.apply(event, to: &state, apps: &apps), user: user)
-                states[user] = state
+                take(engine.apply(event, to: &states[user, default: UserState(user: user)], apps: &apps), user: user)
             }
         }
         after = 0
@@ -120,9 +118,8 @@ public struct Replayer {
                     continue
                 }
                 if let users, !users.contains(user) { continue }
-                var state = states[user] ?? UserState(user: user)
-                take(engine.apply(event, to: &state, apps: &apps), user: user)
-                states[user] = state
+                // In place: a copy mutated and stored back would copy the state's buffers every event.
+                take(engine.apply(event, to: &states[user, default: UserState(user: user)], apps: &apps), user: user)
             }
             progress(report.eventsRead, head)
         }
@@ -130,9 +127,7 @@ public struct Replayer {
         if case .time(let t) = limit { horizon = t }
         inject(upTo: horizon, seq: after)
         for user in states.keys.sorted() {
-            var state = states[user]!
-            take(engine.advance(&state, to: horizon, apps: apps), user: user)
-            states[user] = state
+            take(engine.advance(&states[user]!, to: horizon, apps: apps), user: user)
         }
 
         // Compare, user by user, ordinal by ordinal.

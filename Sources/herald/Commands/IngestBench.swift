@@ -1,0 +1,79 @@
+// `herald bench ingest`: pipelined submits over TCP to a real service, acked after COMMIT, beside COPY of the same rows.
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldRuntime
+import HeraldStore
+import HeraldTestSupport
+
+struct IngestBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ingest",
+        abstract: "Producers pipelining submits over TCP to an in-process herald serve (acks after COMMIT), beside COPY of the same rows.")
+
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "Submits in all.") var events = 100_000
+    @Option(help: "Producer connections.") var producers = 8
+    @Option(help: "Outstanding submits per producer.") var window = 256
+    @Option(help: "Distinct users (each authorized first).") var users = 10_000
+    @Flag(help: "Print JSON instead of a table.") var json = false
+
+    func run() throws {
+        try reportingErrors {
+            let location = try database.resolve()
+            defer { location.close() }
+            let url = try scratchDatabase(location, name: "herald_bench_ingest")
+            var config = ServiceConfiguration(databaseURL: url)
+            config.port = 0
+            config.handleSignals = false
+            let service = HeraldService(configuration: config) { _ in }
+            let port = try service.start()
+            // The loop runs on its own thread; this thread is the load generator.
+            nonisolated(unsafe) let loopService = service
+            let stopped = DispatchSemaphore(value: 0)
+            Thread { loopService.run(); stopped.signal() }.start()
+
+            var load = IngestLoad()
+            load.events = events; load.producers = producers; load.window = window; load.users = users
+            Log.info("authorizing \(users) users")
+            try load.prepare(port: port)
+            Log.info("ingest: \(events) submits, \(producers) producers × \(window) outstanding")
+            let r = try load.run(port: port) { n in Log.info("ingest: \(n)/\(events) acked") }
+            service.requestShutdown()
+            _ = stopped.wait(timeout: .now() + 30)
+            Log.info("COPY baselines: \(events) rows")
+            let copy = try StoreBenchmark.copyBaselines(databaseURL: url, rows: load.rows())
+            let ratio = r.acksPerSecond / copy.plain, ratioIndexed = r.acksPerSecond / copy.indexed
+            if json {
+                print(JSONValue.object([
+                    "acksPerSecond": .int(Int64(r.acksPerSecond)), "ackP50Ms": .double(r.percentile(0.5)),
+                    "ackP99Ms": .double(r.percentile(0.99)), "ackP999Ms": .double(r.percentile(0.999)),
+                    "copyRowsPerSecond": .int(Int64(copy.plain)), "copyIndexedRowsPerSecond": .int(Int64(copy.indexed)),
+                    "ratio": .double((ratio * 100).rounded() / 100), "ratioIndexed": .double((ratioIndexed * 100).rounded() / 100),
+                ]).canonicalString)
+            } else {
+                print("ingest over TCP: \(events) submits of ~300 B to \(users) users, \(producers) producers × \(window) outstanding")
+                print("  herald serve, acked after COMMIT   \(Int(r.acksPerSecond)) submits/s   ack p50 "
+                      + String(format: "%.1f ms, p99 %.1f ms, p99.9 %.1f ms", r.percentile(0.5), r.percentile(0.99), r.percentile(0.999)))
+                print("  baseline: one COPY, no indexes    \(Int(copy.plain)) rows/s   ratio " + String(format: "%.2f×", ratio))
+                print("  reference: COPY with the log's indexes  \(Int(copy.indexed)) rows/s   ratio " + String(format: "%.2f×", ratioIndexed))
+            }
+        }
+    }
+}
+
+/// Drops and recreates a scratch database next to the resolved one, migrated; returns its URL.
+func scratchDatabase(_ location: DatabaseLocation, name: String) throws -> String {
+    let admin = try PGConnection.connect(location.url)
+    try admin.execute("SET client_min_messages = warning")
+    try admin.execute("DROP DATABASE IF EXISTS \(name)")
+    try admin.execute("CREATE DATABASE \(name)")
+    let db = try admin.execute("SELECT current_database()").string(0, 0) ?? "postgres"
+    admin.close()
+    let url = location.url.replacingOccurrences(of: "dbname=\(db)", with: "dbname=\(name)")
+    guard url != location.url else {
+        throw StoreError.configuration("benchmarks need a key=value connection string with dbname= (or no --database-url)")
+    }
+    try Migrator.migrate(PGConnection.connect(url))
+    return url
+}
