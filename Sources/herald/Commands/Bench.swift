@@ -28,17 +28,7 @@ struct StoreBench: ParsableCommand {
             let location = try database.resolve()
             defer { location.close() }
             // A scratch database, so the benchmark never touches real data.
-            let admin = try PGConnection.connect(location.url)
-            try admin.execute("DROP DATABASE IF EXISTS herald_bench")
-            try admin.execute("CREATE DATABASE herald_bench")
-            let db = try admin.execute("SELECT current_database()").string(0, 0) ?? "postgres"
-            admin.close()
-            let url = location.url.replacingOccurrences(of: "dbname=\(db)", with: "dbname=herald_bench")
-            guard url != location.url else {
-                Log.info("error: bench store needs a key=value connection string with dbname= (or no --database-url)")
-                throw ExitCode.error
-            }
-            try Migrator.migrate(PGConnection.connect(url))
+            let url = try scratchDatabase(location, name: "herald_bench")
             var bench = StoreBenchmark()
             bench.events = events; bench.producers = producers; bench.window = window
             bench.limits.maxTransactionsInFlight = inFlight
@@ -63,4 +53,20 @@ struct StoreBench: ParsableCommand {
             }
         }
     }
+}
+
+/// Drops and recreates a scratch database next to the resolved one, migrated; returns its URL.
+func scratchDatabase(_ location: DatabaseLocation, name: String) throws -> String {
+    let admin = try PGConnection.connect(location.url)
+    try admin.execute("SET client_min_messages = warning")
+    try admin.execute("DROP DATABASE IF EXISTS \(name)")
+    try admin.execute("CREATE DATABASE \(name)")
+    let db = try admin.execute("SELECT current_database()").string(0, 0) ?? "postgres"
+    admin.close()
+    let url = location.url.replacingOccurrences(of: "dbname=\(db)", with: "dbname=\(name)")
+    guard url != location.url else {
+        throw StoreError.configuration("benchmarks need a key=value connection string with dbname= (or no --database-url)")
+    }
+    try Migrator.migrate(PGConnection.connect(url))
+    return url
 }

@@ -61,19 +61,3 @@ struct IngestBench: ParsableCommand {
         }
     }
 }
-
-/// Drops and recreates a scratch database next to the resolved one, migrated; returns its URL.
-func scratchDatabase(_ location: DatabaseLocation, name: String) throws -> String {
-    let admin = try PGConnection.connect(location.url)
-    try admin.execute("SET client_min_messages = warning")
-    try admin.execute("DROP DATABASE IF EXISTS \(name)")
-    try admin.execute("CREATE DATABASE \(name)")
-    let db = try admin.execute("SELECT current_database()").string(0, 0) ?? "postgres"
-    admin.close()
-    let url = location.url.replacingOccurrences(of: "dbname=\(db)", with: "dbname=\(name)")
-    guard url != location.url else {
-        throw StoreError.configuration("benchmarks need a key=value connection string with dbname= (or no --database-url)")
-    }
-    try Migrator.migrate(PGConnection.connect(url))
-    return url
-}
