@@ -2,6 +2,7 @@
 import Foundation
 import HeraldCore
 import HeraldRuntime
+import HeraldStore
 import HeraldTestSupport
 import Testing
 
@@ -299,5 +300,23 @@ import Testing
             if let cursor = d["cursor"]?.intValue { cursors.append(cursor) }
         }
         #expect(cursors == Array(1...Int64(n)), "every cursor once, in order")
+    }
+}
+
+@Suite struct RacingDuplicateTests {
+    @Test func sixteenConnectionsRacingTheSameIdStoreOneRowAndAllGetItsSeq() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        _ = try server.client().call(["op": "authorization", "user": "alice", "app": "com.example.mail", "status": "authorized", "options": ["alert"]])
+        let clients = try (0..<16).map { _ in try server.client() }
+        let line = JSONValue.object(["op": "submit", "id": "race", "app": "com.example.mail", "user": "alice", "title": "T",
+                                     "body": "B", "hiddenPreviewsBodyPlaceholder": "x"]).canonicalString
+        for c in clients { try c.send(line) }   // all sent before any reply is read
+        let replies = try clients.map { try $0.readJSON() }
+        #expect(replies.allSatisfy { $0["ok"] == true })
+        #expect(Set(replies.compactMap { $0["seq"]?.intValue }).count == 1, "every ack names the one stored event")
+        #expect(replies.filter { $0["duplicate"] == nil }.count == 1, "exactly one was the original")
+        let conn = try PGConnection.connect(server.url)
+        #expect(try conn.execute("SELECT count(*) FROM events WHERE notification_id = 'race'").int64(0, 0) == 1)
     }
 }

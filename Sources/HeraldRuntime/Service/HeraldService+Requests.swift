@@ -15,14 +15,14 @@ extension HeraldService {
         }
         // A withdraw that names no user applies to every recipient of the original submit.
         if request.op == "withdraw", accepted.events.contains(where: { $0.user == nil }) {
-            resolveWithdraw(request, accepted: accepted, at: at, reply: reply)
+            resolveWithdraw(request, accepted: accepted, reply: reply)
             return
         }
         append(accepted, request: request, at: at, reply: reply)
     }
 
     /// Finds the recipients of (app, id) — committed, or in flight — and withdraws it for each.
-    func resolveWithdraw(_ request: ClientSession.Request, accepted: AcceptedRequest, at: Instant, reply: @escaping ([UInt8]) -> Void) {
+    func resolveWithdraw(_ request: ClientSession.Request, accepted: AcceptedRequest, reply: @escaping ([UInt8]) -> Void) {
         guard let draft = accepted.events.first, let app = draft.app, let id = draft.notificationId else { return }
         let prefix = app + "\u{1}" + id + "\u{1}"
         let inFlight = inFlightKeys.keys.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
@@ -42,7 +42,9 @@ extension HeraldService {
                 }
                 var perUser = accepted
                 perUser.events = users.map { draft.withUser($0) }
-                self.append(perUser, request: request, at: at, reply: reply)
+                // Engine time is taken now, after the look-up: timers may have fired meanwhile,
+                // and an event must never be folded behind timers later than its own time.
+                self.append(perUser, request: request, at: self.now(), reply: reply)
             }
         }
     }
@@ -59,36 +61,27 @@ extension HeraldService {
         let warnings: JSONValue = .array(accepted.warnings.map(\.json))
         let rid = request.rid
 
-        // A re-send racing its original (same idempotency key in flight) waits for it.
-        if rows.count == 1, let key = Self.idempotencyKey(rows[0]), inFlightKeys[key] != nil {
-            let body = rows[0].body
-            inFlightKeys[key]!.waiters.append { [weak self] outcome, error in
-                guard let self else { return }
-                if let error { reply(WireReply.error(rid: rid, self.requestError(error))); return }
-                guard let outcome else { return }
-                let original = self.inFlightKeys[key]?.body
-                reply(self.replyFor(outcome: outcome.sameBody(original == nil || original == body), rid: rid, warnings: warnings))
-            }
+        // A re-send racing its original (an idempotency key already in flight) waits for it and is
+        // then admitted afresh: the store answers it as a duplicate (or conflict) of the committed
+        // original, and its engine time is taken then, so it never lands behind fired timers.
+        let keys = rows.compactMap(Self.idempotencyKey)
+        if let busy = keys.first(where: { inFlightKeys[$0] != nil }) {
+            inFlightKeys[busy]!.append { [weak self] in self?.submitEvent(request, reply: reply) }
             return
         }
 
         guard let writer = writerOrRefuse(rid: rid, reply: reply) else { return }
-        let keys = rows.compactMap(Self.idempotencyKey)
-        for (key, row) in zip(rows.compactMap { Self.idempotencyKey($0) }, rows.filter { Self.idempotencyKey($0) != nil }) {
-            inFlightKeys[key] = InFlightKey(body: row.body)
-        }
+        for key in keys { inFlightKeys[key] = [] }
         inFlightTimes.append(at)
         writer.append(events: rows) { [weak self] result in
             guard let self else { return }
             self.inFlightTimes.removeFirst()
-            let waiting = keys.map { ($0, self.inFlightKeys[$0]) }
+            // Waiters run after this request's own reply and fold, whatever the outcome.
+            let waiters = keys.flatMap { self.inFlightKeys.removeValue(forKey: $0) ?? [] }
+            defer { waiters.forEach { $0() } }
             switch result {
             case .failure(let error):
                 reply(WireReply.error(rid: rid, self.requestError(error)))
-                for (key, entry) in waiting {
-                    self.inFlightKeys[key] = nil
-                    entry?.waiters.forEach { $0(nil, error) }
-                }
             case .success(let outcomes):
                 for (outcome, draft) in zip(outcomes, accepted.events) {
                     if case .appended(let seq) = outcome {
@@ -98,10 +91,6 @@ extension HeraldService {
                     }
                 }
                 reply(self.replyFor(outcomes: outcomes, rid: rid, warnings: warnings))
-                for (index, (key, entry)) in waiting.enumerated() where index < outcomes.count {
-                    entry?.waiters.forEach { $0(outcomes[index], nil) }
-                    self.inFlightKeys[key] = nil
-                }
                 self.flushDeliveries()
                 self.fireTimers()
             }
@@ -154,15 +143,5 @@ extension HeraldService {
         if error.isRetryable { return .storeUnavailable(error.description) }
         return RequestError(code: "store_error", title: "The request could not be stored",
                             detail: "PostgreSQL refused it: \(error). This is a server-side problem; report it with the time of the request.")
-    }
-}
-
-extension AppendOutcome {
-    /// A waiter's view of its original's outcome: a different body makes it a conflict.
-    func sameBody(_ same: Bool) -> AppendOutcome {
-        switch self {
-        case .appended(let s), .duplicate(let s): return same ? .duplicate(seq: s) : .conflict(seq: s)
-        case .conflict: return self
-        }
     }
 }

@@ -44,8 +44,9 @@ public final class HeraldService: ConnectionDelegate {
     var lastNow = Instant.epoch
     /// Engine times of appended events not yet committed, oldest first: timers may not fire past the oldest.
     var inFlightTimes: Deque<Instant> = []
-    /// Idempotency keys in flight, so a re-send racing its original is answered as a duplicate.
-    var inFlightKeys: [String: InFlightKey] = [:]
+    /// Idempotency keys in flight, each with the requests waiting for it: a re-send racing its
+    /// original is admitted again once the original committed (and so answered as a duplicate).
+    var inFlightKeys: [String: [() -> Void]] = [:]
     /// Deliveries decided but not yet committed (re-sent after a reconnect).
     var unsentDeliveries: [DeliveryRow] = []
     var deliveriesInFlight = false
@@ -58,11 +59,6 @@ public final class HeraldService: ConnectionDelegate {
     var consumers: [String: ConsumerStream] = [:]
 
     public var log: (String) -> Void
-
-    struct InFlightKey {
-        var body: String
-        var waiters: [(AppendOutcome?, StoreError?) -> Void] = []
-    }
 
     // Counters for `stats`.
     var eventsCommitted = 0
