@@ -135,12 +135,17 @@ import Testing
                             "schedule": [["days": [1, 2, 3, 4, 5, 6, 7], "start": "22:00", "end": "07:00"]],
                             "timeZone": "UTC"])["ok"] == true)
         #expect(try c.call(Self.submit("late", extra: ["deliverAt": "2026-03-27T23:00:00Z"]))["ok"] == true)
+        // The Focus's allowed app breaks through in the same window.
+        _ = try c.call(["op": "authorization", "user": "alice", "app": "com.example.calendar", "status": "authorized", "options": ["alert"]])
+        #expect(try c.call(["op": "submit", "id": "meeting", "app": "com.example.calendar", "user": "alice", "title": "Standup",
+                            "body": "Now", "hiddenPreviewsBodyPlaceholder": "Event", "deliverAt": "2026-03-27T23:30:00Z"])["ok"] == true)
         _ = try c.call(["op": "clock", "advanceTo": "2026-03-28T08:00:00Z"])
         let consumer = try server.client()
         _ = try consumer.call(["op": "subscribe", "consumer": "c", "from": "earliest"])
-        let ds = try consumer.deliveries(2)
+        let ds = try consumer.deliveries(3)
         #expect(ds[0]["kind"] == "held" && ds[0]["at"] == "2026-03-27T23:00:00Z", "judged at deliverAt, inside the Focus window")
-        #expect(ds[1]["kind"] == "focusDigest" && ds[1]["at"] == "2026-03-28T07:00:00Z")
+        #expect(ds[1]["kind"] == "alert" && ds[1]["notification"] == "meeting", "an allowed app breaks through the Focus")
+        #expect(ds[2]["kind"] == "focusDigest" && ds[2]["at"] == "2026-03-28T07:00:00Z")
     }
 
     @Test func consumerResumesAfterItsAckedCursor() throws {
