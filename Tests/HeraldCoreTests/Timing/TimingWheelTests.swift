@@ -292,4 +292,16 @@ import Testing
         expected.sort { ($0.deadline, $0.payload) < ($1.deadline, $1.payload) }
         #expect(Self.drain(&wheel, to: 12_000) == expected)
     }
+
+    @Test func copiesOfAWheelAreIndependentValues() {
+        var original = TimingWheel(start: Self.start)
+        let a = original.schedule(at: Self.at(10), payload: 1)
+        original.schedule(at: Self.at(20), payload: 2)
+        var copy = original
+        let cancelled = copy.cancel(a)
+        #expect(cancelled)
+        copy.schedule(at: Self.at(5), payload: 3)
+        #expect(Self.drain(&original, to: 30).map(\.payload) == [1, 2])
+        #expect(Self.drain(&copy, to: 30).map(\.payload) == [3, 2])
+    }
 }
