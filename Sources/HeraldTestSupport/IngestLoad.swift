@@ -46,7 +46,7 @@ public struct IngestLoad: Sendable {
     }
 
     /// One submit line.
-    func line(_ i: Int) -> String {
+    public func line(_ i: Int) -> String {
         #"{"op":"submit","id":"\#(idPrefix)-\#(i)","app":"\#(app)","user":"user-\#(i % users)","title":"Order shipped","body":"Your order #\#(i) has shipped and will arrive on Tuesday between 9 and 12. Track it in the app.","hiddenPreviewsBodyPlaceholder":"Order update","threadId":"orders","interruptionLevel":"active"}"#
     }
 

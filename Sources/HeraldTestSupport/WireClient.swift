@@ -4,7 +4,9 @@ import Glibc
 import HeraldCore
 
 /// Newline-delimited JSON over a plain blocking socket with read time-outs.
-public final class WireClient {
+/// `@unchecked Sendable`: one thread may read while another writes (reads touch only the read
+/// buffer, writes only the socket); two readers or two writers at once are not allowed.
+public final class WireClient: @unchecked Sendable {
     public enum Failure: Error, CustomStringConvertible {
         case connect(String), closed, timeout, io(String)
         public var description: String {

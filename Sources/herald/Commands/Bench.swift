@@ -7,7 +7,7 @@ import HeraldTestSupport
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks, each beside its baseline in the same run.",
-        subcommands: [StoreBench.self, IngestBench.self])
+        subcommands: [StoreBench.self, IngestBench.self, LatencyBench.self])
 }
 
 struct StoreBench: ParsableCommand {

@@ -61,3 +61,49 @@ struct IngestBench: ParsableCommand {
         }
     }
 }
+
+struct LatencyBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "latency",
+        abstract: "Submit → delivery line at a subscribed consumer, at a fixed offered load, through an in-process herald serve.")
+
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "Submits in all.") var events = 20_000
+    @Option(help: "Offered load, submits per second (default: about half the measured ingest maximum).") var rate = 4_000.0
+    @Option(help: "Distinct users (each authorized first).") var users = 10_000
+    @Flag(help: "Print JSON instead of a table.") var json = false
+
+    func run() throws {
+        try reportingErrors {
+            let location = try database.resolve()
+            defer { location.close() }
+            let url = try scratchDatabase(location, name: "herald_bench_latency")
+            var config = ServiceConfiguration(databaseURL: url)
+            config.port = 0
+            config.handleSignals = false
+            let service = HeraldService(configuration: config) { _ in }
+            let port = try service.start()
+            nonisolated(unsafe) let loopService = service
+            let stopped = DispatchSemaphore(value: 0)
+            Thread { loopService.run(); stopped.signal() }.start()
+            defer { service.requestShutdown(); _ = stopped.wait(timeout: .now() + 30) }
+
+            var load = LatencyLoad()
+            load.events = events; load.ratePerSecond = rate; load.ingest.users = users
+            Log.info("authorizing \(users) users")
+            try load.ingest.prepare(port: port)
+            Log.info("latency: \(events) submits at \(Int(rate))/s with a consumer subscribed")
+            let r = try load.run(port: port)
+            if json {
+                print(JSONValue.object([
+                    "offeredPerSecond": .double(rate), "delivered": .int(Int64(r.delivered)),
+                    "p50Ms": .double(r.percentile(0.5)), "p99Ms": .double(r.percentile(0.99)), "p999Ms": .double(r.percentile(0.999)),
+                ]).canonicalString)
+            } else {
+                print("end to end: \(events) submits at \(Int(rate))/s offered, one consumer at the tail")
+                print("  submit → delivery line   p50 " + String(format: "%.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
+                      r.percentile(0.5), r.percentile(0.99), r.percentile(0.999), r.latenciesMs.last ?? 0))
+            }
+        }
+    }
+}
