@@ -17,6 +17,7 @@ public final class ClientConnection {
     private weak var delegate: ConnectionDelegate?
     public private(set) var isClosing = false
     private var readPaused = false
+    private var finished = false
     /// Called (once) when the output drains below the low-water mark; consumers resume on it.
     public var onDrained: (() -> Void)?
 
@@ -94,8 +95,11 @@ public final class ClientConnection {
         if outputBytes == 0 { finish() }
     }
 
+    /// Frees the connection (once): called when queued output drained after `close`, or at once
+    /// when the peer is gone.
     private func finish() {
-        guard let bev else { return }
+        guard let bev, !finished else { return }
+        finished = true
         bufferevent_disable(bev, Int16(EV_READ | EV_WRITE))
         shutdown(bufferevent_getfd(bev), Int32(SHUT_RDWR))
         delegate?.connectionClosed(self)
@@ -136,8 +140,9 @@ public final class ClientConnection {
 
     private func event(_ what: Int16) {
         if what & Int16(BEV_EVENT_EOF) != 0 {
-            isClosing ? finish() : close(reason: "client closed the connection")
-            if isClosing { finish() }
+            // The peer is gone: nothing queued for it can be delivered any more.
+            close(reason: "client closed the connection")
+            finish()
         } else if what & Int16(BEV_EVENT_TIMEOUT) != 0 {
             if session.grant == nil {
                 send(WireReply.error(rid: nil, RequestError(code: "hello_timeout", title: "No hello in time",
