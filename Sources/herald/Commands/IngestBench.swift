@@ -23,24 +23,14 @@ struct IngestBench: ParsableCommand {
             let location = try database.resolve()
             defer { location.close() }
             let url = try scratchDatabase(location, name: "herald_bench_ingest")
-            var config = ServiceConfiguration(databaseURL: url)
-            config.port = 0
-            config.handleSignals = false
-            let service = HeraldService(configuration: config) { _ in }
-            let port = try service.start()
-            // The loop runs on its own thread; this thread is the load generator.
-            nonisolated(unsafe) let loopService = service
-            let stopped = DispatchSemaphore(value: 0)
-            Thread { loopService.run(); stopped.signal() }.start()
-
             var load = IngestLoad()
             load.events = events; load.producers = producers; load.window = window; load.users = users
-            Log.info("authorizing \(users) users")
-            try load.prepare(port: port)
-            Log.info("ingest: \(events) submits, \(producers) producers × \(window) outstanding")
-            let r = try load.run(port: port) { n in Log.info("ingest: \(n)/\(events) acked") }
-            service.requestShutdown()
-            _ = stopped.wait(timeout: .now() + 30)
+            let r = try withInProcessService(url: url) { port in
+                Log.info("authorizing \(users) users")
+                try load.prepare(port: port)
+                Log.info("ingest: \(events) submits, \(producers) producers × \(window) outstanding")
+                return try load.run(port: port) { n in Log.info("ingest: \(n)/\(events) acked") }
+            }
             Log.info("COPY baselines: \(events) rows")
             let copy = try StoreBenchmark.copyBaselines(databaseURL: url, rows: load.rows())
             let ratio = r.acksPerSecond / copy.plain, ratioIndexed = r.acksPerSecond / copy.indexed
@@ -78,22 +68,14 @@ struct LatencyBench: ParsableCommand {
             let location = try database.resolve()
             defer { location.close() }
             let url = try scratchDatabase(location, name: "herald_bench_latency")
-            var config = ServiceConfiguration(databaseURL: url)
-            config.port = 0
-            config.handleSignals = false
-            let service = HeraldService(configuration: config) { _ in }
-            let port = try service.start()
-            nonisolated(unsafe) let loopService = service
-            let stopped = DispatchSemaphore(value: 0)
-            Thread { loopService.run(); stopped.signal() }.start()
-            defer { service.requestShutdown(); _ = stopped.wait(timeout: .now() + 30) }
-
             var load = LatencyLoad()
             load.events = events; load.ratePerSecond = rate; load.ingest.users = users
-            Log.info("authorizing \(users) users")
-            try load.ingest.prepare(port: port)
-            Log.info("latency: \(events) submits at \(Int(rate))/s with a consumer subscribed")
-            let r = try load.run(port: port)
+            let r = try withInProcessService(url: url) { port in
+                Log.info("authorizing \(users) users")
+                try load.ingest.prepare(port: port)
+                Log.info("latency: \(events) submits at \(Int(rate))/s with a consumer subscribed")
+                return try load.run(port: port)
+            }
             if json {
                 print(JSONValue.object([
                     "offeredPerSecond": .double(rate), "delivered": .int(Int64(r.delivered)),
@@ -106,4 +88,23 @@ struct LatencyBench: ParsableCommand {
             }
         }
     }
+}
+
+/// Runs `body` with the port of a `herald serve` started in this process on `url` (its loop on its
+/// own thread, this thread free to generate load), then stops the service gracefully.
+func withInProcessService<T>(url: String, _ body: (Int) throws -> T) throws -> T {
+    var config = ServiceConfiguration(databaseURL: url)
+    config.port = 0
+    config.handleSignals = false
+    let service = HeraldService(configuration: config) { _ in }
+    let port = try service.start()
+    // From here the service is touched only by its loop thread (requestShutdown is thread-safe).
+    nonisolated(unsafe) let loopService = service
+    let stopped = DispatchSemaphore(value: 0)
+    Thread { loopService.run(); stopped.signal() }.start()
+    defer {
+        service.requestShutdown()
+        _ = stopped.wait(timeout: .now() + 30)
+    }
+    return try body(port)
 }
