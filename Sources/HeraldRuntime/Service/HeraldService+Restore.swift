@@ -25,8 +25,7 @@ extension HeraldService {
                     timers.wheel = TimingWheel(start: min(e.row.engineTime, started))
                     first = false
                 }
-                let body = (try? JSONValue.parse(e.row.body)) ?? .object([:])
-                applyCommitted(StoredEvent(seq: e.seq, user: e.row.user, type: e.row.type, body: body, at: e.row.engineTime)) { d, index in
+                applyCommitted(e.storedEvent) { d, index in
                     if index > stored[d.user, default: 0] { self.unsentDeliveries.append(Self.row(d, index: index)) }
                 }
                 after = e.seq

@@ -110,8 +110,7 @@ public struct Replayer {
                 report.eventsRead += 1
                 horizon = max(horizon, e.row.engineTime)
                 if e.row.type == "clock" { continue }
-                let body = (try? JSONValue.parse(e.row.body)) ?? .object([:])
-                let event = StoredEvent(seq: e.seq, user: e.row.user, type: e.row.type, body: body, at: e.row.engineTime)
+                let event = e.storedEvent
                 guard let user = e.row.user else {
                     var scratch = UserState(user: "")
                     _ = engine.apply(event, to: &scratch, apps: &apps)

@@ -13,24 +13,16 @@ public enum UserHistory {
         var deliveries: [Delivery] = []
         var after: Int64 = 0
         scan: while true {
-            let r = try connection.execute("""
-                SELECT seq, user_id, type, body, (extract(epoch FROM engine_time) * 1000)::bigint
-                FROM events WHERE seq > $1 AND (user_id = $2 OR user_id IS NULL) ORDER BY seq LIMIT 10000
-                """, [String(after), user])
-            if r.rowCount == 0 { break }
-            for i in 0..<r.rowCount {
-                let seq = r.int64(i, 0) ?? 0
-                let at = Instant(millisecondsSinceEpoch: r.int64(i, 4) ?? 0)
-                if case .seq(let s) = limit, seq > s { break scan }
+            let page = try EventReader.events(connection, user: user, after: after)
+            if page.isEmpty { break }
+            for e in page {
+                let at = e.row.engineTime
+                if case .seq(let s) = limit, e.seq > s { break scan }
                 if case .time(let t) = limit, at > t { break scan }
-                after = seq
+                after = e.seq
                 last = max(last ?? at, at)
-                let type = r.string(i, 2) ?? ""
-                if type == "clock" { continue }  // moves time only
-                let body = (try? JSONValue.parse(r.string(i, 3) ?? "{}")) ?? .object([:])
-                let outcome = engine.apply(StoredEvent(seq: seq, user: r.string(i, 1), type: type, body: body, at: at),
-                                           to: &state, apps: &apps)
-                deliveries += outcome.deliveries
+                if e.row.type == "clock" { continue }  // moves time only
+                deliveries += engine.apply(e.storedEvent, to: &state, apps: &apps).deliveries
             }
         }
         // Timers fire up to the limit's instant, or up to the latest engine time the log reached

@@ -5,8 +5,17 @@ import HeraldCore
 public enum EventReader {
     /// Events with `seq > after`, in order, at most `limit`.
     public static func events(_ connection: PGConnection, after: Int64, limit: Int = 10_000) throws(StoreError) -> [StoredEventRow] {
-        let r = try connection.execute(StoreSQL.readEvents, [String(after), String(limit)])
-        return (0..<r.rowCount).map { i in
+        try rows(connection.execute(StoreSQL.readEvents, [String(after), String(limit)]))
+    }
+
+    /// One user's events and the global ones (registerApp, clock), with `seq > after`, in order.
+    public static func events(_ connection: PGConnection, user: String, after: Int64, limit: Int = 10_000) throws(StoreError) -> [StoredEventRow] {
+        try rows(connection.execute(StoreSQL.readUserEvents, [String(after), String(limit), user]))
+    }
+
+    /// Decodes rows in `StoreSQL.readEvents`' column order.
+    private static func rows(_ r: PGResult) -> [StoredEventRow] {
+        (0..<r.rowCount).map { i in
             StoredEventRow(seq: r.int64(i, 0) ?? 0, row: EventRow(
                 user: r.string(i, 1), type: r.string(i, 2) ?? "", app: r.string(i, 3),
                 notificationId: r.string(i, 4), body: r.string(i, 5) ?? "",

@@ -20,6 +20,13 @@ public struct EventRow: Sendable, Hashable {
 public struct StoredEventRow: Sendable, Hashable {
     public var seq: Int64
     public var row: EventRow
+
+    /// The event as the engine folds it. The body was canonical JSON when stored; an unreadable
+    /// one (only possible by editing the table by hand) folds as an empty object.
+    public var storedEvent: StoredEvent {
+        StoredEvent(seq: seq, user: row.user, type: row.type,
+                    body: (try? JSONValue.parse(row.body)) ?? .object([:]), at: row.engineTime)
+    }
 }
 
 /// What happened to one appended event once its transaction committed.

@@ -47,6 +47,12 @@ enum StoreSQL {
         FROM events WHERE seq > $1 ORDER BY seq LIMIT $2
         """
 
+    /// As `readEvents`, for one user ($3) and the global events (user_id NULL).
+    static let readUserEvents = """
+        SELECT seq, user_id, type, app, notification_id, body, (extract(epoch FROM engine_time) * 1000)::bigint
+        FROM events WHERE seq > $1 AND (user_id = $3 OR user_id IS NULL) ORDER BY seq LIMIT $2
+        """
+
     static let readDeliveries = """
         SELECT cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason,
                (extract(epoch FROM at) * 1000)::bigint, rules_version, trace, body
