@@ -78,4 +78,12 @@ public enum OpAccess {
         "registerApp": .admin, "clock": .admin,
     ]
     public static let openOps: Set<String> = ["hello", "ping", "stats"]
+
+    /// Every op of the protocol, in SPEC §5's order (for error texts). A test checks it names
+    /// exactly the ops of `requiredRole` and `openOps`.
+    public static let knownOps: [String] = [
+        "hello", "ping", "stats", "submit", "withdraw", "authorization", "settings", "provisionalKeep",
+        "provisionalTurnOff", "summarySchedule", "focusDefine", "focusOn", "focusOff", "mute", "snooze",
+        "opened", "badgeClear", "registerApp", "subscribe", "ack", "clock",
+    ]
 }

@@ -49,7 +49,7 @@ extension RequestError {
 
     public static func unknownOp(_ op: String) -> RequestError {
         RequestError(code: "unknown_op", title: "Unknown op “\(op)”",
-                     detail: "Known ops: hello, ping, stats, submit, withdraw, authorization, settings, provisionalKeep, provisionalTurnOff, summarySchedule, focusDefine, focusOn, focusOff, mute, snooze, opened, badgeClear, registerApp, subscribe, ack, clock.")
+                     detail: "Known ops: \(OpAccess.knownOps.joined(separator: ", ")).")
     }
 
     public static let helloRequired = RequestError(

@@ -24,7 +24,7 @@ extension HeraldService {
     /// Finds the recipients of (app, id) — committed, or in flight — and withdraws it for each.
     func resolveWithdraw(_ request: ClientSession.Request, accepted: AcceptedRequest, reply: @escaping ([UInt8]) -> Void) {
         guard let draft = accepted.events.first, let app = draft.app, let id = draft.notificationId else { return }
-        let prefix = app + "\u{1}" + id + "\u{1}"
+        let prefix = Self.idempotencyKeyPrefix(app: app, id: id)
         let inFlight = inFlightKeys.keys.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
         reader.query("SELECT DISTINCT user_id FROM events WHERE app = $1 AND notification_id = $2 AND type = 'submit' ORDER BY 1",
                      [app, id]) { [weak self] result in
@@ -109,9 +109,15 @@ extension HeraldService {
         }
     }
 
+    /// The in-flight key of a submit: (app, id, user). Other rows carry none.
     static func idempotencyKey(_ row: EventRow) -> String? {
         guard row.type == "submit", let id = row.notificationId, let app = row.app, let user = row.user else { return nil }
-        return app + "\u{1}" + id + "\u{1}" + user
+        return idempotencyKeyPrefix(app: app, id: id) + user
+    }
+
+    /// The part of the key shared by every recipient of (app, id); the user follows it.
+    static func idempotencyKeyPrefix(app: String, id: String) -> String {
+        app + "\u{1}" + id + "\u{1}"
     }
 
     func replyFor(outcomes: [AppendOutcome], rid: JSONValue?, warnings: JSONValue) -> [UInt8] {

@@ -73,4 +73,11 @@ import Testing
             #expect(throws: RequestError.self) { try TokenTable.parse(JSONValue.parse(bad)) }
         }
     }
+
+    @Test func knownOpsAreExactlyTheOpsWithAnAccessRule() {
+        #expect(Set(OpAccess.knownOps) == Set(OpAccess.requiredRole.keys).union(OpAccess.openOps))
+        #expect(OpAccess.knownOps.count == Set(OpAccess.knownOps).count)
+        let detail = RequestError.unknownOp("x").detail
+        #expect(detail.contains("provisionalTurnOff") && detail.contains("clock"))
+    }
 }
