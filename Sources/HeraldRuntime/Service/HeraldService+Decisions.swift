@@ -46,6 +46,14 @@ extension HeraldService {
                     trace: d.traceJSON.canonicalString, body: String(decoding: d.bodyBytes, as: UTF8.self))
     }
 
+    /// Fires due timers once, at the end of this loop turn: a committed batch completes its
+    /// requests one by one, and checking the wheel (a clock read and a timer re-arm) after each
+    /// of thousands would repeat the same work.
+    func fireTimersSoon() {
+        guard !(timerCheck?.isArmed ?? true) else { return }
+        timerCheck?.arm(afterMilliseconds: 0)
+    }
+
     /// Fires every wake-up due by now — but never past an event appended and not yet committed,
     /// so timers and events meet each user's state in the same order replay will use.
     func fireTimers() {

@@ -92,7 +92,7 @@ extension HeraldService {
                 }
                 reply(self.replyFor(outcomes: outcomes, rid: rid, warnings: warnings))
                 self.flushDeliveries()
-                self.fireTimers()
+                self.fireTimersSoon()
             }
         }
         store.kick()

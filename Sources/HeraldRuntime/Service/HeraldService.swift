@@ -27,6 +27,8 @@ public final class HeraldService: ConnectionDelegate {
     var users: [String: UserRecord] = [:]
     var userIds: [String] = []
     var timers: WheelDriver!
+    /// A zero-delay event that runs `fireTimers` once per loop turn (see `fireTimersSoon`).
+    var timerCheck: LoopEvent?
     let store: StoreLink
     let reader: AsyncReader
     var listener: Listener?
@@ -76,6 +78,7 @@ public final class HeraldService: ConnectionDelegate {
         let systemClock = manualNow == nil
         self.timers = WheelDriver(loop: loop, start: .epoch, systemClock: systemClock) { [unowned self] in self.now() }
         timers.onTimer = { [weak self] in self?.fireTimers() }
+        timerCheck = loop.timer { [weak self] in self?.fireTimers() }
     }
 
     /// The engine's idea of now.
