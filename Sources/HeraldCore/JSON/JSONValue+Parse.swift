@@ -37,6 +37,15 @@ extension JSONValue {
         return try parser.parseDocument()
     }
 
+    /// Visits the members of a canonical object (ASCII keys in increasing order) without
+    /// building it; false when `bytes` are anything else (the caller then uses `parse`).
+    static func visitCanonicalObject(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = 32,
+                                     _ visit: (String, JSONValue) -> Void) -> Bool {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return false }
+        var parser = JSONParser(base: base.assumingMemoryBound(to: UInt8.self), count: bytes.count, maxDepth: maxDepth)
+        return (try? parser.visitCanonicalObject(visit)) ?? false
+    }
+
     /// Parses exactly one JSON value from UTF-8 bytes. See `parse(_:maxDepth:)` on raw buffers.
     public static func parse(_ bytes: [UInt8], maxDepth: Int = 32) throws(JSONParseError) -> JSONValue {
         let result = bytes.withUnsafeBytes { buffer in
@@ -129,6 +138,48 @@ private struct JSONParser {
         case 0x6E: try expectLiteral("null"); return .null  // n
         default: throw unexpectedWhereValueExpected()
         }
+    }
+
+    /// Parses a document that is one object whose keys are ASCII and strictly increasing (the
+    /// canonical form the store keeps) and hands each member to `visit` in key order, without
+    /// building the object's dictionary. Returns false — having visited nothing — for any other
+    /// input, valid or not: the caller then takes the general path (`parse`).
+    mutating func visitCanonicalObject(_ visit: (String, JSONValue) -> Void) throws(JSONParseError) -> Bool {
+        skipWhitespace()
+        guard i < end, p[i] == openBrace else { return false }
+        try enterContainer(at: i)
+        i += 1
+        skipWhitespace()
+        let base = members.count
+        defer { members.removeSubrange(base...) }
+        if i < end, p[i] == closeBrace {
+            i += 1
+        } else {
+            while true {
+                guard i < end, p[i] == quote else { return false }
+                let keyStart = i
+                let key = try parseString()
+                // Keys compare as bytes only while they are ASCII (then String equality is byte equality).
+                guard i - keyStart == key.utf8.count + 2, key.utf8.allSatisfy({ $0 < 0x80 }) else { return false }
+                if members.count > base, !members[members.count - 1].key.utf8.lexicographicallyPrecedes(key.utf8) { return false }
+                skipWhitespace()
+                guard i < end, p[i] == colon else { return false }
+                i += 1
+                skipWhitespace()
+                let value = try parseValue()
+                members.append(Member(key: key, value: value, offset: keyStart))
+                skipWhitespace()
+                guard i < end else { return false }
+                if p[i] == comma { i += 1; skipWhitespace(); continue }
+                if p[i] == closeBrace { i += 1; break }
+                return false
+            }
+        }
+        depth -= 1
+        skipWhitespace()
+        guard i == end else { return false }
+        for k in base..<members.count { visit(members[k].key, members[k].value) }
+        return true
     }
 
     mutating func parseObject() throws(JSONParseError) -> JSONValue {
