@@ -37,10 +37,11 @@ extension JSONValue {
         return try parser.parseDocument()
     }
 
-    /// Visits the members of a canonical object (ASCII keys in increasing order) without
-    /// building it; false when `bytes` are anything else (the caller then uses `parse`).
+    /// Visits the members of a canonical object (plain ASCII keys in increasing order) without
+    /// building it; false when `bytes` are anything else — then whatever was visited must be
+    /// discarded and `parse` used.
     static func visitCanonicalObject(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = 32,
-                                     _ visit: (String, JSONValue) -> Void) -> Bool {
+                                     _ visit: (UnsafeRawBufferPointer, JSONValue) -> Void) -> Bool {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return false }
         var parser = JSONParser(base: base.assumingMemoryBound(to: UInt8.self), count: bytes.count, maxDepth: maxDepth)
         return (try? parser.visitCanonicalObject(visit)) ?? false
@@ -140,34 +141,39 @@ private struct JSONParser {
         }
     }
 
-    /// Parses a document that is one object whose keys are ASCII and strictly increasing (the
-    /// canonical form the store keeps) and hands each member to `visit` in key order, without
-    /// building the object's dictionary. Returns false — having visited nothing — for any other
-    /// input, valid or not: the caller then takes the general path (`parse`).
-    mutating func visitCanonicalObject(_ visit: (String, JSONValue) -> Void) throws(JSONParseError) -> Bool {
+    /// Parses a document that is one object whose keys are plain ASCII (no escapes) and strictly
+    /// increasing — the canonical form the store keeps — handing each member to `visit` as it
+    /// goes: the key as its bytes, without building a String or the object's dictionary.
+    /// Returns false for any other input, valid or not; the caller then discards what it was
+    /// visited with and takes the general path (`parse`).
+    mutating func visitCanonicalObject(_ visit: (UnsafeRawBufferPointer, JSONValue) -> Void) throws(JSONParseError) -> Bool {
         skipWhitespace()
         guard i < end, p[i] == openBrace else { return false }
         try enterContainer(at: i)
         i += 1
         skipWhitespace()
-        let base = members.count
-        defer { members.removeSubrange(base...) }
         if i < end, p[i] == closeBrace {
             i += 1
         } else {
+            var previous = UnsafeRawBufferPointer(start: p, count: 0)
             while true {
                 guard i < end, p[i] == quote else { return false }
-                let keyStart = i
-                let key = try parseString()
-                // Keys compare as bytes only while they are ASCII (then String equality is byte equality).
-                guard i - keyStart == key.utf8.count + 2, key.utf8.allSatisfy({ $0 < 0x80 }) else { return false }
-                if members.count > base, !members[members.count - 1].key.utf8.lexicographicallyPrecedes(key.utf8) { return false }
+                let keyStart = i + 1
+                var k = keyStart
+                while k < end, p[k] != quote {
+                    guard p[k] >= 0x20, p[k] < 0x80, p[k] != backslash else { return false }
+                    k += 1
+                }
+                guard k < end else { return false }
+                let key = UnsafeRawBufferPointer(start: p + keyStart, count: k - keyStart)
+                guard previous.isEmpty || previous.lexicographicallyPrecedes(key) else { return false }
+                previous = key
+                i = k + 1
                 skipWhitespace()
                 guard i < end, p[i] == colon else { return false }
                 i += 1
                 skipWhitespace()
-                let value = try parseValue()
-                members.append(Member(key: key, value: value, offset: keyStart))
+                visit(key, try parseValue())
                 skipWhitespace()
                 guard i < end else { return false }
                 if p[i] == comma { i += 1; skipWhitespace(); continue }
@@ -177,9 +183,7 @@ private struct JSONParser {
         }
         depth -= 1
         skipWhitespace()
-        guard i == end else { return false }
-        for k in base..<members.count { visit(members[k].key, members[k].value) }
-        return true
+        return i == end
     }
 
     mutating func parseObject() throws(JSONParseError) -> JSONValue {
