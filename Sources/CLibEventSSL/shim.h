@@ -24,6 +24,10 @@ static inline int herald_ssl_ctx_set_min_proto(SSL_CTX *ctx, int version) {
 static inline int herald_ssl_ctx_set_max_proto(SSL_CTX *ctx, int version) {
     return (int)SSL_CTX_set_max_proto_version(ctx, version);
 }
+/// The server options Herald wants; `SSL_OP_*` are `SSL_OP_BIT(n)` macros Swift cannot import.
+static inline void herald_ssl_ctx_set_server_options(SSL_CTX *ctx) {
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+}
 /// The negotiated protocol, e.g. "TLSv1.3".
 static inline const char *herald_ssl_version(const SSL *ssl) { return SSL_get_version(ssl); }
 

@@ -54,23 +54,28 @@ final class TLSClientSession {
     /// Bytes already decrypted and waiting in OpenSSL (a poll on the socket would not see them).
     var pending: Int { Int(SSL_pending(ssl)) }
 
-    /// Reads up to `count` bytes; 0 means the server closed the connection.
-    func read(_ buffer: UnsafeMutableRawPointer, _ count: Int) throws(WireClient.Failure) -> Int {
+    /// Reads up to `chunk.count` bytes into `chunk`; 0 means the server closed the connection.
+    func read(into chunk: inout [UInt8]) throws(WireClient.Failure) -> Int {
         ERR_clear_error()
-        let n = SSL_read(ssl, buffer, Int32(count))
+        let n = SSL_read(ssl, &chunk, Int32(chunk.count))
         if n > 0 { return Int(n) }
         switch SSL_get_error(ssl, n) {
         case SSL_ERROR_ZERO_RETURN: return 0
         case SSL_ERROR_SYSCALL: return 0  // EOF without close_notify: the peer is gone all the same
-        default: throw .io("TLS read failed: \(Self.errors())")
+        case let code: throw .io("TLS read failed (SSL error \(code)): \(Self.errors())")
         }
     }
 
-    /// Writes all of `count` bytes (blocking socket: SSL_write returns only when done or failed).
-    func write(_ buffer: UnsafeRawPointer, _ count: Int) throws(WireClient.Failure) {
+    /// Writes all of `bytes` (blocking socket: SSL_write returns only when done or failed).
+    func write(_ bytes: [UInt8]) throws(WireClient.Failure) {
         ERR_clear_error()
-        guard count > 0 else { return }
-        if SSL_write(ssl, buffer, Int32(count)) <= 0 { throw .io("TLS write failed: \(Self.errors())") }
+        guard !bytes.isEmpty else { return }
+        let n = SSL_write(ssl, bytes, Int32(bytes.count))
+        if n <= 0 {
+            let code = SSL_get_error(ssl, n)
+            let detail = code == SSL_ERROR_SYSCALL ? String(cString: strerror(errno)) : Self.errors()
+            throw .io("TLS write failed (SSL error \(code)): \(detail)")
+        }
     }
 
     /// Sends close_notify (best effort).

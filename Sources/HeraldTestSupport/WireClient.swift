@@ -68,7 +68,7 @@ public final class WireClient: @unchecked Sendable {
         var offset = 0
         if let tls {
             if bytes.isEmpty { return }
-            try bytes.withUnsafeBytes { (b) throws(Failure) in try tls.write(b.baseAddress!, b.count) }
+            try tls.write(bytes)
             return
         }
         while offset < bytes.count {
@@ -100,7 +100,7 @@ public final class WireClient: @unchecked Sendable {
             var chunk = [UInt8](repeating: 0, count: 65536)
             let n: Int
             if let tls {
-                n = try chunk.withUnsafeMutableBytes { (b) throws(Failure) in try tls.read(b.baseAddress!, b.count) }
+                n = try tls.read(into: &chunk)
             } else {
                 n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             }

@@ -50,7 +50,12 @@ struct TLSTests {
         let tls12 = try server.tlsClient(TLSClientOptions(caFile: certs.caFile, maxVersion: 0x0303))
         #expect(tls12.tlsProtocol == "TLSv1.2")
         #expect(try tls12.call(["op": "ping"])["op"] == "pong")
-        #expect(throws: WireClient.Failure.self) { _ = try WireClient(port: server.port, tls: .tls11Only(caFile: certs.caFile)) }
+        // The client offers TLS 1.1 (its security level lowered so OpenSSL 3 will); the server answers with an alert.
+        #expect {
+            _ = try WireClient(port: server.port, tls: .tls11Only(caFile: certs.caFile))
+        } throws: { error in
+            "\(error)".contains("protocol version")
+        }
         #expect(try tls12.call(["op": "ping"])["op"] == "pong", "the refusal harms no one else")
     }
 
@@ -99,10 +104,12 @@ struct TLSTests {
         // A certificate the CA did not sign fails the handshake; one it signed but the tokens file
         // does not name grants nothing by itself.
         let stranger = try certs.untrustedClient("mail.producers.test")
-        #expect(throws: WireClient.Failure.self) {
+        #expect {
             let c = try WireClient(port: server.port, tls: TLSClientOptions(caFile: certs.caFile, certificateFile: stranger.certificate, keyFile: stranger.key))
             // TLS 1.3: the server's verdict on the client certificate arrives after the client's handshake ends.
-            _ = try c.request(#"{"op":"ping"}"#)
+            _ = try c.readLine(timeoutMilliseconds: 10_000)
+        } throws: { error in
+            "\(error)".contains("unknown ca")
         }
         let unnamed = try certs.client("someone.else")
         let u = try server.tlsClient(TLSClientOptions(caFile: certs.caFile, certificateFile: unnamed.certificate, keyFile: unnamed.key), hello: false)

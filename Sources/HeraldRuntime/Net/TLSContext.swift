@@ -1,4 +1,5 @@
 // TLS for client connections: one OpenSSL context, and libevent's OpenSSL bufferevents on it.
+import CLibEvent
 import CLibEventSSL
 import Glibc
 
@@ -43,7 +44,7 @@ public final class TLSContext {
         }
         context = ctx
         _ = herald_ssl_ctx_set_min_proto(ctx, TLS1_2_VERSION)
-        _ = SSL_CTX_set_options(ctx, UInt64(SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE))
+        herald_ssl_ctx_set_server_options(ctx)
         guard SSL_CTX_set_cipher_list(ctx, Self.tls12Ciphers) == 1 else {
             throw .configuration("OpenSSL refused Herald's TLS 1.2 cipher list: \(Self.drainErrors()).")
         }
