@@ -25,8 +25,14 @@ static inline int herald_ssl_ctx_set_max_proto(SSL_CTX *ctx, int version) {
     return (int)SSL_CTX_set_max_proto_version(ctx, version);
 }
 /// The server options Herald wants; `SSL_OP_*` are `SSL_OP_BIT(n)` macros Swift cannot import.
+/// SSL_OP_IGNORE_UNEXPECTED_EOF: OpenSSL 3 reports a peer closing without close_notify as an
+/// SSL error, which libevent 2.1 passes on as BEV_EVENT_ERROR even with dirty shutdowns allowed;
+/// with it, such a close is a plain EOF.
 static inline void herald_ssl_ctx_set_server_options(SSL_CTX *ctx) {
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+#endif
 }
 /// The negotiated protocol, e.g. "TLSv1.3".
 static inline const char *herald_ssl_version(const SSL *ssl) { return SSL_get_version(ssl); }

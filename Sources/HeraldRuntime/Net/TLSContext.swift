@@ -53,8 +53,8 @@ public final class TLSContext {
                 + "It must be PEM: the server certificate first, then any intermediates.")
         }
         guard SSL_CTX_use_PrivateKey_file(ctx, settings.keyFile, SSL_FILETYPE_PEM) == 1 else {
-            throw .configuration("The private key \(settings.keyFile) (--tls-key) could not be loaded: \(Self.drainErrors()). "
-                + "It must be an unencrypted PEM key.")
+            throw .configuration("The private key \(settings.keyFile) (--tls-key) could not be loaded, or does not match the certificate "
+                + "\(settings.certificateFile) (--tls-cert): \(Self.drainErrors()). It must be the unencrypted PEM key the certificate was issued for.")
         }
         guard SSL_CTX_check_private_key(ctx) == 1 else {
             throw .configuration("The private key \(settings.keyFile) (--tls-key) does not match the certificate "
@@ -85,6 +85,9 @@ public final class TLSContext {
             SSL_free(ssl)
             return nil
         }
+        // A client that closes without close_notify has just closed: lines are framed by
+        // newlines, so a truncated stream loses at most a partial line, never a request's meaning.
+        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1)
         return bev
     }
 
@@ -102,17 +105,18 @@ public final class TLSContext {
         return String(cString: herald_ssl_version(ssl))
     }
 
-    /// Why a TLS bufferevent failed (handshake or record errors), for the close reason; nil if OpenSSL said nothing.
+    /// Why a TLS bufferevent failed, for the close reason (e.g. "TLS failed: wrong version number"
+    /// for a plaintext client, "unsupported protocol" for TLS 1.1); nil if OpenSSL said nothing.
     static func failure(_ bev: OpaquePointer) -> String? {
         var messages: [String] = []
         while true {
             let code = bufferevent_get_openssl_error(bev)
             if code == 0 { break }
-            var buffer = [CChar](repeating: 0, count: 256)
-            herald_ssl_error_string(code, &buffer, buffer.count)
-            messages.append(String(cString: buffer))
+            // libevent also queues SSL_get_error's small result codes (library 0): not OpenSSL errors.
+            guard let reason = ERR_reason_error_string(code) else { continue }
+            messages.append(String(cString: reason))
         }
-        return messages.isEmpty ? nil : "TLS: " + messages.joined(separator: "; ")
+        return messages.isEmpty ? nil : "TLS failed: " + messages.joined(separator: "; ")
     }
 
     private static func requireReadable(_ path: String, flag: String, what: String) throws(ServiceError) {
