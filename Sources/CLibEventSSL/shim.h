@@ -34,6 +34,10 @@ static inline void herald_ssl_ctx_set_server_options(SSL_CTX *ctx) {
     SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
 #endif
 }
+/// `SSL_set_tlsext_host_name` (SNI) is a macro over `SSL_ctrl`.
+static inline int herald_ssl_set_server_name(SSL *ssl, const char *name) {
+    return (int)SSL_set_tlsext_host_name(ssl, name);
+}
 /// The negotiated protocol, e.g. "TLSv1.3".
 static inline const char *herald_ssl_version(const SSL *ssl) { return SSL_get_version(ssl); }
 

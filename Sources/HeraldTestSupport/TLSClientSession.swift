@@ -33,13 +33,24 @@ final class TLSClientSession {
     private let context: OpaquePointer
     private let ssl: OpaquePointer
 
-    /// Performs the handshake; throws with OpenSSL's reason when it fails.
-    init(fd: Int32, options: TLSClientOptions) throws(WireClient.Failure) {
+    /// Performs the handshake; throws with OpenSSL's reason when it fails. With a CA file the
+    /// server's certificate must also name `host` (an IP address SAN, or a DNS name).
+    init(fd: Int32, host: String, options: TLSClientOptions) throws(WireClient.Failure) {
         let ctx = try Self.makeContext(options)
         guard let ssl = SSL_new(ctx) else { SSL_CTX_free(ctx); throw .connect("TLS: \(Self.errors())") }
         context = ctx
         self.ssl = ssl
         SSL_set_fd(ssl, fd)
+        if options.caFile != nil {
+            var probe = in6_addr()
+            let isAddress = inet_pton(AF_INET, host, &probe) == 1 || inet_pton(AF_INET6, host, &probe) == 1
+            if isAddress {
+                _ = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
+            } else {
+                _ = SSL_set1_host(ssl, host)
+                _ = herald_ssl_set_server_name(ssl, host)
+            }
+        }
         ERR_clear_error()
         if SSL_connect(ssl) != 1 {
             let verify = SSL_get_verify_result(ssl)

@@ -42,7 +42,7 @@ public final class WireClient: @unchecked Sendable {
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         if let options {
             do {
-                tls = try TLSClientSession(fd: fd, options: options)
+                tls = try TLSClientSession(fd: fd, host: host == "localhost" ? "127.0.0.1" : host, options: options)
             } catch {
                 Glibc.close(fd)
                 fd = -1

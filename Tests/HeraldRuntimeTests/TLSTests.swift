@@ -125,6 +125,27 @@ struct TLSTests {
         #expect(try plain.call(["op": "ping"])["op"] == "pong")
     }
 
+    @Test func aClientThatNeverFinishesTheHandshakeIsClosedAtTheHelloDeadline() throws {
+        let certs = try TestCertificates()
+        let server = try Self.tlsServer(certs) { $0.helloTimeoutMilliseconds = 300 }
+        defer { server.stop() }
+        let silent = try WireClient(port: server.port)  // TCP only: no ClientHello is ever sent
+        #expect {
+            while try silent.readLine(timeoutMilliseconds: 10_000) != nil {}
+        } throws: { error in
+            if case WireClient.Failure.closed = error { true } else { false }
+        }
+    }
+
+    @Test func aPlaintextPortBesideTLSMustBeOnLoopback() throws {
+        let certs = try TestCertificates()
+        #expect {
+            _ = try Self.tlsServer(certs) { $0.plaintextListen = ("0.0.0.0", 0) }
+        } throws: { error in
+            "\(error)".contains("loopback")
+        }
+    }
+
     @Test func aMissingCertificateFileIsNamedWithItsFlag() throws {
         var config = ServiceConfiguration(databaseURL: "unused")
         config.tls = TLSSettings(certificateFile: "/nonexistent/herald.pem", keyFile: "/nonexistent/herald.key")

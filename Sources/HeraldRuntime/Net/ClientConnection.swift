@@ -107,10 +107,11 @@ public final class ClientConnection {
 
     /// Frees the connection (once): called when queued output drained after `close`, or at once
     /// when the peer is gone.
-    private func finish() {
+    private func finish(peerGone: Bool = false) {
         guard let bev, !finished else { return }
         finished = true
         bufferevent_disable(bev, Int16(EV_READ | EV_WRITE))
+        if !peerGone { TLSContext.sendCloseNotify(bev) }
         shutdown(bufferevent_getfd(bev), Int32(SHUT_RDWR))
         delegate?.connectionClosed(self)
     }
@@ -155,8 +156,14 @@ public final class ClientConnection {
         } else if what & Int16(BEV_EVENT_EOF) != 0 {
             // The peer is gone: nothing queued for it can be delivered any more.
             close(reason: "client closed the connection")
-            finish()
+            finish(peerGone: true)
         } else if what & Int16(BEV_EVENT_TIMEOUT) != 0 {
+            if !peerChecked {
+                // The TLS handshake never finished: nothing can be written to this client.
+                close(reason: "no TLS handshake before the hello timeout")
+                finish(peerGone: true)
+                return
+            }
             if session.grant == nil {
                 send(WireReply.error(rid: nil, RequestError(code: "hello_timeout", title: "No hello in time",
                     detail: "A connection must say hello within the hello timeout. Reconnect and send hello first.")))
@@ -165,7 +172,7 @@ public final class ClientConnection {
         } else if what & Int16(BEV_EVENT_ERROR) != 0 {
             let message = bev.flatMap(TLSContext.failure) ?? "socket error: " + String(cString: strerror(errno))
             close(reason: message)
-            finish()
+            finish(peerGone: true)
         }
     }
 

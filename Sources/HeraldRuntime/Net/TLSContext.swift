@@ -99,6 +99,15 @@ public final class TLSContext {
         return String(cString: buffer).split(separator: "\n").map(String.init)
     }
 
+    /// A graceful close of a TLS bufferevent (output drained): send close_notify so the client
+    /// can tell the end from a cut connection. A no-op on a plaintext bufferevent. Not after a
+    /// TLS error or EOF (OpenSSL forbids SSL_shutdown after a fatal error).
+    static func sendCloseNotify(_ bev: OpaquePointer) {
+        guard let ssl = bufferevent_openssl_get_ssl(bev) else { return }
+        _ = SSL_shutdown(ssl)
+        ERR_clear_error()
+    }
+
     /// The negotiated protocol of a TLS bufferevent, e.g. "TLSv1.3".
     static func protocolVersion(_ bev: OpaquePointer) -> String? {
         guard let ssl = bufferevent_openssl_get_ssl(bev) else { return nil }

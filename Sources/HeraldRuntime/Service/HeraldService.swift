@@ -162,8 +162,11 @@ public final class HeraldService: ConnectionDelegate {
 
     func accept(_ fd: Int32, tls: TLSContext?) {
         if shuttingDown || connections.count >= configuration.maxConnections {
-            let line = WireReply.error(rid: nil, .busy)
-            _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            // Plaintext only: a TLS client could not read a line written outside TLS; it just sees the close.
+            if tls == nil {
+                let line = WireReply.error(rid: nil, .busy)
+                _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            }
             close(fd)
             return
         }
