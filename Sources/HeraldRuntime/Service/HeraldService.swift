@@ -101,6 +101,20 @@ public final class HeraldService: ConnectionDelegate {
     /// Connects, migrates, rebuilds state from the log, then listens. Returns the bound port.
     @discardableResult
     public func start() throws -> Int {
+        // Configuration first: a bad tokens file or certificate fails before any database work.
+        try loadTokensAtStart()
+        if let settings = configuration.tls {
+            tlsContext = try TLSContext(settings)
+        }
+        if let plain = configuration.plaintextListen {
+            guard configuration.tls != nil else {
+                throw ServiceError.configuration("--plain-listen is only for a plaintext port beside TLS; without --tls-cert, --listen already serves plaintext.")
+            }
+            guard plain.host.hasPrefix("127.") || plain.host == "localhost" else {
+                throw ServiceError.configuration("--plain-listen \(plain.host):\(plain.port) is not a loopback address; "
+                    + "plaintext beside TLS is served on loopback only (e.g. 127.0.0.1:7412).")
+            }
+        }
         let conn = try PGConnection.connect(configuration.databaseURL)
         try DurabilityCheck.require(conn, allowUnsafe: configuration.allowUnsafeDurability, log: log)
         try Migrator.migrate(conn) { self.log($0) }
@@ -108,23 +122,12 @@ public final class HeraldService: ConnectionDelegate {
         try store.adopt(conn)
         try reader.adopt(PGConnection.connect(configuration.databaseURL))
         store.onReady = { [weak self] in self?.flushDeliveries() }
-        try loadTokensAtStart()
-        if let settings = configuration.tls {
-            tlsContext = try TLSContext(settings)
-        }
         let tls = tlsContext
         let listener = try Listener(loop: loop, host: configuration.host, port: configuration.port) { [weak self] fd in
             self?.accept(fd, tls: tls)
         }
         self.listener = listener
         if let plain = configuration.plaintextListen {
-            guard tls != nil else {
-                throw ServiceError.configuration("--plain-listen is only for a plaintext port beside TLS; without --tls-cert, --listen already serves plaintext.")
-            }
-            guard plain.host.hasPrefix("127.") || plain.host == "localhost" else {
-                throw ServiceError.configuration("--plain-listen \(plain.host):\(plain.port) is not a loopback address; "
-                    + "plaintext beside TLS is served on loopback only (e.g. 127.0.0.1:7412).")
-            }
             plaintextListener = try Listener(loop: loop, host: plain.host, port: plain.port) { [weak self] fd in
                 self?.accept(fd, tls: nil)
             }
