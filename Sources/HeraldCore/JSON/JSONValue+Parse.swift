@@ -1,4 +1,9 @@
 // Strict RFC 8259 parsing straight from UTF-8 bytes, with errors that say what is wrong and where.
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
 
 /// Why some bytes are not acceptable JSON. `message` is a sentence meant for the person
 /// who sent the bytes: what is wrong, at which byte, and what to write instead.
@@ -155,7 +160,7 @@ private struct JSONParser {
         if i < end, p[i] == closeBrace {
             i += 1
         } else {
-            var previous = UnsafeRawBufferPointer(start: p, count: 0)
+            var previous: UnsafeRawBufferPointer?
             while true {
                 guard i < end, p[i] == quote else { return false }
                 let keyStart = i + 1
@@ -166,7 +171,7 @@ private struct JSONParser {
                 }
                 guard k < end else { return false }
                 let key = UnsafeRawBufferPointer(start: p + keyStart, count: k - keyStart)
-                guard previous.isEmpty || previous.lexicographicallyPrecedes(key) else { return false }
+                if let previous, !precedes(previous, key) { return false }
                 previous = key
                 i = k + 1
                 skipWhitespace()
@@ -184,6 +189,13 @@ private struct JSONParser {
         depth -= 1
         skipWhitespace()
         return i == end
+    }
+
+    /// Byte order of two keys (memcmp, then length).
+    private func precedes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        let n = min(a.count, b.count)
+        let c = n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n)
+        return c < 0 || (c == 0 && a.count < b.count)
     }
 
     mutating func parseObject() throws(JSONParseError) -> JSONValue {

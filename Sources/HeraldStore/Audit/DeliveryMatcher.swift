@@ -9,6 +9,10 @@ import Darwin
 /// Compares derived and stored deliveries byte for byte without holding either side whole: an
 /// entry waits only until its counterpart arrives (a few events later, or — for a timer — when
 /// the replay fires it). What is left at the end has no counterpart.
+///
+/// A derived delivery waits as the value itself and is encoded only when its stored twin
+/// arrives, into one reused buffer, compared in place with the COPY row's bytes: no
+/// allocation and no copy per delivery on the common path.
 struct DeliveryMatcher {
     /// A delivery's identity: its user and its ordinal in that user's stream.
     struct Key: Hashable {
@@ -19,8 +23,9 @@ struct DeliveryMatcher {
     /// What a what-if report groups by: the decision, not its bytes.
     typealias Decision = (notification: String?, at: Instant, app: String?, kind: String, reason: String)
 
-    private var derivedWaiting: [Key: (body: [UInt8], notification: String?)] = [:]
+    private var derivedWaiting: [Key: Delivery] = [:]
     private var storedWaiting: [Key: (body: [UInt8], notification: String?)] = [:]
+    private var scratch: [UInt8] = []
     private(set) var compared = 0
     private(set) var differences: [Replayer.Difference] = []
 
@@ -29,51 +34,47 @@ struct DeliveryMatcher {
     private(set) var storedDecisions: [String: [Int64: Decision]] = [:]
     private(set) var derivedDecisions: [String: [Int64: Decision]] = [:]
 
-    init(recordsDecisions: Bool) { self.recordsDecisions = recordsDecisions }
+    init(recordsDecisions: Bool) {
+        self.recordsDecisions = recordsDecisions
+        scratch.reserveCapacity(4096)
+    }
 
-    /// A delivery the replay derived; `body` is its canonical bytes.
-    mutating func derived(_ d: Delivery, index: Int64, body: [UInt8]) {
+    /// A delivery the replay derived, the `index`-th of its user.
+    mutating func derived(_ d: Delivery, index: Int64) {
         let key = Key(user: d.user, index: index)
         if recordsDecisions {
             derivedDecisions[d.user, default: [:]][index] = (d.notificationId, d.at, d.app, d.kind.rawValue, d.reason)
         }
         if let stored = storedWaiting.removeValue(forKey: key) {
-            settle(key, stored: stored.body, derived: body, notification: stored.notification ?? d.notificationId)
+            stored.body.withUnsafeBytes { compare(key, d, stored: $0, notification: stored.notification) }
         } else {
-            derivedWaiting[key] = (body, d.notificationId)
+            derivedWaiting[key] = d
         }
     }
 
-    /// A delivery as stored; `d.body` is read in place and copied only if it has to wait.
+    /// A delivery as stored; its body is read in place and copied only if it has to wait.
     mutating func stored(_ d: LogStream.Delivery) {
         let key = Key(user: d.user, index: d.userIndex)
         if recordsDecisions {
             storedDecisions[d.user, default: [:]][d.userIndex] = (d.notificationId, d.at, d.app, d.kind, d.reason)
         }
         if let derived = derivedWaiting.removeValue(forKey: key) {
-            compared += 1
-            if !Self.same(derived.body, d.body) {
-                differences.append(.init(user: key.user, userIndex: key.index, notification: d.notificationId ?? derived.notification,
-                                         stored: String(decoding: d.body, as: UTF8.self),
-                                         derived: String(decoding: derived.body, as: UTF8.self)))
-            }
+            compare(key, derived, stored: d.body, notification: d.notificationId)
         } else {
             storedWaiting[key] = (Array(d.body), d.notificationId)
         }
     }
 
-    /// Byte equality with memcmp (the generic `elementsEqual` goes element by element).
-    private static func same(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Bool {
-        guard a.count == b.count else { return false }
-        if b.isEmpty { return true }
-        return a.withUnsafeBytes { memcmp($0.baseAddress!, b.baseAddress!, b.count) == 0 }
-    }
-
-    private mutating func settle(_ key: Key, stored: [UInt8], derived: [UInt8], notification: String?) {
+    private mutating func compare(_ key: Key, _ derived: Delivery, stored: UnsafeRawBufferPointer, notification: String?) {
         compared += 1
-        if stored != derived {
-            differences.append(.init(user: key.user, userIndex: key.index, notification: notification,
-                                     stored: String(decoding: stored, as: UTF8.self), derived: String(decoding: derived, as: UTF8.self)))
+        scratch.removeAll(keepingCapacity: true)
+        derived.writeBody(to: &scratch)
+        let same = scratch.count == stored.count
+            && (stored.isEmpty || scratch.withUnsafeBytes { memcmp($0.baseAddress!, stored.baseAddress!, stored.count) == 0 })
+        if !same {
+            differences.append(.init(user: key.user, userIndex: key.index, notification: notification ?? derived.notificationId,
+                                     stored: String(decoding: stored, as: UTF8.self),
+                                     derived: String(decoding: scratch, as: UTF8.self)))
         }
     }
 
@@ -87,8 +88,8 @@ struct DeliveryMatcher {
         }
         for (key, d) in derivedWaiting {
             compared += 1
-            differences.append(.init(user: key.user, userIndex: key.index, notification: d.notification,
-                                     stored: nil, derived: String(decoding: d.body, as: UTF8.self)))
+            differences.append(.init(user: key.user, userIndex: key.index, notification: d.notificationId,
+                                     stored: nil, derived: String(decoding: d.bodyBytes, as: UTF8.self)))
         }
         storedWaiting = [:]
         derivedWaiting = [:]

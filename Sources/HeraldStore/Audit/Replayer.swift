@@ -91,7 +91,7 @@ public struct Replayer {
         func take(_ outcome: Outcome, into replica: inout Replica) {
             for d in outcome.deliveries {
                 replica.delivered += 1
-                matcher.derived(d, index: replica.delivered, body: d.bodyBytes)
+                matcher.derived(d, index: replica.delivered)
             }
         }
         var pendingInjections = injections.sorted { $0.at < $1.at }[...]

@@ -16,8 +16,11 @@ public final class LogStream {
         public var seq: Int64
         public var user: String?
         public var type: String
-        public var app: String?
-        public var notificationId: String?
+        /// Read only when asked for (the fold does not need them): valid until the next `next()`.
+        var appBytes: UnsafeRawBufferPointer?
+        var notificationIdBytes: UnsafeRawBufferPointer?
+        public var app: String? { appBytes.map { String(decoding: $0, as: UTF8.self) } }
+        public var notificationId: String? { notificationIdBytes.map { String(decoding: $0, as: UTF8.self) } }
         /// The stored canonical JSON, valid until the next `next()`.
         public var body: UnsafeRawBufferPointer
         public var engineTime: Instant
@@ -45,11 +48,13 @@ public final class LogStream {
         public var user: String
         public var userIndex: Int64
         public var causeSeq: Int64
-        public var kind: String
-        public var app: String?
-        public var notificationId: String?
-        public var reason: String
         public var at: Instant
+        /// Read only when asked for (a comparison needs only the body): valid until the next `next()`.
+        var row: PGCopyRow
+        public var kind: String { row.string(2) ?? "" }
+        public var app: String? { row.string(3) }
+        public var notificationId: String? { row.string(4) }
+        public var reason: String { row.string(8) ?? "" }
         /// The stored delivery line (without op and cursor), valid until the next `next()`.
         public var body: UnsafeRawBufferPointer
     }
@@ -83,11 +88,10 @@ public final class LogStream {
         let body = r.bytes(5) ?? UnsafeRawBufferPointer(start: nil, count: 0)
         if let userIndex = r.int64(7) {
             return .delivery(Delivery(user: r.string(1) ?? "", userIndex: userIndex, causeSeq: position,
-                                      kind: r.string(2) ?? "", app: r.string(3), notificationId: r.string(4),
-                                      reason: r.string(8) ?? "", at: time, body: body))
+                                      at: time, row: r, body: body))
         }
-        return .event(Event(seq: position, user: r.string(1), type: r.string(2) ?? "", app: r.string(3),
-                            notificationId: r.string(4), body: body, engineTime: time))
+        return .event(Event(seq: position, user: r.string(1), type: r.string(2) ?? "", appBytes: r.bytes(3),
+                            notificationIdBytes: r.bytes(4), body: body, engineTime: time))
     }
 
     /// The last seq to read for a limit given as an engine time: every event before the first
