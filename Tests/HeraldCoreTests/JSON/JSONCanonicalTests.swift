@@ -16,6 +16,38 @@ import HeraldTestSupport
         #expect(JSONValue.string("\u{1f}").canonicalString == #""\u001f""#)
     }
 
+    /// The writer skips eight bytes at a time; an escape at any offset of a long string,
+    /// beside multi-byte characters, must still be found.
+    @Test func stringsAreEscapedMinimallyAtEveryOffset() {
+        func reference(_ s: String) -> String {
+            var out = "\""
+            for u in s.unicodeScalars {
+                switch u {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case "\u{8}": out += "\\b"
+                case "\u{c}": out += "\\f"
+                case _ where u.value < 0x20: out += "\\u00" + (u.value < 0x10 ? "0" : "") + String(u.value, radix: 16)
+                default: out.unicodeScalars.append(u)
+                }
+            }
+            return out + "\""
+        }
+        for special in ["\"", "\\", "\n", "\u{1}", "\u{1f}", "é", "😀", "\u{7f}", " "] {
+            for length in 0..<20 {
+                for at in 0...length {
+                    var chars = Array(repeating: Character("a"), count: length)
+                    chars.insert(Character(special), at: at)
+                    let s = String(chars)
+                    #expect(JSONValue.string(s).canonicalString == reference(s), "\(s.debugDescription)")
+                }
+            }
+        }
+    }
+
     @Test func numbersUseDecimalIntsAndShortestRoundTripDoubles() {
         #expect(JSONValue.int(0).canonicalString == "0")
         #expect(JSONValue.int(-42).canonicalString == "-42")
