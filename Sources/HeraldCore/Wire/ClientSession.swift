@@ -21,6 +21,9 @@ public struct ClientSession: Sendable {
         case dispatch(Request)
         /// Close after sending what is queued; the reason is logged.
         case close(reason: String)
+        /// Log at warning level: a request was refused for want of rights (a wrong token, a
+        /// role or an app the token lacks). Operators audit these; the token itself is never logged.
+        case warn(String)
     }
 
     public let tokens: TokenTable
@@ -29,6 +32,10 @@ public struct ClientSession: Sendable {
     private var nextTicket: UInt64 = 0
     private var nextToSend: UInt64 = 0
     private var finished: [UInt64: [UInt8]] = [:]
+    /// Refusals logged on this connection; past `maxLoggedRefusals` they are answered but not logged,
+    /// so a client looping on a forbidden request cannot flood the log.
+    private var refusalsLogged = 0
+    public static let maxLoggedRefusals = 16
 
     public init(tokens: TokenTable, serverName: String) {
         self.tokens = tokens
@@ -60,7 +67,8 @@ public struct ClientSession: Sendable {
             return replyCompleted(ticket: ticket, reply: WireReply.ok(rid: rid, ["op": "pong"]))
         case "hello":
             guard let granted = tokens.grant(for: body["token"]?.stringValue) else {
-                return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .invalidToken))
+                return refusal("refused hello: the token was not recognised (invalid_token)")
+                    + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .invalidToken))
             }
             grant = granted
             let apps: JSONValue = granted.apps.map { .array($0.sorted().map { .string($0) }) } ?? .array([.string("*")])
@@ -77,15 +85,28 @@ public struct ClientSession: Sendable {
         }
         if let role = OpAccess.requiredRole[op] {
             guard grant.roles.contains(role) else {
-                return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .forbidden(op: op, role: role.rawValue)))
+                let app = body["app"]?.stringValue.map { " for app \(JSONValue.string($0).canonicalString)" } ?? ""
+                return refusal("refused \(op)\(app) by token \(JSONValue.string(grant.name).canonicalString): it lacks the \(role.rawValue) role (forbidden)")
+                    + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .forbidden(op: op, role: role.rawValue)))
             }
             if role == .producer, let app = body["app"]?.stringValue, !grant.mayActFor(app: app) {
-                return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .appNotOwned(app)))
+                return refusal("refused \(op) for app \(JSONValue.string(app).canonicalString) by token \(JSONValue.string(grant.name).canonicalString): not one of its apps (forbidden_app)")
+                    + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .appNotOwned(app)))
             }
         } else if !OpAccess.openOps.contains(op) {
             return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .unknownOp(op)))
         }
         return [.dispatch(Request(ticket: ticket, op: op, rid: rid, body: .object(body), grant: grant))]
+    }
+
+    /// The log action for a refusal, until this connection has logged `maxLoggedRefusals` of them.
+    private mutating func refusal(_ message: String) -> [Action] {
+        refusalsLogged += 1
+        if refusalsLogged < Self.maxLoggedRefusals { return [.warn(message)] }
+        if refusalsLogged == Self.maxLoggedRefusals {
+            return [.warn(message + "; further refusals on this connection are answered but not logged")]
+        }
+        return []
     }
 
     /// A request's reply is ready; returns what can be sent now, in request order.
