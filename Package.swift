@@ -66,6 +66,10 @@ let package = Package(
             ]
         ),
 
+        // libFuzzer target for framing, the session and admission (scripts/fuzz; docs/hostile-input.md).
+        // A regular build links a replay main instead of libFuzzer's.
+        .executableTarget(name: "HeraldFuzz", dependencies: ["HeraldCore"]),
+
         // Build-time: embeds schema/*.sql into HeraldStore as Swift string constants.
         .executableTarget(name: "SchemaEmbedder", path: "Sources/SchemaEmbedder"),
         .plugin(name: "EmbedSchema", capability: .buildTool(), dependencies: ["SchemaEmbedder"]),

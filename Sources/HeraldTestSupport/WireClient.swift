@@ -78,6 +78,38 @@ public final class WireClient: @unchecked Sendable {
         }
     }
 
+    /// Writes as much of `bytes` as the socket takes without blocking (no SIGPIPE); returns
+    /// how many were written, or nil once the connection is broken (reset or closed).
+    /// Hostile-client tests trickle bytes or flood a socket this way.
+    public func trySend(_ bytes: [UInt8]) -> Int? {
+        let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+        if n >= 0 { return n }
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : nil
+    }
+
+    /// Shrinks the socket's receive buffer, so that a client that does not read fills up fast.
+    public func setReceiveBuffer(bytes: Int32) {
+        var size = bytes
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// Whether the server has closed (or reset) the connection: reads and drops what is
+    /// buffered, without waiting.
+    public func isClosedByPeer() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n > 0 { buffer += chunk[..<n]; continue }
+            if n == 0 { return true }
+            return !(errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        }
+    }
+
+    /// Lines received so far and not yet read (after `isClosedByPeer`).
+    public func bufferedLines() -> [[UInt8]] {
+        buffer.split(separator: 0x0A, omittingEmptySubsequences: true).map(Array.init)
+    }
+
     /// Sends one line (a newline is added).
     public func send(_ line: String) throws(Failure) {
         try sendRaw(Array((line + "\n").utf8))

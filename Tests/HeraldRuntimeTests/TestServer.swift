@@ -13,6 +13,7 @@ final class TestServer: @unchecked Sendable {
     private let stopped = DispatchSemaphore(value: 0)
 
     init(url: String? = nil, start: String = "2026-03-27T07:00:00Z", tokens: TokenTable = TokenTable(),
+         log: LogLines? = nil,
          configure: (inout ServiceConfiguration) -> Void = { _ in }) throws {
         self.url = try url ?? TestPostgres.freshDatabase()
         var config = ServiceConfiguration(databaseURL: self.url)
@@ -21,7 +22,7 @@ final class TestServer: @unchecked Sendable {
         config.tokens = tokens
         config.handleSignals = false
         configure(&config)
-        service = HeraldService(configuration: config) { _ in }
+        service = HeraldService(configuration: config) { log?.append($0) }
         port = try service.start()
         // The service is used only by its loop thread from here on (requestShutdown is thread-safe).
         nonisolated(unsafe) let service = self.service
@@ -52,6 +53,18 @@ final class TestServer: @unchecked Sendable {
         return c
     }
 
+    /// Reads `stats` on a fresh connection until `condition` holds (at most `attempts` × 20 ms);
+    /// returns the last stats. For effects the server notices on its own (a closed socket).
+    func statsWhen(attempts: Int = 500, _ condition: (JSONValue) -> Bool) throws -> JSONValue {
+        let c = try client()
+        var last = try c.call(["op": "stats"])
+        for _ in 0..<attempts where !condition(last) {
+            usleep(20_000)
+            last = try c.call(["op": "stats"])
+        }
+        return last
+    }
+
     /// Graceful stop; waits for the loop to end.
     func stop() {
         service.requestShutdown()
@@ -74,4 +87,15 @@ extension WireClient {
         }
         return out
     }
+}
+
+/// The service's log lines, collected from its loop thread and read by the test's.
+final class LogLines: @unchecked Sendable {
+    // Why @unchecked Sendable: `lines` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var lines: [String] = []
+
+    func append(_ line: String) { lock.withLock { lines.append(line) } }
+    var all: [String] { lock.withLock { lines } }
+    func matching(_ parts: String...) -> [String] { all.filter { l in parts.allSatisfy { l.contains($0) } } }
 }

@@ -21,6 +21,9 @@ public struct ClientSession: Sendable {
         case dispatch(Request)
         /// Close after sending what is queued; the reason is logged.
         case close(reason: String)
+        /// Log at warning level: a request was refused for want of rights (a wrong token, a
+        /// role or an app the token lacks). Operators audit these; the token itself is never logged.
+        case warn(String)
     }
 
     /// What a hello proved, kept so a reload of the tokens file can re-check the grant.
@@ -37,6 +40,10 @@ public struct ClientSession: Sendable {
     private var nextTicket: UInt64 = 0
     private var nextToSend: UInt64 = 0
     private var finished: [UInt64: [UInt8]] = [:]
+    /// Refusals logged on this connection; past `maxLoggedRefusals` they are answered but not logged,
+    /// so a client looping on a forbidden request cannot flood the log.
+    private var refusalsLogged = 0
+    public static let maxLoggedRefusals = 16
 
     public init(tokens: TokenTable, serverName: String) {
         self.tokens = tokens
@@ -76,10 +83,12 @@ public struct ClientSession: Sendable {
             } else if let token = body["token"]?.stringValue {
                 presented = .token(TokenDigest(token: token))
             } else {
-                return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .invalidToken))
+                return refusal("refused hello: no token was given (invalid_token)")
+                    + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .invalidToken))
             }
             guard let granted = Self.grant(for: presented, in: tokens) else {
-                return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .invalidToken))
+                return refusal("refused hello: the token was not recognised (invalid_token)")
+                    + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .invalidToken))
             }
             grant = granted
             credential = presented
@@ -97,10 +106,13 @@ public struct ClientSession: Sendable {
         }
         if let role = OpAccess.requiredRole[op] {
             guard grant.roles.contains(role) else {
-                return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .forbidden(op: op, role: role.rawValue)))
+                let app = body["app"]?.stringValue.map { " for app \(JSONValue.string($0).canonicalString)" } ?? ""
+                return refusal("refused \(op)\(app) by token \(JSONValue.string(grant.name).canonicalString): it lacks the \(role.rawValue) role (forbidden)")
+                    + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .forbidden(op: op, role: role.rawValue)))
             }
             if role == .producer, let app = body["app"]?.stringValue, !grant.mayActFor(app: app) {
-                return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .appNotOwned(app)))
+                return refusal("refused \(op) for app \(JSONValue.string(app).canonicalString) by token \(JSONValue.string(grant.name).canonicalString): not one of its apps (forbidden_app)")
+                    + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .appNotOwned(app)))
             }
         } else if !OpAccess.openOps.contains(op) {
             return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .unknownOp(op)))
@@ -134,6 +146,16 @@ public struct ClientSession: Sendable {
         case .token(let digest): return table.isDevMode ? nil : table.grant(for: digest)
         case .certificate(let names): return table.grant(forCertificateNames: names)
         }
+    }
+
+    /// The log action for a refusal, until this connection has logged `maxLoggedRefusals` of them.
+    private mutating func refusal(_ message: String) -> [Action] {
+        refusalsLogged += 1
+        if refusalsLogged < Self.maxLoggedRefusals { return [.warn(message)] }
+        if refusalsLogged == Self.maxLoggedRefusals {
+            return [.warn(message + "; further refusals on this connection are answered but not logged")]
+        }
+        return []
     }
 
     /// A request's reply is ready; returns what can be sent now, in request order.

@@ -26,6 +26,22 @@ public final class ClientConnection {
     /// Bound on unanswered requests before we stop reading from this client (backpressure).
     public static let maxOutstanding = 4096
 
+    /// The connection's deadlines (see `startDeadlines`): one timer, re-armed lazily.
+    private var deadline: LoopEvent?
+    private var limits = Limits()
+    /// When the last complete request line arrived (monotonic milliseconds).
+    private var lastRequestAt: Int64 = 0
+
+    /// How long a connection may take to say hello, to send its next request, and to accept
+    /// output; and how much unsent output it may have before it is no longer read.
+    public struct Limits {
+        public var helloMilliseconds: Int64 = 10_000
+        public var idleMilliseconds: Int64 = 300_000
+        public var writeMilliseconds: Int64 = 60_000
+        public var maxUnsentBytes = 4 << 20
+        public init() {}
+    }
+
     /// With `tls`, the bufferevent speaks TLS (the handshake runs before any line is read).
     init(id: UInt64, fd: Int32, loop: EventLoop, session: ClientSession, maxLineBytes: Int, delegate: ConnectionDelegate,
          tls: TLSContext? = nil) {
@@ -61,15 +77,62 @@ public final class ClientConnection {
         return evbuffer_get_length(bufferevent_get_output(bev))
     }
 
-    /// Sets idle/hello timeouts: no byte read for this long closes the connection.
-    public func setReadTimeout(milliseconds: Int64?) {
-        guard let bev else { return }
-        if let ms = milliseconds {
+    /// Starts the deadlines, counted from now (the accept):
+    /// - **hello**: a connection without a valid hello `helloMilliseconds` after it was
+    ///   accepted is closed, however many bytes it trickles in meanwhile (a read-inactivity
+    ///   timeout would let a client sending one byte every few seconds hold its slot forever);
+    /// - **idle**: after hello, no complete request line for `idleMilliseconds` closes it
+    ///   (partial lines do not count; a connection with requests still being answered, or
+    ///   not read because of backpressure, is not idle);
+    /// - **write**: output that the client does not accept for `writeMilliseconds` (it stopped
+    ///   reading, or vanished without a FIN) closes it and frees its buffers.
+    public func startDeadlines(_ limits: Limits) {
+        self.limits = limits
+        lastRequestAt = Self.monotonicMilliseconds()
+        if let bev {
+            let ms = limits.writeMilliseconds
             var tv = timeval(tv_sec: Int(ms / 1000), tv_usec: Int((ms % 1000) * 1000))
-            bufferevent_set_timeouts(bev, &tv, nil)
-        } else {
-            bufferevent_set_timeouts(bev, nil, nil)
+            bufferevent_set_timeouts(bev, nil, &tv)
         }
+        deadline = loop.timer { [weak self] in self?.deadlinePassed() }
+        deadline?.arm(afterMilliseconds: limits.helloMilliseconds)
+    }
+
+    private func deadlinePassed() {
+        guard !isClosing else {
+            // Closed, but its output never drained: the peer is not reading. Free it now.
+            finish()
+            return
+        }
+        if !peerChecked {
+            // The TLS handshake never finished: nothing can be written to this client.
+            close(reason: "no TLS handshake within \(limits.helloMilliseconds) ms of connecting")
+            finish(peerGone: true)
+            return
+        }
+        guard session.grant != nil else {
+            send(WireReply.error(rid: nil, RequestError(code: "hello_timeout", title: "No hello within \(Self.seconds(limits.helloMilliseconds))",
+                detail: "A connection must send {\"op\":\"hello\",\"token\":\"…\"} within \(Self.seconds(limits.helloMilliseconds)) of connecting. Reconnect and send hello first.")))
+            close(reason: "no hello within \(limits.helloMilliseconds) ms of connecting")
+            return
+        }
+        let quiet = Self.monotonicMilliseconds() - lastRequestAt
+        if quiet >= limits.idleMilliseconds && session.outstanding == 0 && !readPaused {
+            close(reason: "no request for \(quiet) ms (idle timeout \(limits.idleMilliseconds) ms)")
+        } else {
+            deadline?.arm(afterMilliseconds: max(1, limits.idleMilliseconds - quiet))
+        }
+    }
+
+    /// Milliseconds on a clock that never steps (CLOCK_MONOTONIC_COARSE: a few ns a read).
+    static func monotonicMilliseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
+    private static func seconds(_ ms: Int64) -> String {
+        ms % 1000 == 0 ? "\(ms / 1000) s" : "\(Double(ms) / 1000) s"
     }
 
     // MARK: Output
@@ -83,11 +146,21 @@ public final class ClientConnection {
     public func complete(ticket: UInt64, reply: [UInt8]) {
         guard !isClosing || bev != nil else { return }
         perform(session.replyCompleted(ticket: ticket, reply: reply))
-        if readPaused && session.outstanding < Self.maxOutstanding / 2 {
-            readPaused = false
-            bufferevent_enable(bev, Int16(EV_READ))
-            readable()
-        }
+        resumeReadingIfCaughtUp()
+    }
+
+    /// Backpressure: stop reading while too many requests are unanswered, or while too many
+    /// reply bytes wait for a client that does not read them (TCP then slows the client).
+    private var mustPauseReading: Bool {
+        session.outstanding >= Self.maxOutstanding || outputBytes > limits.maxUnsentBytes
+    }
+
+    private func resumeReadingIfCaughtUp() {
+        guard readPaused, !isClosing, let bev,
+              session.outstanding < Self.maxOutstanding / 2, outputBytes <= limits.maxUnsentBytes / 2 else { return }
+        readPaused = false
+        bufferevent_enable(bev, Int16(EV_READ))
+        readable()
     }
 
     /// The tokens file was reloaded: re-check this connection's grant (it may be closed).
@@ -102,7 +175,13 @@ public final class ClientConnection {
         delegate?.connectionClosing(self, reason: reason)
         guard let bev else { return }
         bufferevent_disable(bev, Int16(EV_READ))
-        if outputBytes == 0 { finish() }
+        if outputBytes == 0 {
+            finish()
+        } else {
+            // Let the output drain, but not forever: a peer that stopped reading is freed at the write deadline.
+            deadline?.disarm()
+            deadline?.arm(afterMilliseconds: limits.writeMilliseconds)
+        }
     }
 
     /// Frees the connection (once): called when queued output drained after `close`, or at once
@@ -110,6 +189,7 @@ public final class ClientConnection {
     private func finish(peerGone: Bool = false) {
         guard let bev, !finished else { return }
         finished = true
+        deadline?.disarm()
         bufferevent_disable(bev, Int16(EV_READ | EV_WRITE))
         if !peerGone { TLSContext.sendCloseNotify(bev) }
         shutdown(bufferevent_getfd(bev), Int32(SHUT_RDWR))
@@ -129,15 +209,26 @@ public final class ClientConnection {
             guard evbuffer_peek(input, -1, nil, &vector, 1) >= 1, let base = vector.iov_base else { break }
             let chunk = UnsafeRawBufferPointer(start: base, count: vector.iov_len)
             var actions: [ClientSession.Action] = []
-            let ok = framer.feed(chunk) { line in actions += session.lineReceived(line) }
+            var lines = 0
+            let hadGrant = session.grant != nil
+            let ok = framer.feed(chunk) { line in
+                lines += 1
+                actions += session.lineReceived(line)
+            }
             evbuffer_drain(input, vector.iov_len)
+            if lines > 0 { lastRequestAt = Self.monotonicMilliseconds() }
             perform(actions)
+            if !hadGrant && session.grant != nil {
+                // Said hello: from now on the idle deadline applies.
+                deadline?.disarm()
+                deadline?.arm(afterMilliseconds: limits.idleMilliseconds)
+            }
             if !ok {
                 send(WireReply.error(rid: nil, .lineTooLong(limit: framer.maxLineBytes)))
                 close(reason: "sent a line over \(framer.maxLineBytes) bytes")
                 return
             }
-            if session.outstanding >= Self.maxOutstanding {
+            if mustPauseReading {
                 // Backpressure: stop reading until replies catch up (TCP pushes back on the client).
                 readPaused = true
                 bufferevent_disable(bev, Int16(EV_READ))
@@ -147,6 +238,7 @@ public final class ClientConnection {
 
     private func writable() {
         if isClosing { finish(); return }
+        resumeReadingIfCaughtUp()
         onDrained?()
     }
 
@@ -158,17 +250,9 @@ public final class ClientConnection {
             close(reason: "client closed the connection")
             finish(peerGone: true)
         } else if what & Int16(BEV_EVENT_TIMEOUT) != 0 {
-            if !peerChecked {
-                // The TLS handshake never finished: nothing can be written to this client.
-                close(reason: "no TLS handshake before the hello timeout")
-                finish(peerGone: true)
-                return
-            }
-            if session.grant == nil {
-                send(WireReply.error(rid: nil, RequestError(code: "hello_timeout", title: "No hello in time",
-                    detail: "A connection must say hello within the hello timeout. Reconnect and send hello first.")))
-            }
-            close(reason: session.grant == nil ? "no hello before the hello timeout" : "idle past the idle timeout")
+            // Only the write timeout is set: output waited `writeMilliseconds` without the peer taking a byte.
+            close(reason: "accepted no output for \(limits.writeMilliseconds) ms (stopped reading, or gone without a FIN)")
+            finish(peerGone: true)
         } else if what & Int16(BEV_EVENT_ERROR) != 0 {
             let message = bev.flatMap(TLSContext.failure) ?? "socket error: " + String(cString: strerror(errno))
             close(reason: message)
@@ -190,6 +274,7 @@ public final class ClientConnection {
             case .send(let bytes): send(bytes)
             case .dispatch(let request): delegate?.handle(request, from: self)
             case .close(let reason): close(reason: reason)
+            case .warn(let message): delegate?.connectionWarning(self, message)
             }
         }
     }
@@ -211,5 +296,7 @@ public final class ClientConnection {
 protocol ConnectionDelegate: AnyObject {
     func handle(_ request: ClientSession.Request, from connection: ClientConnection)
     func connectionClosing(_ connection: ClientConnection, reason: String)
+    /// A refusal worth auditing (see `ClientSession.Action.warn`).
+    func connectionWarning(_ connection: ClientConnection, _ message: String)
     func connectionClosed(_ connection: ClientConnection)
 }

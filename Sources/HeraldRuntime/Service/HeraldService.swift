@@ -53,6 +53,10 @@ public final class HeraldService: ConnectionDelegate {
     /// Engine time: manual, or the wall clock never allowed to go backwards.
     var manualNow: Instant?
     var lastNow = Instant.epoch
+    /// The last wall-clock reading and the monotonic time it was taken at: a step of the wall
+    /// clock (NTP, an operator) shows as a difference between the two and is logged.
+    var lastWall: (wall: Int64, monotonic: Int64)?
+    var wallClockBehind = false
     /// Engine times of appended events not yet committed, oldest first: timers may not fire past the oldest.
     var inFlightTimes: Deque<Instant> = []
     /// Idempotency keys in flight, each with the requests waiting for it: a re-send racing its
@@ -86,7 +90,8 @@ public final class HeraldService: ConnectionDelegate {
         if case .manual(let start) = configuration.clock { manualNow = start }
         store.log = log
         let systemClock = manualNow == nil
-        self.timers = WheelDriver(loop: loop, start: .epoch, systemClock: systemClock) { [unowned self] in self.now() }
+        let wallClock = configuration.wallClock
+        self.timers = WheelDriver(loop: loop, start: .epoch, systemClock: systemClock) { [unowned self] in self.manualNow ?? wallClock() }
         timers.onTimer = { [weak self] in self?.fireTimers() }
         timerCheck = loop.timer { [weak self] in self?.fireTimers() }
     }
@@ -94,8 +99,35 @@ public final class HeraldService: ConnectionDelegate {
     /// The engine's idea of now.
     func now() -> Instant {
         if let manualNow { return manualNow }
-        lastNow = max(lastNow, WheelDriver.systemNow())
+        let wall = configuration.wallClock()
+        noteWallClockStep(wall)
+        lastNow = max(lastNow, wall)
         return lastNow
+    }
+
+    /// Logs a step of the wall clock of more than a second. Engine time never goes back: after
+    /// a backward step it holds until the wall clock passes it again (no timer fires meanwhile);
+    /// after a forward step, timers whose instants were skipped fire at once, each with its own
+    /// instant as `at` (they are due by the clock that is now in force). See docs/hostile-input.md.
+    private func noteWallClockStep(_ wall: Instant) {
+        let mono = ClientConnection.monotonicMilliseconds()
+        defer { lastWall = (wall.millisecondsSinceEpoch, mono) }
+        guard let last = lastWall else { return }
+        let drift = (wall.millisecondsSinceEpoch - last.wall) - (mono - last.monotonic)
+        if wall < lastNow {
+            if !wallClockBehind && lastNow.millisecondsSinceEpoch - wall.millisecondsSinceEpoch > 1000 {
+                wallClockBehind = true
+                log("warning: the wall clock went back to \(wall.rfc3339), \((lastNow.millisecondsSinceEpoch - wall.millisecondsSinceEpoch + 500) / 1000) s behind engine time; engine time holds at \(lastNow.rfc3339) until the wall clock passes it (no timer fires early)")
+            }
+            return
+        }
+        if wallClockBehind {
+            wallClockBehind = false
+            log("notice: the wall clock caught up with engine time at \(wall.rfc3339)")
+        }
+        if drift > 1000 {
+            log("warning: the wall clock jumped forward \((drift + 500) / 1000) s to \(wall.rfc3339); timers due in the skipped interval fire now, each with its own instant")
+        }
     }
 
     /// Connects, migrates, rebuilds state from the log, then listens. Returns the bound port.
@@ -178,13 +210,22 @@ public final class HeraldService: ConnectionDelegate {
         let session = ClientSession(tokens: tokens, serverName: configuration.serverName)
         let connection = ClientConnection(id: id, fd: fd, loop: loop, session: session,
                                           maxLineBytes: configuration.maxLineBytes, delegate: self, tls: tls)
-        connection.setReadTimeout(milliseconds: configuration.helloTimeoutMilliseconds)
+        var limits = ClientConnection.Limits()
+        limits.helloMilliseconds = configuration.helloTimeoutMilliseconds
+        limits.idleMilliseconds = configuration.idleTimeoutMilliseconds
+        limits.writeMilliseconds = configuration.writeTimeoutMilliseconds
+        limits.maxUnsentBytes = configuration.consumerBufferBytes
+        connection.startDeadlines(limits)
         connections[id] = connection
     }
 
     func connectionClosing(_ connection: ClientConnection, reason: String) {
         log("connection \(connection.id) from \(connection.peer) closing: \(reason)")
         for (name, c) in consumers where c.connection === connection { consumers[name] = nil }
+    }
+
+    func connectionWarning(_ connection: ClientConnection, _ message: String) {
+        log("warning: connection \(connection.id) from \(connection.peer): \(message)")
     }
 
     func connectionClosed(_ connection: ClientConnection) {
@@ -194,9 +235,6 @@ public final class HeraldService: ConnectionDelegate {
     }
 
     func handle(_ request: ClientSession.Request, from connection: ClientConnection) {
-        if connection.session.grant != nil {
-            connection.setReadTimeout(milliseconds: configuration.idleTimeoutMilliseconds)
-        }
         let reply: ([UInt8]) -> Void = { [weak connection] bytes in connection?.complete(ticket: request.ticket, reply: bytes) }
         switch request.op {
         case "stats": reply(WireReply.ok(rid: request.rid, stats()))

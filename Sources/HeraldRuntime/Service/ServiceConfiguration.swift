@@ -3,7 +3,7 @@ import HeraldCore
 
 /// How the engine learns the time (SPEC §6).
 public enum ClockMode: Sendable, Equatable {
-    /// The system's real-time clock (default).
+    /// The system's real-time clock (default), read through `ServiceConfiguration.wallClock`.
     case system
     /// Starts at the given instant and moves only by the admin `clock` op (tests, demos).
     case manual(start: Instant)
@@ -15,6 +15,9 @@ public struct ServiceConfiguration: Sendable {
     public var port = 7411
     public var databaseURL: String
     public var clock: ClockMode = .system
+    /// Under `.system`, where the wall clock is read (CLOCK_REALTIME). Tests replace it to step
+    /// the wall clock; nothing else should.
+    public var wallClock: @Sendable () -> Instant = { WheelDriver.systemNow() }
     public var tokens = TokenTable()
     /// The tokens file (`--tokens`): when set, read at start-up (replacing `tokens`) and again on SIGHUP.
     public var tokensFile: String?
@@ -23,8 +26,12 @@ public struct ServiceConfiguration: Sendable {
     /// With TLS: an extra plaintext listener, loopback only (`--plain-listen`), for local tools.
     public var plaintextListen: (host: String, port: Int)?
     public var maxConnections = 10_000
+    /// A connection must say hello within this long of being accepted (an absolute deadline).
     public var helloTimeoutMilliseconds: Int64 = 10_000
+    /// After hello: no complete request for this long closes the connection.
     public var idleTimeoutMilliseconds: Int64 = 300_000
+    /// Output the client accepts no byte of for this long closes the connection (it stopped reading, or vanished).
+    public var writeTimeoutMilliseconds: Int64 = 60_000
     public var maxLineBytes = LineFramer.defaultMaxLineBytes
     /// Recent deliveries kept in memory for consumers; older ones are read from PostgreSQL.
     public var deliveryRingCapacity = 65_536

@@ -16,7 +16,9 @@ public final class WheelDriver {
     /// How many times the loop woke up for the wheel (observability, and the runtime test).
     public private(set) var wakeups = 0
 
-    /// `systemClock` false: a manual clock; no libevent timer is ever armed.
+    /// `systemClock` false: a manual clock; no libevent timer is ever armed. `now` is the wall
+    /// clock the deadlines are measured against (after a backward step the timer sleeps until
+    /// the wall clock reaches the deadline, instead of waking again and again).
     public init(loop: EventLoop, start: Instant, systemClock: Bool, now: @escaping () -> Instant) {
         self.wheel = TimingWheel(start: start)
         self.now = now
@@ -35,10 +37,15 @@ public final class WheelDriver {
         rearm()
     }
 
-    /// Arms the one timer for the earliest deadline (rounded up to the next millisecond, so never early).
+    /// The longest the armed timer sleeps: libevent measures delays on the monotonic clock, so
+    /// after a forward step of the wall clock the wheel notices newly due timers within this.
+    public static let maxSleepMilliseconds: Int64 = 60_000
+
+    /// Arms the one timer for the earliest deadline (rounded up to the next millisecond, so never
+    /// early), at most `maxSleepMilliseconds` ahead.
     public func rearm() {
         guard armsTimer, let next = wheel.nextDeadline else { timer?.disarm(); return }
-        let delay = max(0, next.millisecondsSinceEpoch - now().millisecondsSinceEpoch)
+        let delay = min(max(0, next.millisecondsSinceEpoch - now().millisecondsSinceEpoch), Self.maxSleepMilliseconds)
         timer?.disarm()
         timer?.arm(afterMilliseconds: delay)
     }

@@ -38,4 +38,16 @@ import Testing
         #expect(framer.feed(Array("ok\n".utf8)) { _ in seen += 1 } == false)
         #expect(seen == 0)
     }
+
+    @Test func aGibibyteWithoutNewlineStopsOneReadPastTheLimitAndIsNeverBuffered() {
+        var framer = LineFramer()
+        let chunk = [UInt8](repeating: UInt8(ascii: "a"), count: 16 * 1024)
+        var fed = 0
+        while fed < 1 << 30, framer.feed(chunk, line: { _ in Issue.record("no line was framed") }) {
+            fed += chunk.count
+            #expect(framer.bufferedBytes <= LineFramer.defaultMaxLineBytes)
+        }
+        #expect(fed == LineFramer.defaultMaxLineBytes, "the read that crossed 64 KiB was the last one taken")
+        #expect(framer.overflowed && framer.bufferedBytes <= LineFramer.defaultMaxLineBytes + chunk.count)
+    }
 }

@@ -1,0 +1,87 @@
+// Experiment 9 of issue #8: a token acts only within its roles and apps; refusals store nothing and are logged.
+import Foundation
+import HeraldCore
+import HeraldRuntime
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+@Suite struct TenancyTests {
+    static let mail = "com.example.mail", bank = "com.example.bank"
+    static let tokens = TokenTable([
+        "mail-secret-token": Grant(name: "mail-backend", roles: [.producer], apps: [mail]),
+        "bank-secret-token": Grant(name: "bank-backend", roles: [.producer], apps: [bank]),
+        "ops-secret-token": Grant(name: "ops", roles: [.admin, .settings, .consumer], apps: nil),
+    ])
+
+    static func submit(_ app: String, _ id: String) -> JSONValue {
+        ["op": "submit", "app": .string(app), "user": "alice", "id": .string(id), "title": "Hi", "hiddenPreviewsBodyPlaceholder": "x"]
+    }
+
+    @Test func producerForOneAppCannotSubmitWithdrawOrSubscribeForAnotherAndEachRefusalIsLogged() throws {
+        let log = LogLines()
+        let server = try TestServer(tokens: Self.tokens, log: log)
+        defer { server.stop() }
+        let ops = try server.client(token: "ops-secret-token")
+        for app in [Self.mail, Self.bank] {
+            #expect(try ops.call(["op": "registerApp", "app": .string(app), "entitlements": []])["ok"] == true)
+            #expect(try ops.call(["op": "authorization", "user": "alice", "app": .string(app), "status": "authorized",
+                                  "options": ["alert"]])["ok"] == true)
+        }
+        let bank = try server.client(token: "bank-secret-token")
+        #expect(try bank.call(Self.submit(Self.bank, "b1"))["ok"] == true)
+        let conn = try PGConnection.connect(server.url)
+        let before = try conn.execute("SELECT count(*) FROM events").int64(0, 0)
+
+        let mail = try server.client(token: "mail-secret-token")
+        HostileClientTests.expectAlert(try mail.call(Self.submit(Self.bank, "m1")), code: "forbidden_app",
+                                       titleHas: "“com.example.bank”", detailHas: "Use the token issued for com.example.bank")
+        var fanOut = Self.submit(Self.bank, "m2")
+        if case .object(var o) = fanOut { o["user"] = nil; o["users"] = ["alice", "bob"]; fanOut = .object(o) }
+        HostileClientTests.expectAlert(try mail.call(fanOut), code: "forbidden_app")
+        HostileClientTests.expectAlert(try mail.call(["op": "withdraw", "app": .string(Self.bank), "id": "b1"]), code: "forbidden_app")
+        HostileClientTests.expectAlert(try mail.call(["op": "withdraw", "app": .string(Self.bank), "id": "b1", "user": "alice"]),
+                                       code: "forbidden_app")
+        HostileClientTests.expectAlert(try mail.call(["op": "subscribe", "consumer": "push", "from": "earliest"]), code: "forbidden",
+                                       titleHas: "subscribe", detailHas: "consumer role")
+        HostileClientTests.expectAlert(try mail.call(["op": "ack", "consumer": "push", "cursor": 1]), code: "forbidden")
+        HostileClientTests.expectAlert(try mail.call(["op": "registerApp", "app": .string(Self.mail), "entitlements": ["critical"]]),
+                                       code: "forbidden", detailHas: "admin role")
+        HostileClientTests.expectAlert(try mail.call(["op": "settings", "user": "alice", "app": .string(Self.bank), "alert": false]),
+                                       code: "forbidden", detailHas: "settings role")
+        // Its own app still works on the same connection.
+        #expect(try mail.call(Self.submit(Self.mail, "m3"))["ok"] == true)
+
+        // Nothing refused was stored: one event more (m3), and b1 is neither withdrawn nor shadowed.
+        #expect(try conn.execute("SELECT count(*) FROM events").int64(0, 0) == before.map { $0 + 1 })
+        #expect(try conn.execute("SELECT count(*) FROM events WHERE type = 'withdraw' OR notification_id IN ('m1','m2')").int64(0, 0) == 0)
+        #expect(try conn.execute("SELECT count(*) FROM events WHERE type = 'registerApp' AND body::text LIKE '%critical%'").int64(0, 0) == 0)
+
+        // Every refusal is logged at warning level with the token's name, the op and the app; never the token.
+        let refusals = log.matching("warning:", "refused", "\"mail-backend\"")
+        #expect(refusals.count == 8, "one warning per refusal: \(refusals)")
+        #expect(log.matching("warning:", "refused submit for app \"com.example.bank\" by token \"mail-backend\"", "forbidden_app").count == 2)
+        #expect(log.matching("warning:", "refused withdraw for app \"com.example.bank\" by token \"mail-backend\"").count == 2)
+        #expect(log.matching("warning:", "refused subscribe by token \"mail-backend\"", "consumer role").count == 1)
+        #expect(log.matching("refused registerApp for app \"com.example.mail\" by token \"mail-backend\"", "admin role").count == 1)
+        #expect(log.matching("secret-token").isEmpty, "tokens never reach the log")
+    }
+
+    @Test func wrongTokensAreRefusedAndLoggedWithoutTheTokenAndRefusalFloodsAreCapped() throws {
+        let log = LogLines()
+        let server = try TestServer(tokens: Self.tokens, log: log)
+        defer { server.stop() }
+        let c = try server.client(hello: false)
+        HostileClientTests.expectAlert(try c.call(["op": "hello", "token": "guessed-token-1"]), code: "invalid_token",
+                                       titleHas: "not recognised", detailHas: "stays open")
+        HostileClientTests.expectAlert(try c.call(Self.submit(Self.bank, "x")), code: "hello_required")
+        #expect(log.matching("warning:", "refused hello", "invalid_token").count == 1)
+        #expect(log.matching("guessed-token").isEmpty)
+        // A client looping on refusals is answered every time but logged a bounded number of times.
+        for i in 0..<100 {
+            _ = try c.call(["op": "hello", "token": .string("guess-\(i)-xxxxxxxx")])
+        }
+        #expect(log.matching("refused hello").count == ClientSession.maxLoggedRefusals)
+        #expect(log.matching("further refusals on this connection are answered but not logged").count == 1)
+    }
+}
