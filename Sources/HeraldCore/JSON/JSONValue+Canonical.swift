@@ -11,20 +11,20 @@ extension JSONValue {
     ///   since JSON cannot represent it.
     /// The serializer writes any string; a string containing U+0000 is encoded as
     /// `\u0000`, which `parse` rejects by policy.
-    public func write(to out: inout [UInt8]) {
+    public func write(to out: inout ByteSink) {
         switch self {
         case .null:
-            appendASCII("null", to: &out)
+            out.append("null")
         case .bool(let b):
-            appendASCII(b ? "true" : "false", to: &out)
+            out.append(b ? "true" : "false")
         case .int(let v):
             writeInt(v, to: &out)
         case .double(let d):
             if d.isFinite {
                 var text = d.description
-                text.withUTF8 { out.append(contentsOf: $0) }
+                text.withUTF8 { out.append(UnsafeRawBufferPointer($0)) }
             } else {
-                appendASCII("null", to: &out)
+                out.append("null")
             }
         case .string(let s):
             writeString(s, to: &out)
@@ -51,12 +51,14 @@ extension JSONValue {
         }
     }
 
+    /// Appends the canonical encoding (see `write(to:)` on a sink) to an array.
+    public func write(to out: inout [UInt8]) {
+        out.append(contentsOf: withSink { write(to: &$0) })
+    }
+
     /// The canonical encoding (see `write(to:)`) as bytes.
     public var canonicalBytes: [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(64)
-        write(to: &out)
-        return out
+        withSink(capacity: 64) { write(to: &$0) }
     }
 
     /// The canonical encoding (see `write(to:)`) as text.
@@ -71,13 +73,8 @@ private func utf8Precedes(_ a: String, _ b: String) -> Bool {
     a.utf8.lexicographicallyPrecedes(b.utf8)
 }
 
-@inline(__always)
-private func appendASCII(_ s: StaticString, to out: inout [UInt8]) {
-    out.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
-}
-
 /// Appends `v` in decimal (the canonical form of `.int`).
-func writeInt(_ v: Int64, to out: inout [UInt8]) {
+func writeInt(_ v: Int64, to out: inout ByteSink) {
     if v < 0 { out.append(0x2D) }
     var rest = v.magnitude
     var divisor: UInt64 = 1
@@ -106,7 +103,7 @@ private func needsEscape(_ x: UInt64) -> Bool {
 private let hexDigits: StaticString = "0123456789abcdef"
 
 /// Appends `s` as a canonical JSON string (quotes included), without a `JSONValue` around it.
-func writeString(_ s: String, to out: inout [UInt8]) {
+func writeString(_ s: String, to out: inout ByteSink) {
     out.append(0x22)
     var s = s
     s.withUTF8 { bytes in
@@ -125,7 +122,7 @@ func writeString(_ s: String, to out: inout [UInt8]) {
                 k += 1
                 continue
             }
-            if runStart < k { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<k])) }
+            if runStart < k { out.append(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[runStart..<k]))) }
             out.append(0x5C)
             switch c {
             case 0x22: out.append(0x22)
@@ -145,7 +142,7 @@ func writeString(_ s: String, to out: inout [UInt8]) {
             k += 1
             runStart = k
         }
-        if runStart < n { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<n])) }
+        if runStart < n { out.append(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[runStart..<n]))) }
     }
     out.append(0x22)
 }

@@ -10,21 +10,21 @@ extension Instant {
     /// (`2026-03-29T01:30:00Z`, `2026-03-29T01:30:00.250Z`). Deterministic, so stored
     /// deliveries compare byte for byte on replay.
     public var rfc3339: String {
-        var out: [UInt8] = []
-        out.reserveCapacity(24)
-        writeRFC3339(to: &out)
-        return String(decoding: out, as: UTF8.self)
+        var sink = ByteSink(capacity: 32)
+        defer { sink.deallocate() }
+        writeRFC3339(to: &sink)
+        return String(decoding: sink.bytes, as: UTF8.self)
     }
 
     /// Appends `"` + `rfc3339` + `"` (a JSON string) to `out` without building a `String`.
-    public func writeRFC3339String(to out: inout [UInt8]) {
+    public func writeRFC3339String(to out: inout ByteSink) {
         out.append(0x22)
         writeRFC3339(to: &out)
         out.append(0x22)
     }
 
     /// Appends the `rfc3339` text's bytes.
-    private func writeRFC3339(to out: inout [UInt8]) {
+    private func writeRFC3339(to out: inout ByteSink) {
         let ms = millisecondsSinceEpoch
         let totalSeconds = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000)
         let millis = Int(ms - totalSeconds * 1000)
@@ -41,7 +41,7 @@ extension Instant {
                 divisor /= 10
             }
         }
-        if (0...9999).contains(y) { digits(Int(y), 4) } else { out.append(contentsOf: String(y).utf8) }
+        if (0...9999).contains(y) { digits(Int(y), 4) } else { var text = String(y); text.withUTF8 { out.append(UnsafeRawBufferPointer($0)) } }
         out.append(0x2D); digits(m, 2); out.append(0x2D); digits(d, 2)
         out.append(0x54); digits(secondOfDay / 3600, 2); out.append(0x3A); digits(secondOfDay / 60 % 60, 2)
         out.append(0x3A); digits(secondOfDay % 60, 2)

@@ -25,7 +25,8 @@ struct DeliveryMatcher {
 
     private var derivedWaiting: [Key: Delivery] = [:]
     private var storedWaiting: [Key: (body: [UInt8], notification: String?)] = [:]
-    private var scratch: [UInt8] = []
+    /// Where a derived delivery is encoded for comparison (reused; freed by `finish`).
+    private var scratch = ByteSink(capacity: 4096)
     private(set) var compared = 0
     private(set) var differences: [Replayer.Difference] = []
 
@@ -36,7 +37,6 @@ struct DeliveryMatcher {
 
     init(recordsDecisions: Bool) {
         self.recordsDecisions = recordsDecisions
-        scratch.reserveCapacity(4096)
     }
 
     /// A delivery the replay derived, the `index`-th of its user.
@@ -67,14 +67,14 @@ struct DeliveryMatcher {
 
     private mutating func compare(_ key: Key, _ derived: Delivery, stored: UnsafeRawBufferPointer, notification: String?) {
         compared += 1
-        scratch.removeAll(keepingCapacity: true)
+        scratch.removeAll()
         derived.writeBody(to: &scratch)
         let same = scratch.count == stored.count
-            && (stored.isEmpty || scratch.withUnsafeBytes { memcmp($0.baseAddress!, stored.baseAddress!, stored.count) == 0 })
+            && (stored.isEmpty || memcmp(scratch.base, stored.baseAddress!, stored.count) == 0)
         if !same {
             differences.append(.init(user: key.user, userIndex: key.index, notification: notification ?? derived.notificationId,
                                      stored: String(decoding: stored, as: UTF8.self),
-                                     derived: String(decoding: scratch, as: UTF8.self)))
+                                     derived: String(decoding: scratch.bytes, as: UTF8.self)))
         }
     }
 
@@ -93,6 +93,8 @@ struct DeliveryMatcher {
         }
         storedWaiting = [:]
         derivedWaiting = [:]
+        scratch.deallocate()
+        scratch = ByteSink(capacity: 16)
         differences.sort { ($0.user, $0.userIndex) < ($1.user, $1.userIndex) }
     }
 }

@@ -26,9 +26,10 @@ import HeraldCore
         senderOnly.communication = CommunicationInfo(sender: "mom")
         for n in [Self.full, sparse, senderOnly] {
             for previews in ShowPreviews.allCases {
-                var out: [UInt8] = []
+                var out = ByteSink(capacity: 16)  // small: growing is exercised too
                 n.writeContent(previews: previews, to: &out)
-                #expect(String(decoding: out, as: UTF8.self) == n.contentJSON(previews: previews).canonicalString, "\(previews)")
+                #expect(String(decoding: out.bytes, as: UTF8.self) == n.contentJSON(previews: previews).canonicalString, "\(previews)")
+                out.deallocate()
             }
         }
     }
