@@ -83,8 +83,18 @@ static inline int herald_ssl_peer_names(SSL *ssl, char *buf, size_t cap) {
     return count;
 }
 
-/// The oldest queued OpenSSL error of this thread as text (and clears the queue), or "" if none.
-static inline void herald_ssl_error_string(unsigned long code, char *buf, size_t cap) {
-    if (code == 0) { if (cap) buf[0] = 0; return; }
-    ERR_error_string_n(code, buf, cap);
+/// Every queued OpenSSL error of this thread as text, joined by "; " (the queue is emptied);
+/// "no detail from OpenSSL" when there is none. Truncated to fit `cap` bytes.
+static inline void herald_ssl_drain_errors(char *buf, size_t cap) {
+    if (cap == 0) return;
+    buf[0] = 0;
+    size_t used = 0;
+    unsigned long code;
+    while ((code = ERR_get_error()) != 0) {
+        if (used > 0 && used + 2 < cap) { buf[used++] = ';'; buf[used++] = ' '; buf[used] = 0; }
+        if (used + 1 >= cap) continue;  /* full: keep draining so the queue is empty */
+        ERR_error_string_n(code, buf + used, cap - used);
+        used += strlen(buf + used);
+    }
+    if (used == 0) snprintf(buf, cap, "no detail from OpenSSL");
 }

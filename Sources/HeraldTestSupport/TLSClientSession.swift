@@ -122,14 +122,8 @@ final class TLSClientSession {
     }
 
     static func errors() -> String {
-        var messages: [String] = []
-        while true {
-            let code = ERR_get_error()
-            if code == 0 { break }
-            var buffer = [CChar](repeating: 0, count: 256)
-            herald_ssl_error_string(code, &buffer, buffer.count)
-            messages.append(String(cString: buffer))
-        }
-        return messages.isEmpty ? "no detail from OpenSSL" : messages.joined(separator: "; ")
+        var buffer = [CChar](repeating: 0, count: 1024)
+        herald_ssl_drain_errors(&buffer, buffer.count)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -87,19 +87,6 @@ func writeInt(_ v: Int64, to out: inout ByteSink) {
     }
 }
 
-/// True when any byte of `x` is '"', '\\' or below 0x20 (SWAR; bytes at or above 0x80 pass).
-@inline(__always)
-private func needsEscape(_ x: UInt64) -> Bool {
-    let ones: UInt64 = 0x0101_0101_0101_0101
-    let highs: UInt64 = 0x8080_8080_8080_8080
-    let q = x ^ (ones &* 0x22)
-    let b = x ^ (ones &* 0x5C)
-    let hasQuote = (q &- ones) & ~q
-    let hasBackslash = (b &- ones) & ~b
-    let hasControl = (x &- (ones &* 0x20)) & ~x
-    return (hasQuote | hasBackslash | hasControl) & highs != 0
-}
-
 private let hexDigits: StaticString = "0123456789abcdef"
 
 /// Appends `s` as a canonical JSON string (quotes included), without a `JSONValue` around it.
@@ -114,7 +101,7 @@ func writeString(_ s: String, to out: inout ByteSink) {
         while k < n {
             // Eight bytes at a time while none needs escaping (most strings never do).
             if let base {
-                while k + 8 <= n, !needsEscape(base.loadUnaligned(fromByteOffset: k, as: UInt64.self)) { k += 8 }
+                while k + 8 <= n, ByteScan.quoteBackslashOrControl(base.loadUnaligned(fromByteOffset: k, as: UInt64.self)) == 0 { k += 8 }
                 guard k < n else { break }
             }
             let c = bytes[k]

@@ -414,17 +414,10 @@ private struct JSONParser {
         throw fail(open, "A string that is never closed", "add the closing double quote")
     }
 
-    /// True when any byte of `x` is '"', '\\', below 0x20 or at least 0x80 (SWAR test).
+    /// True when any byte of `x` is '"', '\\', below 0x20 or at least 0x80.
     @inline(__always)
     func needsAttention(_ x: UInt64) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        let q = x ^ (ones &* 0x22)
-        let b = x ^ (ones &* 0x5C)
-        let hasQuote = (q &- ones) & ~q
-        let hasBackslash = (b &- ones) & ~b
-        let hasControl = x &- (ones &* 0x20)
-        return ((hasQuote | hasBackslash | hasControl) & highs) | (x & highs) != 0
+        ByteScan.quoteBackslashOrControl(x) | ByteScan.nonASCII(x) != 0
     }
 
     /// Continues a string after its first backslash, copying the decoded bytes into `scratch`.

@@ -10,7 +10,7 @@ enum ChildProcess {
         var template = Array((FileManager.default.temporaryDirectory.path + "/herald-cmd-XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard fd >= 0 else { return (127, "could not create a temporary file: \(String(cString: strerror(errno)))") }
-        let outputPath = String(cString: template)
+        let outputPath = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         defer { close(fd); unlink(outputPath) }
 
         var actions = posix_spawn_file_actions_t()
