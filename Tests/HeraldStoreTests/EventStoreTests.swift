@@ -187,6 +187,32 @@ import Testing
         #expect(try EventReader.deliveries(conn, after: 0).map(\.row) == [delivery(1), delivery(2), delivery(3)])
     }
 
+    /// A summary storm decides a million deliveries at one instant: one statement of them would
+    /// pass PostgreSQL's 1 GB message limit and fail forever. Big appends go in parts.
+    @Test func anAppendLargerThanATransactionIsSplitAndCompletesOnce() throws {
+        let url = try TestPostgres.freshDatabase()
+        let writer = try GroupCommitWriter(connection: try PGConnection.connect(url))
+        writer.limits.maxRowsPerTransaction = 100
+        let rows = (1...1_050).map { i in
+            DeliveryRow(user: "u\(i % 3)", userIndex: Int64(i), causeSeq: 1, kind: "summary", app: nil, notificationId: nil,
+                        reason: "summary", at: Instant(millisecondsSinceEpoch: 1000), rulesVersion: "1",
+                        trace: "[]", body: #"{"kind":"summary","i":\#(i)}"#)
+        }
+        var calls = 0
+        var cursors: [Int64] = []
+        writer.append(deliveries: rows) { calls += 1; cursors = (try? $0.get()) ?? [] }
+        writer.runUntilIdle()
+        #expect(calls == 1)
+        #expect(cursors == (1...1_050).map(Int64.init))
+
+        var outcomes: [AppendOutcome] = []
+        writer.append(events: (1...250).map { Self.event($0) }) { outcomes = (try? $0.get()) ?? [] }
+        writer.runUntilIdle()
+        #expect(outcomes == (1...250).map { AppendOutcome.appended(seq: Int64($0)) })
+        let conn = try PGConnection.connect(url)
+        #expect(try conn.execute("SELECT count(*) FROM deliveries").int64(0, 0) == 1_050)
+    }
+
     @Test func consumerCursorNeverMovesBackwards() throws {
         let url = try TestPostgres.freshDatabase()
         let writer = try GroupCommitWriter(connection: try PGConnection.connect(url))

@@ -108,18 +108,49 @@ public final class GroupCommitWriter {
 
     // MARK: Requests
 
+    /// Appends events. More rows than `maxRowsPerTransaction` go in several transactions; the
+    /// completion then runs once, with every outcome, or with the first failure (rows of earlier
+    /// parts may be committed: a retry finds them as duplicates).
     public func append(events rows: [EventRow], completion: @escaping EventsCompletion) {
         if let broken { completion(.failure(broken)); return }
         if rows.isEmpty { completion(.success([])); return }
-        queue.append(.events(rows, completion))
+        for (part, done) in Self.split(rows, by: limits.maxRowsPerTransaction, completion) { queue.append(.events(part, done)) }
         pump()
     }
 
+    /// Appends deliveries, split like `append(events:)`: a summary storm decides a million at
+    /// one instant, and one statement of them would pass PostgreSQL's 1 GB message limit.
+    /// Rows of a part committed before a failure are skipped when re-sent (same user, ordinal).
     public func append(deliveries rows: [DeliveryRow], completion: @escaping DeliveriesCompletion) {
         if let broken { completion(.failure(broken)); return }
         if rows.isEmpty { completion(.success([])); return }
-        queue.append(.deliveries(rows, completion))
+        for (part, done) in Self.split(rows, by: limits.maxRowsPerTransaction, completion) { queue.append(.deliveries(part, done)) }
         pump()
+    }
+
+    /// Cuts `rows` into parts of at most `size`, each with a completion; `completion` runs once:
+    /// with the parts' results joined in order when all succeeded, or with the first failure.
+    private static func split<Row, Outcome>(_ rows: [Row], by size: Int,
+                                            _ completion: @escaping (Result<[Outcome], StoreError>) -> Void)
+        -> [([Row], (Result<[Outcome], StoreError>) -> Void)] {
+        let size = max(size, 1)
+        if rows.count <= size { return [(rows, completion)] }
+        let starts = Array(stride(from: 0, to: rows.count, by: size))
+        let join = PartsJoin<Outcome>(starts.count)
+        return starts.enumerated().map { i, start in
+            (Array(rows[start..<min(start + size, rows.count)]), { result in
+                guard !join.failed else { return }
+                switch result {
+                case .failure(let error):
+                    join.failed = true
+                    completion(.failure(error))
+                case .success(let outcomes):
+                    join.parts[i] = outcomes
+                    join.remaining -= 1
+                    if join.remaining == 0 { completion(.success(join.parts.flatMap { $0! })) }
+                }
+            })
+        }
     }
 
     public func ack(consumer: String, cursor: Int64, completion: @escaping AckCompletion) {
@@ -357,6 +388,14 @@ enum EventBatch {
         p.appendTimestamptz(rows.lazy.map(\.engineTime.millisecondsSinceEpoch))
         return p
     }
+}
+
+/// The parts of a split append, joined: their results in order, or the first failure.
+private final class PartsJoin<Outcome> {
+    var parts: [[Outcome]?]
+    var remaining: Int
+    var failed = false
+    init(_ n: Int) { parts = Array(repeating: nil, count: n); remaining = n }
 }
 
 /// Parameters of the batch delivery insert: one binary array per column.
