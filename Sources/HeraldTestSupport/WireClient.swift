@@ -42,6 +42,9 @@ public final class WireClient: @unchecked Sendable {
 
     deinit { close() }
 
+    /// The socket (benchmarks take it over with `dup` after the handshake; see `DeliveryTap`).
+    public var fileDescriptor: Int32 { fd }
+
     public func close() {
         if fd >= 0 { Glibc.close(fd) }
         fd = -1
