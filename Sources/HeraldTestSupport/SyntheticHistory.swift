@@ -28,6 +28,10 @@ public final class SyntheticHistory {
     public private(set) var deliveriesWritten = 0
     /// Called after each flushed batch with (events, deliveries) written so far.
     public var progress: (Int, Int) -> Void = { _, _ in }
+    /// Seconds spent in COPY, and in `finish` (staging → events, heads, ANALYZE); the rest of the
+    /// build is admission, fold and row formatting in Swift.
+    public private(set) var copySeconds = 0.0
+    public private(set) var finishSeconds = 0.0
     /// Rows buffered before a COPY.
     public var batchRows = 50_000
 
@@ -95,6 +99,8 @@ public final class SyntheticHistory {
     /// Writes what is buffered, moves `events` rows out of staging, moves the heads, analyzes.
     public func finish() throws {
         try flush()
+        let clock = ContinuousClock(), t0 = clock.now
+        defer { finishSeconds = Self.seconds(clock.now - t0) }
         try connection.execute("""
             INSERT INTO events (seq, user_id, type, app, notification_id, body, body_hash, engine_time)
             SELECT seq, user_id, type, app, notification_id, body::json, sha256(convert_to(body, 'UTF8')), engine_time
@@ -149,7 +155,13 @@ public final class SyntheticHistory {
         if pendingEvents >= batchRows || pendingDeliveries >= batchRows { try flush() }
     }
 
+    static func seconds(_ d: Swift.Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
     private func flush() throws {
+        let clock = ContinuousClock(), t0 = clock.now
+        defer { copySeconds += Self.seconds(clock.now - t0) }
         if pendingEvents > 0 {
             try connection.copyIn("COPY herald_synthetic_events FROM STDIN", chunks: [events])
             events.removeAll(keepingCapacity: true)

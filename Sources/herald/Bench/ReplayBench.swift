@@ -73,6 +73,8 @@ struct ReplayBench: ParsableCommand {
             var report = BenchReport("replay: \(Fmt.int(written)) events (\(Fmt.int(users)) users, mixed ops), \(Fmt.int(deliveries)) stored deliveries")
             report.row("history built (SyntheticHistory, COPY)", Fmt.s(loadSeconds), "\(Fmt.int(Double(written) / loadSeconds)) events/s",
                        key: "loadSeconds", value: Fmt.j(loadSeconds))
+            report.row("  of which COPY / move into events + ANALYZE", "\(Fmt.s(history.copySeconds)) / \(Fmt.s(history.finishSeconds))",
+                       "the rest: admission, fold, row formatting in Swift")
             report.json["events"] = .int(Int64(written))
             report.row("Replayer (read, fold, compare)", "\(Fmt.int(replay)) events/s",
                        "median of \(runs): " + replayRates.map { Fmt.int($0) }.joined(separator: ", ") + "; \(Fmt.int(read)) events read, \(Fmt.int(compared)) deliveries compared, \(differences) differences",

@@ -69,6 +69,8 @@ struct RestartBench: ParsableCommand {
             var report = BenchReport("restart: \(Fmt.int(users)) users, \(Fmt.int(perUser * users)) pending timers (deferred notifications), \(Fmt.int(events)) events")
             report.row("history built (SyntheticHistory, COPY)", Fmt.s(loadSeconds), "\(Fmt.int(Double(events) / loadSeconds)) events/s",
                        key: "loadSeconds", value: Fmt.j(loadSeconds))
+            report.row("  of which COPY / move into events + ANALYZE", "\(Fmt.s(history.copySeconds)) / \(Fmt.s(history.finishSeconds))",
+                       "the rest: admission, fold, row formatting in Swift")
             report.json["events"] = .int(Int64(events))
             report.json["users"] = .int(Int64(users))
             report.json["timers"] = .int(Int64(perUser * users))

@@ -88,6 +88,8 @@ struct StormBench: ParsableCommand {
             report.row("history built (SyntheticHistory, COPY)", Fmt.s(loadSeconds),
                        "\(Fmt.int(events)) events + \(Fmt.int(queued)) queued deliveries, \(Fmt.int(Double(events) / loadSeconds)) events/s",
                        key: "loadSeconds", value: Fmt.j(loadSeconds))
+            report.row("  of which COPY / move into events + ANALYZE", "\(Fmt.s(history.copySeconds)) / \(Fmt.s(history.finishSeconds))",
+                       "the rest: admission, fold, row formatting in Swift")
             report.json["events"] = .int(Int64(events))
             report.row("service start-up (fold of the log)", Fmt.s(startup),
                        "\(Fmt.int(Double(events) / startup)) events/s folded", key: "startupSeconds", value: Fmt.j(startup))
