@@ -29,6 +29,8 @@ struct PeerBench: ParsableCommand {
     @Option(help: "Seconds from the start of enqueueing to the due instant (default: enough for both to finish enqueueing).")
     var leadSeconds: Double?
     @Option(help: "The peer script.") var script = "scripts/bench-peer"
+    @Option(help: "Jobs per PgQueuer enqueue call (one INSERT, one transaction): 1000 is its best case, 1 is a request handler enqueueing one job.")
+    var peerBatch = 1000
     @Flag(help: "Only Herald's side (no Python).") var skipPeer = false
     @Flag(help: "Print JSON instead of a table.") var json = false
 
@@ -53,7 +55,7 @@ struct PeerBench: ParsableCommand {
             var peer: PeerResult?
             if !skipPeer {
                 let peerURL = try scratchDatabase(location, name: "herald_bench_peer_pgqueuer", migrate: false)
-                peer = try Self.peerSide(script: script, url: peerURL, jobs: jobs, lead: lead)
+                peer = try Self.peerSide(script: script, url: peerURL, jobs: jobs, lead: lead, batch: peerBatch)
             }
 
             var report = BenchReport("peer: \(Fmt.int(jobs)) jobs due at one instant (\(Int(lead)) s after enqueueing starts)")
@@ -143,13 +145,13 @@ struct PeerBench: ParsableCommand {
     }
 
     /// Runs the peer script and reads its one JSON line.
-    static func peerSide(script: String, url: String, jobs: Int, lead: Double) throws -> PeerResult {
+    static func peerSide(script: String, url: String, jobs: Int, lead: Double, batch: Int) throws -> PeerResult {
         guard FileManager.default.isExecutableFile(atPath: script) else {
             throw StoreError.configuration("\(script) not found or not executable (run from the repository root, or pass --script)")
         }
         let child = Process()
         child.executableURL = URL(fileURLWithPath: script)
-        child.arguments = ["--dsn", url, "--jobs", String(jobs), "--lead-seconds", String(lead)]
+        child.arguments = ["--dsn", url, "--jobs", String(jobs), "--lead-seconds", String(lead), "--batch", String(batch)]
         let out = Pipe()
         child.standardOutput = out
         child.standardError = FileHandle.standardError
