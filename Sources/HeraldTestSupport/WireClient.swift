@@ -56,6 +56,9 @@ public final class WireClient: @unchecked Sendable {
 
     deinit { close() }
 
+    /// The socket (benchmarks take it over with `dup` after the handshake; see `DeliveryTap`).
+    public var fileDescriptor: Int32 { fd }
+
     public func close() {
         tls?.shutdown()
         tls = nil

@@ -7,7 +7,8 @@ import HeraldTestSupport
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks, each beside its baseline in the same run.",
-        subcommands: [StoreBench.self, IngestBench.self, LatencyBench.self])
+        subcommands: [StoreBench.self, IngestBench.self, LatencyBench.self, StormBench.self, RestartBench.self,
+                      ReplayBench.self, PeerBench.self])
 }
 
 struct StoreBench: ParsableCommand {
@@ -55,8 +56,8 @@ struct StoreBench: ParsableCommand {
     }
 }
 
-/// Drops and recreates a scratch database next to the resolved one, migrated; returns its URL.
-func scratchDatabase(_ location: DatabaseLocation, name: String) throws -> String {
+/// Drops and recreates a scratch database next to the resolved one, migrated (unless told not to); returns its URL.
+func scratchDatabase(_ location: DatabaseLocation, name: String, migrate: Bool = true) throws -> String {
     let admin = try PGConnection.connect(location.url)
     try admin.execute("SET client_min_messages = warning")
     try admin.execute("DROP DATABASE IF EXISTS \(name)")
@@ -67,6 +68,6 @@ func scratchDatabase(_ location: DatabaseLocation, name: String) throws -> Strin
     guard url != location.url else {
         throw StoreError.configuration("benchmarks need a key=value connection string with dbname= (or no --database-url)")
     }
-    try Migrator.migrate(PGConnection.connect(url))
+    if migrate { try Migrator.migrate(PGConnection.connect(url)) }
     return url
 }

@@ -92,12 +92,20 @@ struct LatencyBench: ParsableCommand {
 
 /// Runs `body` with the port of a `herald serve` started in this process on `url` (its loop on its
 /// own thread, this thread free to generate load), then stops the service gracefully.
-func withInProcessService<T>(url: String, _ body: (Int) throws -> T) throws -> T {
+/// `configure` adjusts the configuration (e.g. a manual clock); `started` gets the seconds
+/// `start()` took (connect, migrate, restore the log, listen).
+func withInProcessService<T>(url: String, configure: (inout ServiceConfiguration) -> Void = { _ in },
+                             started: (Double) -> Void = { _ in }, _ body: (Int) throws -> T) throws -> T {
     var config = ServiceConfiguration(databaseURL: url)
     config.port = 0
     config.handleSignals = false
-    let service = HeraldService(configuration: config) { _ in }
+    configure(&config)
+    let service = HeraldService(configuration: config) { Log.info($0) }
+    let clock = ContinuousClock()
+    let t0 = clock.now
     let port = try service.start()
+    let d = clock.now - t0
+    started(Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
     // From here the service is touched only by its loop thread (requestShutdown is thread-safe).
     nonisolated(unsafe) let loopService = service
     let stopped = DispatchSemaphore(value: 0)

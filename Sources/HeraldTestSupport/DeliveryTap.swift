@@ -1,0 +1,96 @@
+// A consumer for benchmarks: subscribes, then hands each delivery line to a closure without parsing or per-line copies.
+import Foundation
+import Glibc
+
+/// A subscribed consumer that can keep up with a storm of a million delivery lines: reads big
+/// chunks and scans them for newlines in place (`WireClient.readLine` removes each line from the
+/// front of its buffer, which is quadratic at this volume, and parses JSON per line).
+public final class DeliveryTap {
+    private let fd: Int32
+    private var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    private var filled = 0
+
+    /// Connects, says hello and subscribes `consumer` from the committed tail; returns after the
+    /// subscribe reply (deliveries committed after it will be streamed).
+    public init(port: Int, consumer: String) throws {
+        let client = try WireClient(port: port)
+        _ = try client.request(#"{"op":"hello"}"#)
+        let reply = try client.request(#"{"op":"subscribe","consumer":"\#(consumer)"}"#)
+        guard reply["ok"] == true else { throw WireClient.Failure.io("subscribe refused: \(reply.canonicalString)") }
+        // Take over the socket: nothing else was sent after the reply, so nothing is buffered.
+        fd = dup(client.fileDescriptor)
+        client.close()
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// Reads lines until `line` returns false; a line is the bytes before its newline.
+    /// Throws when nothing arrives for `idleTimeoutMilliseconds`.
+    public func read(idleTimeoutMilliseconds: Int32 = 120_000, _ line: (UnsafeRawBufferPointer) -> Bool) throws {
+        var start = 0
+        while true {
+            if filled == buffer.count {
+                if start == 0 { buffer += [UInt8](repeating: 0, count: buffer.count) }  // a line longer than the buffer
+                else {
+                    buffer.withUnsafeMutableBytes { b in
+                        _ = memmove(b.baseAddress!, b.baseAddress! + start, filled - start)
+                    }
+                    filled -= start
+                    start = 0
+                }
+            }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&p, 1, idleTimeoutMilliseconds)
+            if ready == 0 { throw WireClient.Failure.timeout }
+            if ready < 0 { if errno == EINTR { continue }; throw WireClient.Failure.io("poll failed") }
+            let n = buffer.withUnsafeMutableBytes { b in Glibc.read(fd, b.baseAddress! + filled, b.count - filled) }
+            if n == 0 { throw WireClient.Failure.closed }
+            if n < 0 { throw WireClient.Failure.io("read failed: \(String(cString: strerror(errno)))") }
+            let scanFrom = filled
+            filled += n
+            let keepGoing: Bool = buffer.withUnsafeBytes { b in
+                var i = scanFrom
+                while i < filled {
+                    if b[i] == 0x0A {
+                        if !line(UnsafeRawBufferPointer(rebasing: b[start..<i])) { return false }
+                        start = i + 1
+                    }
+                    i += 1
+                }
+                return true
+            }
+            if !keepGoing { return }
+            if start == filled { start = 0; filled = 0 }
+        }
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Whether `needle` occurs in these bytes (a plain scan; lines are short).
+    public func contains(_ needle: StaticString) -> Bool {
+        let n = needle.utf8CodeUnitCount
+        guard n <= count else { return false }
+        let first = needle.utf8Start.pointee
+        var i = 0
+        while i + n <= count {
+            if self[i] == first && memcmp(baseAddress! + i, needle.utf8Start, n) == 0 { return true }
+            i += 1
+        }
+        return false
+    }
+
+    /// The string value after `"key":"` (no escapes expected: ids the benchmark chose).
+    public func stringField(_ key: StaticString) -> String? {
+        let n = key.utf8CodeUnitCount
+        var i = 0
+        while i + n <= count {
+            if memcmp(baseAddress! + i, key.utf8Start, n) == 0 {
+                var j = i + n
+                while j < count && self[j] != 0x22 { j += 1 }
+                return String(decoding: UnsafeRawBufferPointer(rebasing: self[(i + n)..<j]), as: UTF8.self)
+            }
+            i += 1
+        }
+        return nil
+    }
+}

@@ -1,0 +1,119 @@
+// What every benchmark scenario prints: a table on stdout (or one JSON object), progress on stderr, the load it ran under.
+import Foundation
+import Glibc
+import HeraldCore
+
+/// The result table of one scenario: rows of (what, value, note), and the same numbers as JSON.
+struct BenchReport {
+    var title: String
+    var rows: [(String, String, String)] = []
+    var json: [String: JSONValue] = [:]
+
+    init(_ title: String) {
+        self.title = title
+        json["scenario"] = .string(title)
+        json["loadAverage"] = .string(BenchMachine.loadAverage())
+    }
+
+    /// A row; `key`/`value` also go into the JSON.
+    mutating func row(_ what: String, _ shown: String, _ note: String = "", key: String? = nil, value: JSONValue? = nil) {
+        rows.append((what, shown, note))
+        if let key, let value { json[key] = value }
+    }
+
+    func print(asJSON: Bool) {
+        if asJSON {
+            Swift.print(JSONValue.object(json).canonicalString)
+            return
+        }
+        Swift.print(title)
+        let w0 = rows.map(\.0.count).max() ?? 0, w1 = rows.map(\.1.count).max() ?? 0
+        for (a, b, c) in rows {
+            let line = "  " + a.padding(toLength: w0, withPad: " ", startingAt: 0) + "  "
+                + String(repeating: " ", count: w1 - b.count) + b + (c.isEmpty ? "" : "   " + c)
+            Swift.print(line)
+        }
+        Swift.print("  (load average at the end: \(BenchMachine.loadAverage()))")
+    }
+}
+
+/// Number formatting for the tables.
+enum Fmt {
+    static func int(_ v: Double) -> String {
+        let n = Int(v.rounded())
+        var s = String(n.magnitude), out = ""
+        while s.count > 3 { out = "," + s.suffix(3) + out; s = String(s.dropLast(3)) }
+        return (n < 0 ? "-" : "") + s + out
+    }
+    static func int(_ v: Int) -> String { int(Double(v)) }
+    static func s(_ v: Double) -> String { String(format: "%.2f s", v) }
+    static func ms(_ v: Double) -> String { String(format: "%.1f ms", v) }
+    static func x(_ v: Double) -> String { String(format: "%.2f×", v) }
+    static func mib(_ kib: Int) -> String { String(format: "%.0f MiB", Double(kib) / 1024) }
+    /// Rounded to 3 decimals, for JSON.
+    static func j(_ v: Double) -> JSONValue { .double((v * 1000).rounded() / 1000) }
+}
+
+/// A progress bar on stderr (a terminal), or a line every 10% (a file or pipe).
+final class ProgressBar {
+    let label: String
+    let total: Int
+    private let tty = isatty(2) == 1
+    private var lastShown = -1
+    private let started = Date()
+
+    init(_ label: String, total: Int) { self.label = label; self.total = max(1, total) }
+
+    func update(_ done: Int) {
+        let pct = min(100, done * 100 / total)
+        if tty {
+            guard pct != lastShown else { return }
+            lastShown = pct
+            let bar = String(repeating: "#", count: pct / 4) + String(repeating: " ", count: 25 - pct / 4)
+            FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(pct)% \(done)/\(total) \(Int(Date().timeIntervalSince(started)))s ".utf8))
+        } else if pct / 10 != lastShown / 10 || lastShown < 0 {
+            lastShown = pct
+            Log.info("\(label): \(done)/\(total) (\(pct)%) after \(Int(Date().timeIntervalSince(started))) s")
+        }
+    }
+
+    func finish() {
+        if tty { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}
+
+/// Facts about the machine recorded beside each number.
+enum BenchMachine {
+    /// The 1, 5 and 15 minute load averages (`uptime`), as text.
+    static func loadAverage() -> String {
+        guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return "?" }
+        return text.split(separator: " ").prefix(3).joined(separator: " ")
+    }
+
+    /// VmRSS and VmHWM (peak) of a process, in KiB (`self` or a pid).
+    static func memory(pid: String = "self") -> (rss: Int, peak: Int) {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return (0, 0) }
+        func field(_ name: String) -> Int {
+            for line in text.split(separator: "\n") where line.hasPrefix(name) {
+                return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
+            }
+            return 0
+        }
+        return (field("VmRSS:"), field("VmHWM:"))
+    }
+}
+
+/// Seconds since an origin, monotonic.
+struct Stopwatch {
+    private let origin = ContinuousClock.now
+    var seconds: Double {
+        let d = ContinuousClock.now - origin
+        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+}
+
+/// The median of a few runs.
+func median(_ values: [Double]) -> Double {
+    let s = values.sorted()
+    return s.isEmpty ? 0 : s[s.count / 2]
+}

@@ -1,0 +1,170 @@
+// `herald bench peer`: N jobs due at one instant through Herald (deferred notifications) and through PgQueuer, same run, same PostgreSQL.
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldRuntime
+import HeraldStore
+import HeraldTestSupport
+import Synchronization
+
+struct PeerBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "peer",
+        abstract: "The same scheduled-job workload through Herald and through PgQueuer (scripts/bench-peer), same run, same PostgreSQL.",
+        discussion: """
+            Workload: enqueue N jobs all due at one instant D (far enough ahead that every enqueue finishes \
+            before it), then process each when due. Reported: enqueue throughput (each enqueue durably \
+            committed), and for each job the latency from D to its processing, p50/p99/max.
+            Herald: `submit` with "deliverAt": D (a deferred notification; SPEC §3 "Deferred"), pipelined over TCP \
+            by 8 producers × 256 outstanding to an in-process service on the system clock (an honest \
+            due-to-delivered latency: the timing wheel fires on real time); "processed" = the delivery line \
+            arriving at a subscribed consumer. PgQueuer: scripts/bench-peer installs it in a throwaway \
+            virtualenv (.herald/peer-venv) and enqueues in batches with execute_after, with a QueueManager \
+            worker whose entrypoint records the time.
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "Jobs.") var jobs = 20_000
+    @Option(help: "Distinct users the notifications go to (each authorized first).") var users = 1_000
+    @Option(help: "Seconds from the start of enqueueing to the due instant (default: enough for both to finish enqueueing).")
+    var leadSeconds: Double?
+    @Option(help: "The peer script.") var script = "scripts/bench-peer"
+    @Option(help: "Jobs per PgQueuer enqueue call (one INSERT, one transaction): 1000 is its best case, 1 is a request handler enqueueing one job.")
+    var peerBatch = 1000
+    @Flag(help: "Only Herald's side (no Python).") var skipPeer = false
+    @Flag(help: "Print JSON instead of a table.") var json = false
+
+    func run() throws {
+        try reportingErrors {
+            let location = try database.resolve()
+            defer { location.close() }
+            let url = try scratchDatabase(location, name: "herald_bench_peer")
+            let lead = leadSeconds ?? max(10, Double(jobs) / 2_000)
+
+            // Herald.
+            var herald: PeerResult!
+            try withInProcessService(url: url) { port in
+                var load = IngestLoad()
+                load.users = users; load.app = "com.example.jobs"
+                Log.info("peer: authorizing \(users) users")
+                try load.prepare(port: port)
+                herald = try Self.heraldSide(port: port, jobs: jobs, users: users, app: load.app, lead: lead)
+            }
+
+            // The peer, in the same run on the same cluster (its own scratch database).
+            var peer: PeerResult?
+            if !skipPeer {
+                let peerURL = try scratchDatabase(location, name: "herald_bench_peer_pgqueuer", migrate: false)
+                peer = try Self.peerSide(script: script, url: peerURL, jobs: jobs, lead: lead, batch: peerBatch)
+            }
+
+            var report = BenchReport("peer: \(Fmt.int(jobs)) jobs due at one instant (\(Int(lead)) s after enqueueing starts)")
+            func rows(_ name: String, _ r: PeerResult, _ key: String) {
+                report.row("\(name): enqueue (durably committed)", "\(Fmt.int(r.enqueuePerSecond)) jobs/s", r.enqueueNote,
+                           key: key + "EnqueuePerSecond", value: .int(Int64(r.enqueuePerSecond)))
+                report.row("\(name): due → processed p50 / p99 / max",
+                           "\(Fmt.ms(r.p50)) / \(Fmt.ms(r.p99)) / \(Fmt.ms(r.max))", "\(Fmt.int(r.processed)) processed",
+                           key: key + "P99Ms", value: Fmt.j(r.p99))
+                report.json[key + "P50Ms"] = Fmt.j(r.p50)
+                report.json[key + "MaxMs"] = Fmt.j(r.max)
+                report.json[key + "Processed"] = .int(Int64(r.processed))
+            }
+            rows("Herald", herald, "herald")
+            if let peer {
+                rows(peer.name, peer, "peer")
+                let enqueueRatio = herald.enqueuePerSecond / peer.enqueuePerSecond
+                let latencyRatio = peer.p99 / max(0.001, herald.p99)
+                report.row("ratio: enqueue, Herald / peer", Fmt.x(enqueueRatio), "target ≥ 5×", key: "enqueueRatio", value: Fmt.j(enqueueRatio))
+                report.row("ratio: p99 latency, peer / Herald", Fmt.x(latencyRatio), "target ≥ 10× lower for Herald",
+                           key: "latencyRatio", value: Fmt.j(latencyRatio))
+            }
+            report.print(asJSON: json)
+        }
+    }
+
+    struct PeerResult {
+        var name: String
+        var enqueuePerSecond: Double
+        var enqueueNote: String
+        var p50: Double, p99: Double, max: Double
+        var processed: Int
+    }
+
+    /// Herald's side: pipelined deferred submits, then a consumer times each delivery line against the due instant.
+    static func heraldSide(port: Int, jobs: Int, users: Int, app: String, lead: Double) throws -> PeerResult {
+        let tap = try DeliveryTap(port: port, consumer: "bench-peer")
+        let startWall = Date().timeIntervalSince1970
+        let dueMs = Int64((startWall + lead) * 1000)
+        let due = Instant(millisecondsSinceEpoch: dueMs).rfc3339
+        let producers = 8, window = 256
+        let perProducer = jobs / producers
+        let failure = Mutex<String?>(nil)
+        let enqueueWatch = Stopwatch()
+        Log.info("peer: Herald: \(perProducer * producers) deferred submits due at \(due)")
+        DispatchQueue.concurrentPerform(iterations: producers) { p in
+            do {
+                let c = try WireClient(port: port)
+                _ = try c.request(#"{"op":"hello"}"#)
+                var sent = 0, received = 0
+                while received < perProducer {
+                    var chunk = ""
+                    while sent < perProducer && sent - received < window {
+                        let i = p * perProducer + sent
+                        chunk += #"{"op":"submit","id":"job-\#(i)","app":"\#(app)","user":"user-\#(i % users)","title":"Invoice due","body":"Invoice #\#(i) is due today. Pay it in the app to avoid a late fee.","hiddenPreviewsBodyPlaceholder":"Billing","threadId":"billing","deliverAt":"\#(due)"}"# + "\n"
+                        sent += 1
+                    }
+                    if !chunk.isEmpty { try c.sendRaw(Array(chunk.utf8)) }
+                    let reply = try c.readJSON(timeoutMilliseconds: 120_000)
+                    guard reply["ok"] == true else { throw WireClient.Failure.io("refused: \(reply.canonicalString)") }
+                    received += 1
+                }
+            } catch {
+                failure.withLock { $0 = "producer \(p): \(error)" }
+            }
+        }
+        let enqueueSeconds = enqueueWatch.seconds
+        if let f = failure.withLock({ $0 }) { throw WireClient.Failure.io(f) }
+        let total = perProducer * producers
+        let enqueueDoneWall = Date().timeIntervalSince1970
+        if enqueueDoneWall * 1000 > Double(dueMs) {
+            Log.info("peer: warning: Herald's enqueue finished after the due instant; raise --lead-seconds")
+        }
+        var latencies: [Double] = []
+        latencies.reserveCapacity(total)
+        try tap.read(idleTimeoutMilliseconds: Int32(lead * 1000) + 120_000) { line in
+            if line.contains(#""notification":"job-"#) {
+                latencies.append(Date().timeIntervalSince1970 * 1000 - Double(dueMs))
+            }
+            return latencies.count < total
+        }
+        latencies.sort()
+        func pct(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+        return PeerResult(name: "Herald", enqueuePerSecond: Double(total) / enqueueSeconds,
+                          enqueueNote: "8 producers × 256 outstanding submits, each acked after COMMIT",
+                          p50: pct(0.5), p99: pct(0.99), max: latencies.last ?? 0, processed: latencies.count)
+    }
+
+    /// Runs the peer script and reads its one JSON line.
+    static func peerSide(script: String, url: String, jobs: Int, lead: Double, batch: Int) throws -> PeerResult {
+        guard FileManager.default.isExecutableFile(atPath: script) else {
+            throw StoreError.configuration("\(script) not found or not executable (run from the repository root, or pass --script)")
+        }
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: script)
+        child.arguments = ["--dsn", url, "--jobs", String(jobs), "--lead-seconds", String(lead), "--batch", String(batch)]
+        let out = Pipe()
+        child.standardOutput = out
+        child.standardError = FileHandle.standardError
+        try child.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        child.waitUntilExit()
+        guard child.terminationStatus == 0, let line = String(data: data, encoding: .utf8)?
+            .split(separator: "\n").last, let r = try? JSONValue.parse(Array(line.utf8)) else {
+            throw StoreError.configuration("\(script) failed (status \(child.terminationStatus)); its output: \(String(decoding: data, as: UTF8.self))")
+        }
+        return PeerResult(name: r["name"]?.stringValue ?? "peer", enqueuePerSecond: r["enqueuePerSecond"]?.doubleValue ?? 0,
+                          enqueueNote: r["note"]?.stringValue ?? "",
+                          p50: r["p50Ms"]?.doubleValue ?? 0, p99: r["p99Ms"]?.doubleValue ?? 0, max: r["maxMs"]?.doubleValue ?? 0,
+                          processed: Int(r["processed"]?.intValue ?? 0))
+    }
+}
