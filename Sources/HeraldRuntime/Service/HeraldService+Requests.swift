@@ -51,6 +51,7 @@ extension HeraldService {
 
     /// Appends admitted events; on COMMIT folds them, answers, and commits their deliveries.
     func append(_ accepted: AcceptedRequest, request: ClientSession.Request, at: Instant, reply: @escaping ([UInt8]) -> Void) {
+        let reply = configuration.acknowledgeBeforeCommitForTesting ? acknowledgeNowForTesting(request, reply) : reply
         // Only a submit carries the idempotency key in its row: withdraw, snooze and opened name the
         // notification in their body, and must not collide with the submit's unique key.
         let rows = accepted.events.map { draft in
@@ -96,6 +97,13 @@ extension HeraldService {
             }
         }
         store.kick()
+    }
+
+    /// The negative control (tests only, `acknowledgeBeforeCommitForTesting`): answers success now,
+    /// before anything is stored, and returns a reply that drops the real outcome.
+    func acknowledgeNowForTesting(_ request: ClientSession.Request, _ reply: ([UInt8]) -> Void) -> ([UInt8]) -> Void {
+        reply(WireReply.ok(rid: request.rid, ["seq": .int(0), "warnings": .array([])]))
+        return { _ in }
     }
 
     /// The store's writer, or nil after answering `store_unavailable` (PostgreSQL is being reconnected).

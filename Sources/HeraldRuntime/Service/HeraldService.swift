@@ -75,6 +75,7 @@ public final class HeraldService: ConnectionDelegate {
         self.reader = AsyncReader(loop: loop, url: configuration.databaseURL)
         if case .manual(let start) = configuration.clock { manualNow = start }
         store.log = log
+        store.commitFlushedForTesting = configuration.commitFlushedForTesting
         let systemClock = manualNow == nil
         self.timers = WheelDriver(loop: loop, start: .epoch, systemClock: systemClock) { [unowned self] in self.now() }
         timers.onTimer = { [weak self] in self?.fireTimers() }
