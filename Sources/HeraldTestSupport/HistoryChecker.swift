@@ -55,11 +55,12 @@ public struct HistoryChecker: Sendable {
         }
     }
 
-    /// A delivery line a consumer read, on its `session`-th connection.
+    /// A delivery line a consumer read, on its `session`-th connection (what the line says it is).
     public struct Received: Sendable {
-        public var consumer: String, session: Int, cursor: Int64, user: String, userIndex: Int64
-        public init(consumer: String, session: Int, cursor: Int64, user: String, userIndex: Int64) {
-            self.consumer = consumer; self.session = session; self.cursor = cursor; self.user = user; self.userIndex = userIndex
+        public var consumer: String, session: Int, cursor: Int64, user: String, notification: String?, causeSeq: Int64
+        public init(consumer: String, session: Int, cursor: Int64, user: String, notification: String?, causeSeq: Int64) {
+            self.consumer = consumer; self.session = session; self.cursor = cursor; self.user = user
+            self.notification = notification; self.causeSeq = causeSeq
         }
     }
 
@@ -215,8 +216,9 @@ public struct HistoryChecker: Sendable {
             for r in lines {
                 seen.insert(r.cursor)
                 if let d = storedByCursor[r.cursor] {
-                    if d.user != r.user || d.userIndex != r.userIndex {
-                        flag(.unexpected, "delivery #\(r.cursor) at \(name)", "received as \(r.user)#\(r.userIndex), stored as \(d.user)#\(d.userIndex)")
+                    if d.user != r.user || d.notification != r.notification || d.causeSeq != r.causeSeq {
+                        flag(.unexpected, "delivery #\(r.cursor) at \(name)",
+                             "received as \(r.notification ?? "-")@\(r.user) from seq \(r.causeSeq), stored as \(d.notification ?? "-")@\(d.user) from seq \(d.causeSeq)")
                     }
                 } else {
                     flag(.unexpected, "delivery #\(r.cursor) at \(name)", "received but not stored")

@@ -39,8 +39,9 @@ public final class HistoryRecorder: Sendable {
         consumerState.withLock { s in s[consumer, default: (0, 0)].acked = max(s[consumer]?.acked ?? 0, cursor) }
     }
 
-    public func received(_ consumer: String, session: Int, cursor: Int64, user: String, userIndex: Int64) {
-        state.withLock { $0.received.append(.init(consumer: consumer, session: session, cursor: cursor, user: user, userIndex: userIndex)) }
+    public func received(_ consumer: String, session: Int, cursor: Int64, user: String, notification: String?, causeSeq: Int64) {
+        state.withLock { $0.received.append(.init(consumer: consumer, session: session, cursor: cursor, user: user,
+                                                  notification: notification, causeSeq: causeSeq)) }
     }
 
     /// Counts so far (for progress and for choosing kill moments).

@@ -19,7 +19,7 @@ import Testing
             h.storedEvents.append(.init(seq: Int64(n), key: key(n), payload: "p\(n)"))
             h.storedDeliveries.append(.init(cursor: Int64(n), user: "u1", userIndex: Int64(n), causeSeq: Int64(n),
                                             kind: "alert", app: "a", notification: "n\(n)", at: t0))
-            h.received.append(.init(consumer: "push", session: 1, cursor: Int64(n), user: "u1", userIndex: Int64(n)))
+            h.received.append(.init(consumer: "push", session: 1, cursor: Int64(n), user: "u1", notification: "n\(n)", causeSeq: Int64(n)))
         }
         h.sessions = [.init(consumer: "push", session: 1, ackedBefore: 0)]
         return h
@@ -44,7 +44,7 @@ import Testing
         h.storedEvents.removeAll { $0.seq == 2 }
         h.storedDeliveries.removeAll { $0.cursor == 2 }
         h.received.removeAll { $0.cursor == 2 }
-        h.received[1].cursor = 2; h.received[1].userIndex = 2
+        h.received[1].cursor = 2; h.received[1].notification = "n2"; h.received[1].causeSeq = 2
         let r = h.check()
         #expect(r.lost >= 1 && !r.passed)
         #expect(r.findings.contains { $0.verdict == .lost && $0.subject == "event a/n2@u1" && $0.detail.contains("not stored") })
@@ -89,13 +89,13 @@ import Testing
         var h = Self.clean()
         // The same alert again, under a new ordinal: decided twice.
         h.storedDeliveries.append(.init(cursor: 4, user: "u1", userIndex: 4, causeSeq: 1, kind: "alert", app: "a", notification: "n1", at: Self.t0))
-        h.received.append(.init(consumer: "push", session: 1, cursor: 4, user: "u1", userIndex: 4))
+        h.received.append(.init(consumer: "push", session: 1, cursor: 4, user: "u1", notification: "n1", causeSeq: 1))
         let r = h.check()
         #expect(r.duplicated == 1 && r.findings[0].subject.hasPrefix("decision alert of a/n1@u1"))
         // The same ordinal stored twice.
         var g = Self.clean()
         g.storedDeliveries.append(.init(cursor: 4, user: "u1", userIndex: 3, causeSeq: 9, kind: "quiet", app: "a", notification: "n3", at: Self.t0))
-        g.received.append(.init(consumer: "push", session: 1, cursor: 4, user: "u1", userIndex: 3))
+        g.received.append(.init(consumer: "push", session: 1, cursor: 4, user: "u1", notification: "n3", causeSeq: 9))
         #expect(g.check().findings.contains { $0.verdict == .duplicated && $0.subject == "decision u1#3" })
     }
 
@@ -109,7 +109,7 @@ import Testing
         #expect(g.check().findings.contains { $0.verdict == .unexpected && $0.detail.contains("payload") })
 
         var f = Self.clean()
-        f.received.append(.init(consumer: "push", session: 1, cursor: 4, user: "u1", userIndex: 4))
+        f.received.append(.init(consumer: "push", session: 1, cursor: 4, user: "u1", notification: "n4", causeSeq: 4))
         #expect(f.check().findings.contains { $0.verdict == .unexpected && $0.detail == "received but not stored" })
     }
 
@@ -131,14 +131,14 @@ import Testing
 
         var g = Self.clean()
         g.received.remove(at: 1)
-        g.received.append(.init(consumer: "push", session: 2, cursor: 2, user: "u1", userIndex: 2))
+        g.received.append(.init(consumer: "push", session: 2, cursor: 2, user: "u1", notification: "n2", causeSeq: 2))
         g.sessions.append(.init(consumer: "push", session: 2, ackedBefore: 1))
         let r = g.check()
         #expect(r.orderViolations == ["push connection 1 skipped from #1 to #3"], "redelivery after a reconnect is fine; a skip inside a stream is not")
         #expect(r.findings.isEmpty)
 
         var f = Self.clean()
-        f.received.append(.init(consumer: "push", session: 2, cursor: 2, user: "u1", userIndex: 2))
+        f.received.append(.init(consumer: "push", session: 2, cursor: 2, user: "u1", notification: "n2", causeSeq: 2))
         f.sessions.append(.init(consumer: "push", session: 2, ackedBefore: 3))
         #expect(f.check().orderViolations.contains { $0.contains("behind its acknowledged cursor #3") })
     }
