@@ -129,11 +129,12 @@ public struct CrashExperiment: Sendable {
             usleep(100_000)
         }
         let caughtUp = consumerStream.stop(at: head)
-        serve.terminate()
+        let drained = serve.terminate()
         let replay = Self.replay(binary: serve.binary, databaseURL: databaseURL)
         let checker = try recorder.history(from: databaseURL)
         var allNotes = notes
         allNotes.append("consumer \(consumer): \(consumerStream.sessions) connections, \(caughtUp ? "caught up" : "did NOT catch up") to cursor \(head)")
+        if !drained { allNotes.append("the service did not stop within 30 s of SIGTERM and was killed") }
         allNotes.append("service log: \(logPath)")
         let outcome = ExperimentOutcome(name: name + (acknowledgeBeforeCommit ? " [negative control: ack before commit]" : ""),
                                         report: checker.check(), load: stats, replayStatus: replay.status, replayOutput: replay.output, notes: allNotes)

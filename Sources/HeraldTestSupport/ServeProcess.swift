@@ -53,8 +53,20 @@ public final class ServeProcess: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         defer { for p in cArgs { free(p) } }
+        // The test runner's threads block or ignore some signals; the child starts with none
+        // blocked and default handlers, or SIGTERM would never reach its loop.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), defaults = sigset_t()
+        sigemptyset(&none)
+        sigemptyset(&defaults)
+        for s in [SIGTERM, SIGINT, SIGPIPE, SIGHUP] { sigaddset(&defaults, s) }
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child: pid_t = 0
-        let rc = posix_spawn(&child, binary, &actions, nil, &cArgs, environ)
+        let rc = posix_spawn(&child, binary, &actions, &attributes, &cArgs, environ)
         guard rc == 0 else { throw ExperimentError("could not start \(binary): \(String(cString: strerror(rc)))") }
         pid = child
         starts += 1
@@ -80,13 +92,20 @@ public final class ServeProcess: @unchecked Sendable {
         pid = 0
     }
 
-    /// SIGTERM: the graceful drain; waits for the exit.
-    public func terminate() {
-        guard pid > 0 else { return }
+    /// SIGTERM: the graceful drain; waits for the exit (SIGKILL after `timeoutSeconds`). Returns
+    /// false if it had to be killed.
+    @discardableResult
+    public func terminate(timeoutSeconds: Double = 30) -> Bool {
+        guard pid > 0 else { return true }
         Glibc.kill(pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(timeoutSeconds)
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        while waitpid(pid, &status, WNOHANG) != pid {
+            if Date() > deadline { kill9(); return false }
+            usleep(10_000)
+        }
         pid = 0
+        return true
     }
 
     /// Resident memory of the running service in KiB (from /proc), or nil.
