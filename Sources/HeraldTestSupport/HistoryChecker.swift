@@ -64,10 +64,15 @@ public struct HistoryChecker: Sendable {
         }
     }
 
-    /// One connection of a durable consumer: the cursor it had acknowledged (confirmed) before subscribing.
+    /// One connection of a durable consumer: the cursor it had acknowledged (confirmed by a reply)
+    /// before subscribing, and the highest it had sent an ack for (perhaps committed, unconfirmed).
+    /// Resuming "from committed" must start after the first and no later than just after the second.
     public struct Session: Sendable {
-        public var consumer: String, session: Int, ackedBefore: Int64
-        public init(consumer: String, session: Int, ackedBefore: Int64) { self.consumer = consumer; self.session = session; self.ackedBefore = ackedBefore }
+        public var consumer: String, session: Int, ackedBefore: Int64, ackSentBefore: Int64
+        public init(consumer: String, session: Int, ackedBefore: Int64, ackSentBefore: Int64? = nil) {
+            self.consumer = consumer; self.session = session; self.ackedBefore = ackedBefore
+            self.ackSentBefore = max(ackedBefore, ackSentBefore ?? ackedBefore)
+        }
     }
 
     public var sent: [Sent] = []
@@ -232,10 +237,14 @@ public struct HistoryChecker: Sendable {
             // Order within each connection, and where each connection resumed.
             var bySession: [Int: [Int64]] = [:]
             for r in lines { bySession[r.session, default: []].append(r.cursor) }
-            let ackedBefore = Dictionary(sessions.filter { $0.consumer == name }.map { ($0.session, $0.ackedBefore) }, uniquingKeysWith: max)
+            let started = Dictionary(sessions.filter { $0.consumer == name }.map { ($0.session, $0) }, uniquingKeysWith: { a, _ in a })
             for (session, cursors) in bySession.sorted(by: { $0.key < $1.key }) {
-                if let acked = ackedBefore[session], let first = cursors.first, first <= acked {
-                    report.orderViolations.append("\(name) connection \(session) resumed at #\(first), behind its acknowledged cursor #\(acked)")
+                if let s = started[session], let first = cursors.first {
+                    if first <= s.ackedBefore {
+                        report.orderViolations.append("\(name) connection \(session) resumed at #\(first), behind its acknowledged cursor #\(s.ackedBefore)")
+                    } else if first > s.ackSentBefore + 1 {
+                        report.orderViolations.append("\(name) connection \(session) resumed at #\(first), skipping #\(s.ackSentBefore + 1)… after its last ack #\(s.ackSentBefore)")
+                    }
                 }
                 for (a, b) in zip(cursors, cursors.dropFirst()) where b != a + 1 {
                     report.orderViolations.append(b <= a

@@ -8,7 +8,7 @@ import Synchronization
 public final class HistoryRecorder: Sendable {
     private let state = Mutex(HistoryChecker())
     /// The last acknowledged (confirmed) cursor of each consumer, and its connection count.
-    private let consumerState = Mutex<[String: (acked: Int64, sessions: Int)]>([:])
+    private let consumerState = Mutex<[String: (acked: Int64, sent: Int64, sessions: Int)]>([:])
 
     public init(consumers: [String] = []) {
         state.withLock { $0.consumers = consumers }
@@ -24,19 +24,27 @@ public final class HistoryRecorder: Sendable {
 
     /// A consumer connected and subscribed: returns its connection number for `received`.
     public func consumerSubscribed(_ consumer: String) -> Int {
-        let (session, acked) = consumerState.withLock { s -> (Int, Int64) in
-            var c = s[consumer] ?? (0, 0)
+        let (session, acked, sent) = consumerState.withLock { s -> (Int, Int64, Int64) in
+            var c = s[consumer] ?? (0, 0, 0)
             c.sessions += 1
             s[consumer] = c
-            return (c.sessions, c.acked)
+            return (c.sessions, c.acked, c.sent)
         }
-        state.withLock { $0.sessions.append(.init(consumer: consumer, session: session, ackedBefore: acked)) }
+        state.withLock { $0.sessions.append(.init(consumer: consumer, session: session, ackedBefore: acked, ackSentBefore: sent)) }
         return session
+    }
+
+    /// The last cursor the consumer had confirmed by the server (0 before any).
+    public func consumerConfirmed(_ consumer: String) -> Int64 { consumerState.withLock { $0[consumer]?.acked ?? 0 } }
+
+    /// The consumer sent an ack of `cursor` (it may commit even if the reply never comes).
+    public func consumerSentAck(_ consumer: String, cursor: Int64) {
+        consumerState.withLock { s in s[consumer, default: (0, 0, 0)].sent = max(s[consumer]?.sent ?? 0, cursor) }
     }
 
     /// The server confirmed the consumer's ack of `cursor`.
     public func consumerAcked(_ consumer: String, cursor: Int64) {
-        consumerState.withLock { s in s[consumer, default: (0, 0)].acked = max(s[consumer]?.acked ?? 0, cursor) }
+        consumerState.withLock { s in s[consumer, default: (0, 0, 0)].acked = max(s[consumer]?.acked ?? 0, cursor) }
     }
 
     public func received(_ consumer: String, session: Int, cursor: Int64, user: String, notification: String?, causeSeq: Int64) {

@@ -178,7 +178,10 @@ public final class ResumingConsumer: @unchecked Sendable {
             var sinceAck = 0
             var last: Int64 = 0
             do {
-                try client.send(#"{"op":"subscribe","consumer":"\#(name)"}"#)
+                // Resume from the durable cursor; before the first confirmed ack the name may be
+                // unknown to the server, and an unknown consumer starts at the tail: ask for all.
+                let from = recorder.consumerConfirmed(name) > 0 ? #""committed""# : #""earliest""#
+                try client.send(#"{"op":"subscribe","consumer":"\#(name)","from":\#(from)}"#)
                 while highest.load(ordering: .relaxed) < stopAt.load(ordering: .relaxed) {
                     guard let raw = try client.readLine(timeoutMilliseconds: 200) else {
                         if sinceAck > 0 { try ack(client, last); sinceAck = 0 }
@@ -195,7 +198,8 @@ public final class ResumingConsumer: @unchecked Sendable {
                     } else if let c = v["cursor"]?.intValue, v["op"] == nil, v["ok"] == true {
                         recorder.consumerAcked(name, cursor: c)   // an ack's reply: the durable cursor
                     } else if v["ok"] == false {
-                        break   // e.g. store_unavailable on subscribe: reconnect
+                        usleep(100_000)
+                        break   // e.g. store_unavailable on subscribe (PostgreSQL down): reconnect
                     }
                 }
             } catch {}
@@ -204,6 +208,7 @@ public final class ResumingConsumer: @unchecked Sendable {
     }
 
     private func ack(_ client: WireClient, _ cursor: Int64) throws {
+        recorder.consumerSentAck(name, cursor: cursor)
         try client.send(#"{"op":"ack","consumer":"\#(name)","cursor":\#(cursor)}"#)
     }
 }

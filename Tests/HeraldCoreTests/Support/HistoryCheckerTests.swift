@@ -141,5 +141,11 @@ import Testing
         f.received.append(.init(consumer: "push", session: 2, cursor: 2, user: "u1", notification: "n2", causeSeq: 2))
         f.sessions.append(.init(consumer: "push", session: 2, ackedBefore: 3))
         #expect(f.check().orderViolations.contains { $0.contains("behind its acknowledged cursor #3") })
+
+        // A reconnect that resumes past the last ack sent skipped deliveries (even if another connection had them).
+        var e = Self.clean()
+        e.received.append(.init(consumer: "push", session: 2, cursor: 3, user: "u1", notification: "n3", causeSeq: 3))
+        e.sessions.append(.init(consumer: "push", session: 2, ackedBefore: 0, ackSentBefore: 1))
+        #expect(e.check().orderViolations == ["push connection 2 resumed at #3, skipping #2… after its last ack #1"])
     }
 }
