@@ -34,7 +34,10 @@ public struct CrashExperiment: Sendable {
     /// The negative control: the service acknowledges before COMMIT (the checker must fail).
     public var acknowledgeBeforeCommit = false
     public var extraServeArguments: [String] = []
-    public var consumer = "audit"
+    /// Durable consumers, each on its own connection and thread.
+    public var consumers = ["audit"]
+    /// Experiment 7: each kill of the service also crashes every consumer (a random 0–50 ms apart).
+    public var crashConsumersWithService = false
     public var log: @Sendable (String) -> Void = { print($0) }
 
     public init() {}
@@ -43,7 +46,8 @@ public struct CrashExperiment: Sendable {
     public func killNine(databaseURL: String, kills: Int) throws -> ExperimentOutcome {
         var rng = SeededRandom(seed: seed)
         var notes: [String] = []
-        return try run(name: "kill9 (\(kills) × kill -9, \(load.events) events)", databaseURL: databaseURL) { serve, recorder, finished in
+        let crashing = crashConsumersWithService ? ", consumers crashed with it" : ""
+        return try run(name: "kill9 (\(kills) × kill -9\(crashing), \(load.events) events)", databaseURL: databaseURL) { serve, recorder, finished, streams in
             let total = load.events
             for k in 0..<kills {
                 // Each kill lands at a random point of its share of the run, then a random few ms later.
@@ -53,6 +57,9 @@ public struct CrashExperiment: Sendable {
                 usleep(UInt32.random(in: 0...30_000, using: &rng))
                 let acked = recorder.ackedCount
                 serve.kill9()
+                if crashConsumersWithService {
+                    for c in streams { usleep(UInt32.random(in: 0...50_000, using: &rng)); c.crash() }
+                }
                 usleep(UInt32.random(in: 0...200_000, using: &rng))
                 let t0 = Date()
                 try serve.start()
@@ -64,7 +71,7 @@ public struct CrashExperiment: Sendable {
 
     /// Experiment 2: PostgreSQL crashed (`pg_ctl stop -m immediate`) for `outageSeconds` under load, then restarted.
     public func postgresCrash(cluster: LocalCluster, databaseURL: String, outageSeconds: Double) throws -> ExperimentOutcome {
-        try run(name: "pgcrash (\(outageSeconds) s outage, \(load.events) events)", databaseURL: databaseURL) { serve, recorder, finished in
+        try run(name: "pgcrash (\(outageSeconds) s outage, \(load.events) events)", databaseURL: databaseURL) { serve, recorder, finished, _ in
             while recorder.ackedCount < load.events / 3 && !finished() { usleep(1_000) }
             let rssBefore = serve.residentKilobytes() ?? 0
             cluster.kill()
@@ -93,7 +100,7 @@ public struct CrashExperiment: Sendable {
     /// Any other disruption: `disrupt` gets the service, the recorder and "has the load finished",
     /// does its damage while the producers run, and returns lines for the report.
     public func run(name: String, databaseURL: String,
-                     disrupt: (ServeProcess, HistoryRecorder, @escaping @Sendable () -> Bool) throws -> [String]) throws -> ExperimentOutcome {
+                     disrupt: (ServeProcess, HistoryRecorder, @escaping @Sendable () -> Bool, [ResumingConsumer]) throws -> [String]) throws -> ExperimentOutcome {
         let logPath = FileManager.default.temporaryDirectory.path + "/herald-experiment-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log"
         var arguments = extraServeArguments
         if acknowledgeBeforeCommit { arguments.append("--unsafe-acknowledge-before-commit-for-testing") }
@@ -101,8 +108,8 @@ public struct CrashExperiment: Sendable {
         defer { serve.kill9() }
         try serve.start()
         try load.prepare(port: serve.port)
-        let recorder = HistoryRecorder(consumers: [consumer])
-        let consumerStream = ResumingConsumer(name: consumer, port: serve.port, recorder: recorder)
+        let recorder = HistoryRecorder(consumers: consumers)
+        let streams = consumers.map { ResumingConsumer(name: $0, port: serve.port, recorder: recorder) }
 
         // The producers run on their own thread; the disruption runs here.
         let finished = LockedFlag()
@@ -114,7 +121,7 @@ public struct CrashExperiment: Sendable {
             finished.set()
         }
         producers.start()
-        let notes = try disrupt(serve, recorder) { finished.isSet }
+        let notes = try disrupt(serve, recorder, { finished.isSet }, streams)
         while !finished.isSet { usleep(10_000) }
         let stats = try result.get()!.get()
 
@@ -128,12 +135,14 @@ public struct CrashExperiment: Sendable {
             if r.int64(0, 1) ?? 0 >= r.int64(0, 0) ?? 0 { break }
             usleep(100_000)
         }
-        let caughtUp = consumerStream.stop(at: head)
+        let caughtUp = streams.map { $0.stop(at: head) }
         let drained = serve.terminate()
         let replay = Self.replay(binary: serve.binary, databaseURL: databaseURL)
         let checker = try recorder.history(from: databaseURL)
         var allNotes = notes
-        allNotes.append("consumer \(consumer): \(consumerStream.sessions) connections, \(caughtUp ? "caught up" : "did NOT catch up") to cursor \(head)")
+        for (stream, ok) in zip(streams, caughtUp) {
+            allNotes.append("consumer \(stream.name): \(stream.sessions) connections, \(ok ? "caught up" : "did NOT catch up") to cursor \(head)")
+        }
         if !drained { allNotes.append("the service did not stop within 30 s of SIGTERM and was killed") }
         allNotes.append("service log: \(logPath)")
         let outcome = ExperimentOutcome(name: name + (acknowledgeBeforeCommit ? " [negative control: ack before commit]" : ""),

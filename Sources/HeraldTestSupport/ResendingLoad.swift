@@ -149,6 +149,7 @@ public final class ResumingConsumer: @unchecked Sendable {
     private let recorder: HistoryRecorder
     private let ackEvery: Int
     private let stopAt = Atomic<Int64>(Int64.max)
+    private let crashRequested = Atomic<Bool>(false)
     private let highest = Atomic<Int64>(0)
     private let done = DispatchSemaphore(value: 0)
     public private(set) var sessions = 0
@@ -158,6 +159,10 @@ public final class ResumingConsumer: @unchecked Sendable {
         let thread = Thread { [self] in self.loop() }
         thread.start()
     }
+
+    /// Simulates a crash of the consumer process: it drops its connection without acknowledging
+    /// what it received since its last ack, and starts again from its durable cursor.
+    public func crash() { crashRequested.store(true, ordering: .relaxed) }
 
     /// The highest cursor received so far.
     public var highestCursor: Int64 { highest.load(ordering: .relaxed) }
@@ -183,6 +188,7 @@ public final class ResumingConsumer: @unchecked Sendable {
                 let from = recorder.consumerConfirmed(name) > 0 ? #""committed""# : #""earliest""#
                 try client.send(#"{"op":"subscribe","consumer":"\#(name)","from":\#(from)}"#)
                 while highest.load(ordering: .relaxed) < stopAt.load(ordering: .relaxed) {
+                    if crashRequested.exchange(false, ordering: .relaxed) { break }
                     guard let raw = try client.readLine(timeoutMilliseconds: 200) else {
                         if sinceAck > 0 { try ack(client, last); sinceAck = 0 }
                         continue
@@ -195,6 +201,7 @@ public final class ResumingConsumer: @unchecked Sendable {
                         if cursor > highest.load(ordering: .relaxed) { highest.store(cursor, ordering: .relaxed) }
                         sinceAck += 1
                         if sinceAck >= ackEvery { try ack(client, last); sinceAck = 0 }
+                        if crashRequested.exchange(false, ordering: .relaxed) { break }
                     } else if let c = v["cursor"]?.intValue, v["op"] == nil, v["ok"] == true {
                         recorder.consumerAcked(name, cursor: c)   // an ack's reply: the durable cursor
                     } else if v["ok"] == false {

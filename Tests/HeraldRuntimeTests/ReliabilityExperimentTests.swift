@@ -45,6 +45,20 @@ final class PrivateCluster {
         }
     }
 
+    // MARK: Experiment 7: consumers crashed together with the service
+
+    @Test func consumersCrashedWithTheServiceReceiveEveryDeliveryAtLeastOnceInOrder() throws {
+        var experiment = CrashExperiment()
+        experiment.consumers = ["push", "inbox", "mail"]
+        experiment.crashConsumersWithService = true
+        experiment.seed = 7
+        experiment.load.events = ExperimentSize.int("HERALD_EXPERIMENT_EVENTS", 3_000)
+        experiment.load.timeoutSeconds = max(600, Double(experiment.load.events) / 50)
+        let outcome = try experiment.killNine(databaseURL: TestPostgres.freshDatabase(), kills: ExperimentSize.int("HERALD_EXPERIMENT_KILLS", 3))
+        #expect(outcome.passed, "\(outcome)")
+        #expect(outcome.report.delivered.values.allSatisfy { $0 == outcome.report.decided } && outcome.report.delivered.count == 3)
+    }
+
     // MARK: Experiment 2: PostgreSQL crashed and restarted under load
 
     @Test func postgresCrashUnderLoadAcksNothingUncommittedAndResumes() throws {
@@ -101,7 +115,7 @@ final class PrivateCluster {
         var experiment = CrashExperiment()
         experiment.extraServeArguments = ["--unsafe-durability"]
         experiment.load.events = 3_000
-        let outcome = try experiment.run(name: "synchronous_commit=\(asynchronous ? "off" : "on") + PostgreSQL crash", databaseURL: pg.url) { serve, recorder, finished in
+        let outcome = try experiment.run(name: "synchronous_commit=\(asynchronous ? "off" : "on") + PostgreSQL crash", databaseURL: pg.url) { serve, recorder, finished, _ in
             while recorder.ackedCount < 500 && !finished() { usleep(1_000) }
             kill(pid_t(walWriter), SIGSTOP)
             let paused = recorder.ackedCount
