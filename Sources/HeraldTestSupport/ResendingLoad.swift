@@ -15,6 +15,8 @@ public struct ResendingLoad: Sendable {
     public var users = 200
     public var app = "com.example.reliability"
     public var idPrefix = "r"
+    /// Makes event i deferred: its `deliverAt` (experiment 6).
+    public var deliverAt: (@Sendable (Int) -> Instant?)?
     /// Give up (throw) if the load has not completed by then.
     public var timeoutSeconds: Double = 600
 
@@ -31,7 +33,8 @@ public struct ResendingLoad: Sendable {
     public func key(_ i: Int) -> HistoryChecker.Key { .init(app: app, id: "\(idPrefix)-\(i)", user: "user-\(i % users)") }
     public func payload(_ i: Int) -> String { "Order #\(i) has shipped and arrives on Tuesday between 9 and 12." }
     public func line(_ i: Int) -> String {
-        #"{"op":"submit","rid":\#(i),"id":"\#(idPrefix)-\#(i)","app":"\#(app)","user":"user-\#(i % users)","title":"Order shipped","body":"\#(payload(i))","hiddenPreviewsBodyPlaceholder":"Order update","threadId":"orders"}"#
+        let deferred = deliverAt?(i).map { #""deliverAt":"\#($0.rfc3339)","# } ?? ""
+        return #"{"op":"submit","rid":\#(i),\#(deferred)"id":"\#(idPrefix)-\#(i)","app":"\#(app)","user":"user-\#(i % users)","title":"Order shipped","body":"\#(payload(i))","hiddenPreviewsBodyPlaceholder":"Order update","threadId":"orders"}"#
     }
 
     /// Registers the app and authorizes every user, retrying through crashes (these requests are idempotent).
@@ -102,7 +105,7 @@ public struct ResendingLoad: Sendable {
                             let i = queue.removeLast()
                             if everSent.insert(i).inserted {
                                 stats.sent += 1
-                                recorder.sent(key(i), payload: payload(i))
+                                recorder.sent(key(i), payload: payload(i), deliverAt: deliverAt?(i))
                             } else {
                                 stats.resent += 1
                             }

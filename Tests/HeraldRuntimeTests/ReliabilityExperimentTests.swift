@@ -45,6 +45,93 @@ final class PrivateCluster {
         }
     }
 
+    // MARK: Experiment 6: the timing wheel across crashes
+
+    /// Deferred submits over 10 minutes of manual-clock time (a tenth of them in the same tick);
+    /// the service is killed while they are submitted and while the clock moves (some kills a few
+    /// ms after a clock move was sent, mid-fire). Each decision must happen exactly once, at its
+    /// deliverAt (never early, never late); after each restart the timers in memory (users with a
+    /// wake-up) must equal the users with an undecided deferred submit in PostgreSQL.
+    @Test func deferredDecisionsFireExactlyOnceAtTheirTimeAcrossKills() throws {
+        let start = Instant(rfc3339: "2026-03-27T07:00:00Z")!
+        var experiment = CrashExperiment()
+        experiment.seed = 6
+        experiment.load.events = ExperimentSize.int("HERALD_EXPERIMENT_EVENTS", 3_000)
+        experiment.load.timeoutSeconds = max(600, Double(experiment.load.events) / 50)
+        // 60 s … 660 s after the start, one second apart; every tenth at 300 s exactly.
+        experiment.load.deliverAt = { i in start.adding(.seconds(i % 10 == 0 ? 300 : 60 + Int64(i % 600))) }
+        let kills = ExperimentSize.int("HERALD_EXPERIMENT_KILLS", 4)
+        let url = try TestPostgres.freshDatabase()
+        var mismatches: [String] = []
+        let outcome = try experiment.run(name: "timing wheel across \(kills) kills, \(experiment.load.events) deferred", databaseURL: url) { serve, recorder, finished, _ in
+            var rng = SeededRandom(seed: 6)
+            var notes: [String] = []
+            // A kill while the deferred submits come in.
+            while recorder.ackedCount < experiment.load.events / 2 && !finished() { usleep(1_000) }
+            serve.kill9()
+            try serve.start()
+            while !finished() { usleep(10_000) }
+            // The clock moves in 30 s steps to 11 minutes; kills land between and during moves.
+            var killsLeft = kills - 1
+            let steps = 22
+            for step in 1...steps {
+                let target = start.adding(.seconds(Int64(step) * 30))
+                let midFire = killsLeft > 0 && step % (steps / max(1, kills - 1)) == 0
+                if midFire {
+                    // Send the move, kill a few ms later (perhaps mid-fire), restart, check, move again.
+                    let c = try WireClient(port: serve.port)
+                    _ = try c.request(#"{"op":"hello"}"#)
+                    try c.send(#"{"op":"clock","advanceTo":"\#(target.rfc3339)"}"#)
+                    usleep(UInt32.random(in: 0...20_000, using: &rng))
+                    serve.kill9()
+                    try serve.start()
+                    killsLeft -= 1
+                    // Start-up re-derives and commits what the crash left undecided: let that settle.
+                    var (memory, stored, now) = try Self.pendingTimers(port: serve.port, url: url)
+                    for _ in 0..<50 where memory != stored {
+                        usleep(100_000)
+                        (memory, stored, now) = try Self.pendingTimers(port: serve.port, url: url)
+                    }
+                    notes.append("kill during the move to \(target.rfc3339): after restart (clock at \(now)) \(memory) users with a timer in memory, \(stored) with an undecided deferred submit in PostgreSQL")
+                    if memory != stored { mismatches.append(notes.last!) }
+                }
+                try Self.advance(port: serve.port, to: target)
+            }
+            return notes
+        }
+        #expect(outcome.passed, "\(outcome)")
+        #expect(mismatches.isEmpty, "timers in memory match the pending deferred submits in PostgreSQL: \(mismatches)")
+        #expect(outcome.report.decided == experiment.load.events)
+    }
+
+    /// Moves the manual clock, retrying through restarts; an instant already reached is fine.
+    static func advance(port: Int, to target: Instant) throws {
+        for _ in 0..<200 {
+            if let c = try? WireClient(port: port), (try? c.request(#"{"op":"hello"}"#))?["ok"] == true,
+               let r = try? c.request(#"{"op":"clock","advanceTo":"\#(target.rfc3339)"}"#, timeoutMilliseconds: 60_000),
+               r["ok"] == true || r["error"]?["code"] == "clock_backwards" {
+                return
+            }
+            usleep(50_000)
+        }
+        throw ExperimentError("could not move the manual clock to \(target.rfc3339)")
+    }
+
+    /// Users with a wake-up in the service's wheel, users with an undecided deferred submit in PostgreSQL, and the clock.
+    static func pendingTimers(port: Int, url: String) throws -> (memory: Int64, stored: Int64, now: String) {
+        let c = try WireClient(port: port)
+        _ = try c.request(#"{"op":"hello"}"#)
+        let stats = try c.request(#"{"op":"stats"}"#)
+        let conn = try PGConnection.connect(url)
+        defer { conn.close() }
+        let r = try conn.execute("""
+            SELECT count(DISTINCT e.user_id) FROM events e
+            WHERE e.type = 'submit' AND e.body::jsonb ? 'deliverAt'
+              AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.user_id = e.user_id AND d.app = e.app AND d.notification_id = e.notification_id)
+            """)
+        return (stats["timers"]?.intValue ?? -1, r.int64(0, 0) ?? -1, stats["now"]?.stringValue ?? "?")
+    }
+
     // MARK: Experiment 7: consumers crashed together with the service
 
     @Test func consumersCrashedWithTheServiceReceiveEveryDeliveryAtLeastOnceInOrder() throws {
