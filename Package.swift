@@ -20,6 +20,8 @@ let package = Package(
         // C libraries, bound through module maps and pkg-config.
         .systemLibrary(name: "CLibEvent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // libevent's OpenSSL bufferevents and OpenSSL itself: TLS for client connections.
+        .systemLibrary(name: "CLibEventSSL", pkgConfig: "libevent_openssl", providers: [.apt(["libevent-dev", "libssl-dev"])]),
 
         // Pure core: domain, engine, calendars, timing wheel, JSON. No C, no I/O, no clock reads.
         .target(
@@ -36,14 +38,14 @@ let package = Package(
         .target(
             name: "HeraldRuntime",
             dependencies: [
-                "HeraldCore", "HeraldStore", "CLibEvent",
+                "HeraldCore", "HeraldStore", "CLibEvent", "CLibEventSSL",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Shared by tests and benchmarks: private Postgres, manual clock, seeded RNG, TCP client.
         .target(
             name: "HeraldTestSupport",
-            dependencies: ["HeraldCore", "HeraldStore"]
+            dependencies: ["HeraldCore", "HeraldStore", "CLibEventSSL"]
         ),
         .executableTarget(
             name: "herald",

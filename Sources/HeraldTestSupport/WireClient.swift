@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 import HeraldCore
 
-/// Newline-delimited JSON over a plain blocking socket with read time-outs.
+/// Newline-delimited JSON over a blocking socket (plain, or TLS with `tls:`) with read time-outs.
 /// `@unchecked Sendable`: one thread may read while another writes (reads touch only the read
 /// buffer, writes only the socket); two readers or two writers at once are not allowed.
 public final class WireClient: @unchecked Sendable {
@@ -21,8 +21,10 @@ public final class WireClient: @unchecked Sendable {
 
     private var fd: Int32
     private var buffer: [UInt8] = []
+    private var tls: TLSClientSession?
 
-    public init(host: String = "127.0.0.1", port: Int) throws(Failure) {
+    /// Connects; with `tls` the TLS handshake is done before this returns (or throws `.connect`).
+    public init(host: String = "127.0.0.1", port: Int, tls options: TLSClientOptions? = nil) throws(Failure) {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
@@ -38,11 +40,25 @@ public final class WireClient: @unchecked Sendable {
         }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        if let options {
+            do {
+                tls = try TLSClientSession(fd: fd, host: host == "localhost" ? "127.0.0.1" : host, options: options)
+            } catch {
+                Glibc.close(fd)
+                fd = -1
+                throw error
+            }
+        }
     }
+
+    /// The negotiated TLS protocol ("TLSv1.3"), nil on a plaintext connection.
+    public var tlsProtocol: String? { tls?.protocolVersion }
 
     deinit { close() }
 
     public func close() {
+        tls?.shutdown()
+        tls = nil
         if fd >= 0 { Glibc.close(fd) }
         fd = -1
     }
@@ -50,6 +66,11 @@ public final class WireClient: @unchecked Sendable {
     /// Sends raw bytes as they are (tests of framing send partial or oversized lines this way).
     public func sendRaw(_ bytes: [UInt8]) throws(Failure) {
         var offset = 0
+        if let tls {
+            if bytes.isEmpty { return }
+            try tls.write(bytes)
+            return
+        }
         while offset < bytes.count {
             let n = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             if n <= 0 { throw .io("write failed: \(String(cString: strerror(errno)))") }
@@ -70,12 +91,19 @@ public final class WireClient: @unchecked Sendable {
                 buffer.removeSubrange(...nl)
                 return line
             }
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&p, 1, timeoutMilliseconds)
-            if ready == 0 { return nil }
-            if ready < 0 { if errno == EINTR { continue }; throw .io("poll failed") }
+            if (tls?.pending ?? 0) == 0 {
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&p, 1, timeoutMilliseconds)
+                if ready == 0 { return nil }
+                if ready < 0 { if errno == EINTR { continue }; throw .io("poll failed") }
+            }
             var chunk = [UInt8](repeating: 0, count: 65536)
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            let n: Int
+            if let tls {
+                n = try tls.read(into: &chunk)
+            } else {
+                n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            }
             if n == 0 { throw .closed }
             if n < 0 { throw .io("read failed: \(String(cString: strerror(errno)))") }
             buffer += chunk[..<n]

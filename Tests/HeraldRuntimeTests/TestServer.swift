@@ -42,6 +42,16 @@ final class TestServer: @unchecked Sendable {
         return c
     }
 
+    /// A client over TLS (the handshake done); says hello unless told not to.
+    func tlsClient(_ options: TLSClientOptions, hello: Bool = true, token: String? = "dev-token") throws -> WireClient {
+        let c = try WireClient(port: port, tls: options)
+        if hello {
+            let r = try c.call(token.map { ["op": "hello", "token": .string($0)] } ?? ["op": "hello"])
+            precondition(r["ok"]?.boolValue == true, "hello failed: \(r.canonicalString)")
+        }
+        return c
+    }
+
     /// Graceful stop; waits for the loop to end.
     func stop() {
         service.requestShutdown()

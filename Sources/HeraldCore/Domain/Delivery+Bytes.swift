@@ -23,15 +23,15 @@ extension Delivery {
             out.append(UInt8(ascii: "\""))
             out.append(UInt8(ascii: ":"))
         }
-        func string(_ s: String) { JSONValue.string(s).write(to: &out) }
-        func bool(_ b: Bool) { JSONValue.bool(b).write(to: &out) }
+        func string(_ s: String) { writeString(s, to: &out) }
+        func bool(_ b: Bool) { appendLiteral(b ? "true" : "false", to: &out) }
         // Keys in UTF-8 order: app, at, causeSeq, content, focus, items, kind, notification,
         // presentation, provisional, reason, replaces, rulesVersion, snoozed, summaryAt,
         // timeSensitiveIntro, user.
         if let app { key("app"); string(app) }
-        key("at"); string(at.rfc3339)
-        key("causeSeq"); JSONValue.int(causeSeq).write(to: &out)
-        if let notification { key("content"); notification.contentJSON(previews: previews).write(to: &out) }
+        key("at"); at.writeRFC3339String(to: &out)
+        key("causeSeq"); writeInt(causeSeq, to: &out)
+        if let notification { key("content"); notification.writeContent(previews: previews, to: &out) }
         if let focus { key("focus"); string(focus) }
         if kind == .summary || kind == .focusDigest {
             key("items")
@@ -58,8 +58,8 @@ extension Delivery {
             }
             if let b = p.badge {
                 pFirst = false
-                out.append(contentsOf: Array("\"badge\":".utf8))
-                JSONValue.int(Int64(b)).write(to: &out)
+                appendLiteral("\"badge\":", to: &out)
+                writeInt(Int64(b), to: &out)
             }
             pkey("banner", p.banner)
             pkey("lockScreen", p.lockScreen)
@@ -73,9 +73,66 @@ extension Delivery {
         if let replaces { key("replaces"); string(replaces) }
         key("rulesVersion"); string(rulesVersion)
         if snoozed { key("snoozed"); bool(true) }
-        if let summaryAt { key("summaryAt"); string(summaryAt.rfc3339) }
+        if let summaryAt { key("summaryAt"); summaryAt.writeRFC3339String(to: &out) }
         if timeSensitiveIntro { key("timeSensitiveIntro"); bool(true) }
         key("user"); string(user)
         out.append(UInt8(ascii: "}"))
     }
+}
+
+extension SubmittedNotification {
+    /// `contentJSON(previews:).canonicalBytes`, written directly (keys in UTF-8 order, no
+    /// intermediate dictionaries): encoding deliveries is on the hot path of the service and
+    /// of replay. Byte-identical to the `JSONValue` form (tested).
+    public func writeContent(previews: ShowPreviews, to out: inout [UInt8]) {
+        var first = true
+        func key(_ k: StaticString) {
+            out.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
+            first = false
+            out.append(UInt8(ascii: "\""))
+            k.withUTF8Buffer { out.append(contentsOf: $0) }
+            out.append(UInt8(ascii: "\""))
+            out.append(UInt8(ascii: ":"))
+        }
+        let hidden = previews == .never
+        let placeholder = hiddenPreviewsBodyPlaceholder ?? "Notification"
+        // Keys in UTF-8 order: actions, body, communication, data, hiddenPreviewsBodyPlaceholder,
+        // interruptionLevel, relevanceScore, sound, subtitle, threadId, title.
+        if !actions.isEmpty {
+            key("actions")
+            out.append(UInt8(ascii: "["))
+            for (i, a) in actions.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                appendLiteral("{\"destructive\":", to: &out)
+                appendLiteral(a.destructive ? "true" : "false", to: &out)
+                if let icon = a.icon { appendLiteral(",\"icon\":", to: &out); writeString(icon, to: &out) }
+                appendLiteral(",\"id\":", to: &out); writeString(a.id, to: &out)
+                appendLiteral(",\"title\":", to: &out); writeString(a.title, to: &out)
+                out.append(UInt8(ascii: "}"))
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+        if hidden { key("body"); writeString(placeholder, to: &out) } else if let body { key("body"); writeString(body, to: &out) }
+        if !hidden, let communication {
+            key("communication")
+            out.append(UInt8(ascii: "{"))
+            if let g = communication.group { appendLiteral("\"group\":", to: &out); writeString(g, to: &out); out.append(UInt8(ascii: ",")) }
+            appendLiteral("\"sender\":", to: &out); writeString(communication.sender, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        if let data { key("data"); data.write(to: &out) }
+        if previews == .whenUnlocked { key("hiddenPreviewsBodyPlaceholder"); writeString(placeholder, to: &out) }
+        key("interruptionLevel"); writeString(level.rawValue, to: &out)
+        if !hidden, let relevanceScore { key("relevanceScore"); JSONValue.double(relevanceScore).write(to: &out) }
+        if let sound { key("sound"); writeString(sound, to: &out) }
+        if !hidden, let subtitle { key("subtitle"); writeString(subtitle, to: &out) }
+        if let threadId { key("threadId"); writeString(threadId, to: &out) }
+        if !hidden, let title { key("title"); writeString(title, to: &out) }
+        out.append(UInt8(ascii: "}"))
+    }
+}
+
+@inline(__always)
+private func appendLiteral(_ s: StaticString, to out: inout [UInt8]) {
+    out.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
 }

@@ -1,4 +1,9 @@
 // A notification as submitted by an app for one user: content, level and timing.
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
 
 /// An action button of a notification.
 public struct NotificationAction: Hashable, Sendable {
@@ -158,40 +163,64 @@ extension SubmittedNotification {
     public init(body: JSONValue) {
         var f = Fields()
         if case .object(let o) = body {
-            // One pass over the members, dispatching on the key's length first (cheaper than a
-            // hash lookup per known field or a chain of string comparisons), into a local
-            // Fields value boxed once at the end.
-            for (key, v) in o {
-                switch key.utf8.count {
-                case 2: if key == "id" { f.id = v.stringValue ?? "" }
-                case 3: if key == "app" { f.app = v.stringValue ?? "" }
-                case 4:
-                    if key == "body" { f.body = v.stringValue } else if key == "data" { f.data = v }
-                case 5:
-                    if key == "title" { f.title = v.stringValue } else if key == "sound" { f.sound = v.stringValue }
-                case 7: if key == "actions" { f.actions = Self.actions(v) }
-                case 8:
-                    if key == "threadId" { f.threadId = v.stringValue } else if key == "subtitle" { f.subtitle = v.stringValue }
-                case 9:
-                    if key == "deliverAt" { f.deliverAt = v.stringValue.flatMap(Instant.init(rfc3339:)) }
-                    else if key == "expiresAt" { f.expiresAt = v.stringValue.flatMap(Instant.init(rfc3339:)) }
-                    else if key == "marketing" { f.marketing = v.boolValue ?? false }
-                case 10:
-                    if key == "collapseId" { f.collapseId = v.stringValue }
-                    else if key == "relevantAt" { f.relevantAt = v.stringValue.flatMap(Instant.init(rfc3339:)) }
-                case 13:
-                    if key == "communication", let sender = v["sender"]?.stringValue {
-                        f.communication = CommunicationInfo(sender: sender, group: v["group"]?.stringValue)
-                    }
-                case 14: if key == "relevanceScore" { f.relevanceScore = v.doubleValue }
-                case 17:
-                    if key == "interruptionLevel", let l = v.stringValue, let level = InterruptionLevel(rawValue: l) { f.level = level }
-                case 29: if key == "hiddenPreviewsBodyPlaceholder" { f.hiddenPreviewsBodyPlaceholder = v.stringValue }
-                default: break
-                }
+            for (key, v) in o { Self.assign(key, v, to: &f) }
+        }
+        storage = Storage(f)
+    }
+
+    /// Decodes a stored submit body (canonical JSON bytes) without building the top-level
+    /// object: equal to `init(body: JSONValue.parse(bytes))`, with an unreadable body decoding
+    /// as an empty one. Start-up and replay decode every stored submit this way.
+    public init(canonicalBody bytes: UnsafeRawBufferPointer) {
+        var f = Fields()
+        if !JSONValue.visitCanonicalObject(bytes, { key, v in Self.assign(key, v, to: &f) }) {
+            f = Fields()
+            if case .object(let o)? = try? JSONValue.parse(bytes) {
+                for (key, v) in o { Self.assign(key, v, to: &f) }
             }
         }
         storage = Storage(f)
+    }
+
+    /// Sets the field a body member names; unknown members are ignored. Dispatches on the
+    /// key's length first (cheaper than a hash lookup per known field or a chain of string
+    /// comparisons), into a local Fields value boxed once at the end.
+    private static func assign(_ key: String, _ v: JSONValue, to f: inout Fields) {
+        var key = key
+        key.withUTF8 { assign(UnsafeRawBufferPointer($0), v, to: &f) }
+    }
+
+    private static func assign(_ key: UnsafeRawBufferPointer, _ v: JSONValue, to f: inout Fields) {
+        func named(_ name: StaticString) -> Bool {
+            name.utf8CodeUnitCount == key.count && memcmp(name.utf8Start, key.baseAddress!, key.count) == 0
+        }
+        switch key.count {
+        case 2: if named("id") { f.id = v.stringValue ?? "" }
+        case 3: if named("app") { f.app = v.stringValue ?? "" }
+        case 4:
+            if named("body") { f.body = v.stringValue } else if named("data") { f.data = v }
+        case 5:
+            if named("title") { f.title = v.stringValue } else if named("sound") { f.sound = v.stringValue }
+        case 7: if named("actions") { f.actions = Self.actions(v) }
+        case 8:
+            if named("threadId") { f.threadId = v.stringValue } else if named("subtitle") { f.subtitle = v.stringValue }
+        case 9:
+            if named("deliverAt") { f.deliverAt = v.stringValue.flatMap(Instant.init(rfc3339:)) }
+            else if named("expiresAt") { f.expiresAt = v.stringValue.flatMap(Instant.init(rfc3339:)) }
+            else if named("marketing") { f.marketing = v.boolValue ?? false }
+        case 10:
+            if named("collapseId") { f.collapseId = v.stringValue }
+            else if named("relevantAt") { f.relevantAt = v.stringValue.flatMap(Instant.init(rfc3339:)) }
+        case 13:
+            if named("communication"), let sender = v["sender"]?.stringValue {
+                f.communication = CommunicationInfo(sender: sender, group: v["group"]?.stringValue)
+            }
+        case 14: if named("relevanceScore") { f.relevanceScore = v.doubleValue }
+        case 17:
+            if named("interruptionLevel"), let l = v.stringValue, let level = InterruptionLevel(rawValue: l) { f.level = level }
+        case 29: if named("hiddenPreviewsBodyPlaceholder") { f.hiddenPreviewsBodyPlaceholder = v.stringValue }
+        default: break
+        }
     }
 
     private static func actions(_ v: JSONValue) -> [NotificationAction] {

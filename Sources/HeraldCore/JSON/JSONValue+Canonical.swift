@@ -76,7 +76,8 @@ private func appendASCII(_ s: StaticString, to out: inout [UInt8]) {
     out.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
 }
 
-private func writeInt(_ v: Int64, to out: inout [UInt8]) {
+/// Appends `v` in decimal (the canonical form of `.int`).
+func writeInt(_ v: Int64, to out: inout [UInt8]) {
     if v < 0 { out.append(0x2D) }
     var rest = v.magnitude
     var divisor: UInt64 = 1
@@ -91,7 +92,8 @@ private func writeInt(_ v: Int64, to out: inout [UInt8]) {
 
 private let hexDigits: StaticString = "0123456789abcdef"
 
-private func writeString(_ s: String, to out: inout [UInt8]) {
+/// Appends `s` as a canonical JSON string (quotes included), without a `JSONValue` around it.
+func writeString(_ s: String, to out: inout [UInt8]) {
     out.append(0x22)
     var s = s
     s.withUTF8 { bytes in

@@ -37,6 +37,16 @@ extension JSONValue {
         return try parser.parseDocument()
     }
 
+    /// Visits the members of a canonical object (plain ASCII keys in increasing order) without
+    /// building it; false when `bytes` are anything else — then whatever was visited must be
+    /// discarded and `parse` used.
+    static func visitCanonicalObject(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = 32,
+                                     _ visit: (UnsafeRawBufferPointer, JSONValue) -> Void) -> Bool {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return false }
+        var parser = JSONParser(base: base.assumingMemoryBound(to: UInt8.self), count: bytes.count, maxDepth: maxDepth)
+        return (try? parser.visitCanonicalObject(visit)) ?? false
+    }
+
     /// Parses exactly one JSON value from UTF-8 bytes. See `parse(_:maxDepth:)` on raw buffers.
     public static func parse(_ bytes: [UInt8], maxDepth: Int = 32) throws(JSONParseError) -> JSONValue {
         let result = bytes.withUnsafeBytes { buffer in
@@ -129,6 +139,51 @@ private struct JSONParser {
         case 0x6E: try expectLiteral("null"); return .null  // n
         default: throw unexpectedWhereValueExpected()
         }
+    }
+
+    /// Parses a document that is one object whose keys are plain ASCII (no escapes) and strictly
+    /// increasing — the canonical form the store keeps — handing each member to `visit` as it
+    /// goes: the key as its bytes, without building a String or the object's dictionary.
+    /// Returns false for any other input, valid or not; the caller then discards what it was
+    /// visited with and takes the general path (`parse`).
+    mutating func visitCanonicalObject(_ visit: (UnsafeRawBufferPointer, JSONValue) -> Void) throws(JSONParseError) -> Bool {
+        skipWhitespace()
+        guard i < end, p[i] == openBrace else { return false }
+        try enterContainer(at: i)
+        i += 1
+        skipWhitespace()
+        if i < end, p[i] == closeBrace {
+            i += 1
+        } else {
+            var previous = UnsafeRawBufferPointer(start: p, count: 0)
+            while true {
+                guard i < end, p[i] == quote else { return false }
+                let keyStart = i + 1
+                var k = keyStart
+                while k < end, p[k] != quote {
+                    guard p[k] >= 0x20, p[k] < 0x80, p[k] != backslash else { return false }
+                    k += 1
+                }
+                guard k < end else { return false }
+                let key = UnsafeRawBufferPointer(start: p + keyStart, count: k - keyStart)
+                guard previous.isEmpty || previous.lexicographicallyPrecedes(key) else { return false }
+                previous = key
+                i = k + 1
+                skipWhitespace()
+                guard i < end, p[i] == colon else { return false }
+                i += 1
+                skipWhitespace()
+                visit(key, try parseValue())
+                skipWhitespace()
+                guard i < end else { return false }
+                if p[i] == comma { i += 1; skipWhitespace(); continue }
+                if p[i] == closeBrace { i += 1; break }
+                return false
+            }
+        }
+        depth -= 1
+        skipWhitespace()
+        return i == end
     }
 
     mutating func parseObject() throws(JSONParseError) -> JSONValue {

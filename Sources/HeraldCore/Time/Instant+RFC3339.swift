@@ -10,20 +10,43 @@ extension Instant {
     /// (`2026-03-29T01:30:00Z`, `2026-03-29T01:30:00.250Z`). Deterministic, so stored
     /// deliveries compare byte for byte on replay.
     public var rfc3339: String {
+        var out: [UInt8] = []
+        out.reserveCapacity(24)
+        writeRFC3339(to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends `"` + `rfc3339` + `"` (a JSON string) to `out` without building a `String`.
+    public func writeRFC3339String(to out: inout [UInt8]) {
+        out.append(0x22)
+        writeRFC3339(to: &out)
+        out.append(0x22)
+    }
+
+    /// Appends the `rfc3339` text's bytes.
+    private func writeRFC3339(to out: inout [UInt8]) {
         let ms = millisecondsSinceEpoch
         let totalSeconds = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000)
         let millis = Int(ms - totalSeconds * 1000)
         let days = totalSeconds >= 0 ? totalSeconds / 86_400 : -((-totalSeconds + 86_399) / 86_400)
         let secondOfDay = Int(totalSeconds - days * 86_400)
         let (y, m, d) = CivilDate.fromDaysSinceEpoch(days)
-        var out = ""
-        out.reserveCapacity(24)
-        out += pad(Int(y), 4); out += "-"; out += pad(m, 2); out += "-"; out += pad(d, 2)
-        out += "T"; out += pad(secondOfDay / 3600, 2); out += ":"; out += pad(secondOfDay / 60 % 60, 2)
-        out += ":"; out += pad(secondOfDay % 60, 2)
-        if millis != 0 { out += "."; out += pad(millis, 3) }
-        out += "Z"
-        return out
+        func digits(_ v: Int, _ width: Int) {
+            var divisor = 1
+            for _ in 1..<width { divisor *= 10 }
+            var rest = v
+            while divisor > 0 {
+                out.append(UInt8(truncatingIfNeeded: rest / divisor) &+ 0x30)
+                rest %= divisor
+                divisor /= 10
+            }
+        }
+        if (0...9999).contains(y) { digits(Int(y), 4) } else { out.append(contentsOf: String(y).utf8) }
+        out.append(0x2D); digits(m, 2); out.append(0x2D); digits(d, 2)
+        out.append(0x54); digits(secondOfDay / 3600, 2); out.append(0x3A); digits(secondOfDay / 60 % 60, 2)
+        out.append(0x3A); digits(secondOfDay % 60, 2)
+        if millis != 0 { out.append(0x2E); digits(millis, 3) }
+        out.append(0x5A)
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`. `t`/`z` and a space for `T` are
@@ -84,11 +107,6 @@ extension Instant {
         guard value >= Instant.earliestRepresentable, value <= Instant.latestRepresentable else { return nil }
         self = value
     }
-}
-
-private func pad(_ v: Int, _ width: Int) -> String {
-    let s = String(v)
-    return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
 }
 
 /// Proleptic Gregorian calendar arithmetic (Howard Hinnant's days-from-civil algorithms).

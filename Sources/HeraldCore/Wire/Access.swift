@@ -22,34 +22,139 @@ public struct Grant: Hashable, Sendable {
     public func mayActFor(app: String) -> Bool { apps.map { $0.contains(app) } ?? true }
 }
 
-/// The configured tokens. Empty means dev mode: every hello is granted every role.
+/// The SHA-256 of a token: the key under which the tokens table keeps a grant. The table never
+/// holds a token itself, only its digest (see `docs/security.md`).
+public struct TokenDigest: Hashable, Sendable, CustomStringConvertible {
+    public let bytes: [UInt8]
+
+    /// The digest of a presented token.
+    public init(token: String) { bytes = SHA256.digest(token.utf8) }
+
+    /// A digest written as 64 hex digits (either case), as `herald token hash` prints it.
+    public init?(hex: String) {
+        let digits = Array(hex.utf8)
+        guard digits.count == 64 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(32)
+        for i in stride(from: 0, to: 64, by: 2) {
+            guard let high = Self.nibble(digits[i]), let low = Self.nibble(digits[i + 1]) else { return nil }
+            out.append(high << 4 | low)
+        }
+        bytes = out
+    }
+
+    /// 64 lowercase hex digits.
+    public var description: String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
+
+/// The configured credentials and their grants. Empty means dev mode: every hello is granted
+/// every role.
+///
+/// Tokens are kept only as SHA-256 digests and looked up by the digest of the presented token.
+/// Why that does not leak timing usefully: the dictionary compares digests, never the secret,
+/// and an attacker cannot choose a token whose digest shares a prefix with a stored one (that
+/// would take a preimage), so how long a lookup takes says nothing about any stored token.
+/// Swift's per-process random hash seed also decorrelates bucket timing across processes.
 public struct TokenTable: Sendable {
-    private var grants: [String: Grant]
+    private var grants: [TokenDigest: Grant]
+    /// Client-certificate names (subject CN, DNS or URI SAN) → grant.
+    private var certificates: [String: Grant]
+    /// Names of entries written with a plain `token` rather than its `sha256` (warned about at start-up).
+    public private(set) var plainTokenEntries: [String] = []
 
-    public init(_ grants: [String: Grant] = [:]) { self.grants = grants }
+    /// A table of plain tokens (tests, tools); they are hashed here.
+    public init(_ plainTokens: [String: Grant] = [:]) {
+        grants = Dictionary(uniqueKeysWithValues: plainTokens.map { (TokenDigest(token: $0.key), $0.value) })
+        certificates = [:]
+    }
 
-    public var isDevMode: Bool { grants.isEmpty }
+    init(digests: [TokenDigest: Grant], certificates: [String: Grant], plainTokenEntries: [String]) {
+        self.grants = digests
+        self.certificates = certificates
+        self.plainTokenEntries = plainTokenEntries
+    }
+
+    public var isDevMode: Bool { grants.isEmpty && certificates.isEmpty }
+
+    /// How many credentials (token digests and certificate names) the table holds.
+    public var count: Int { grants.count + certificates.count }
 
     public func grant(for token: String?) -> Grant? {
         if isDevMode { return .everything }
         guard let token else { return nil }
-        return grants[token]
+        return grants[TokenDigest(token: token)]
     }
 
-    /// Parses a tokens file: `{"tokens":[{"name":"mail","token":"…","roles":["producer"],"apps":["com.example.mail"]}]}`.
+    public func grant(for digest: TokenDigest) -> Grant? {
+        if isDevMode { return .everything }
+        return grants[digest]
+    }
+
+    /// The grant of a verified client certificate with these names (CN, SANs): the one grant
+    /// they map to, or nil when none maps or two names map to different grants (ambiguous).
+    public func grant(forCertificateNames names: [String]) -> Grant? {
+        let found = Set(names.compactMap { certificates[$0] })
+        return found.count == 1 ? found.first : nil
+    }
+
+    /// Parses a tokens file:
+    /// `{"tokens":[{"name":"mail","sha256":"<64 hex>","roles":["producer"],"apps":["com.example.mail"]},
+    ///  {"name":"mail-cert","certificate":"mail.producers.example","roles":["producer"],"apps":["com.example.mail"]}]}`.
+    /// Each entry names its credential: `sha256` (the token's digest, from `herald token hash`),
+    /// `token` (plain; accepted but warned about), and/or `certificate` (a client-certificate name).
     public static func parse(_ json: JSONValue) throws(RequestError) -> TokenTable {
         func bad(_ why: String) -> RequestError {
             RequestError(code: "invalid_tokens_file", title: "The tokens file is not valid", detail: why)
         }
         guard let list = json["tokens"]?.arrayValue else { throw bad("It must be an object with a \"tokens\" array.") }
-        var grants: [String: Grant] = [:]
+        if list.isEmpty {
+            throw bad("The \"tokens\" array is empty, which would let no one in. List at least one entry, or run without --tokens for dev mode.")
+        }
+        var digests: [TokenDigest: Grant] = [:]
+        var certificates: [String: Grant] = [:]
+        var plain: [String] = []
         for (i, entry) in list.enumerated() {
-            guard let token = entry["token"]?.stringValue, token.utf8.count >= 8 else {
-                throw bad("Entry \(i) needs a \"token\" string of at least 8 characters.")
+            let name = entry["name"]?.stringValue ?? "token-\(i)"
+            var digest: TokenDigest?
+            if let hex = entry["sha256"] {
+                guard let text = hex.stringValue, let d = TokenDigest(hex: text) else {
+                    throw bad("Entry \(i) (\(name)) has a \"sha256\" that is not 64 hex digits; print it with: herald token hash < token-file")
+                }
+                digest = d
+            }
+            if let token = entry["token"] {
+                guard digest == nil else { throw bad("Entry \(i) (\(name)) has both \"token\" and \"sha256\"; keep only \"sha256\".") }
+                guard let text = token.stringValue, text.utf8.count >= 8 else {
+                    throw bad("Entry \(i) (\(name)) needs a \"token\" string of at least 8 characters.")
+                }
+                digest = TokenDigest(token: text)
+                plain.append(name)
+            }
+            var certificate: String?
+            if let c = entry["certificate"] {
+                guard let text = c.stringValue, !text.isEmpty else {
+                    throw bad("Entry \(i) (\(name)) has a \"certificate\" that is not a non-empty string (a client certificate's CN or SAN).")
+                }
+                certificate = text
+            }
+            guard digest != nil || certificate != nil else {
+                throw bad("Entry \(i) (\(name)) has no credential: give \"sha256\" (from herald token hash), \"token\" or \"certificate\".")
             }
             var roles = Set<Role>()
             for r in entry["roles"]?.arrayValue ?? [] {
-                guard let name = r.stringValue, let role = Role(rawValue: name) else {
+                guard let roleName = r.stringValue, let role = Role(rawValue: roleName) else {
                     throw bad("Entry \(i) has an unknown role \(r.canonicalString); roles are producer, settings, consumer, admin.")
                 }
                 roles.insert(role)
@@ -59,10 +164,17 @@ public struct TokenTable: Sendable {
             if roles.contains(.producer) && apps == nil {
                 throw bad("Entry \(i) is a producer without an \"apps\" list; list the apps it may submit for.")
             }
-            if grants[token] != nil { throw bad("Entry \(i) repeats a token.") }
-            grants[token] = Grant(name: entry["name"]?.stringValue ?? "token-\(i)", roles: roles, apps: apps)
+            let grant = Grant(name: name, roles: roles, apps: apps)
+            if let digest {
+                if digests[digest] != nil { throw bad("Entry \(i) (\(name)) repeats a token.") }
+                digests[digest] = grant
+            }
+            if let certificate {
+                if certificates[certificate] != nil { throw bad("Entry \(i) (\(name)) repeats the certificate name \"\(certificate)\".") }
+                certificates[certificate] = grant
+            }
         }
-        return TokenTable(grants)
+        return TokenTable(digests: digests, certificates: certificates, plainTokenEntries: plain)
     }
 }
 

@@ -23,9 +23,17 @@ public struct ClientSession: Sendable {
         case close(reason: String)
     }
 
-    public let tokens: TokenTable
+    /// What a hello proved, kept so a reload of the tokens file can re-check the grant.
+    enum Credential: Sendable {
+        case token(TokenDigest), certificate([String]), devMode
+    }
+
+    public private(set) var tokens: TokenTable
     public let serverName: String
     public private(set) var grant: Grant?
+    private var credential: Credential?
+    /// Names of the client's verified TLS certificate (CN, SANs); empty without one.
+    public private(set) var certificateNames: [String] = []
     private var nextTicket: UInt64 = 0
     private var nextToSend: UInt64 = 0
     private var finished: [UInt64: [UInt8]] = [:]
@@ -59,10 +67,22 @@ public struct ClientSession: Sendable {
         case "ping":
             return replyCompleted(ticket: ticket, reply: WireReply.ok(rid: rid, ["op": "pong"]))
         case "hello":
-            guard let granted = tokens.grant(for: body["token"]?.stringValue) else {
+            // A client certificate that maps to a grant decides; a token is not looked at then.
+            let presented: Credential
+            if tokens.isDevMode {
+                presented = .devMode
+            } else if !certificateNames.isEmpty, tokens.grant(forCertificateNames: certificateNames) != nil {
+                presented = .certificate(certificateNames)
+            } else if let token = body["token"]?.stringValue {
+                presented = .token(TokenDigest(token: token))
+            } else {
+                return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .invalidToken))
+            }
+            guard let granted = Self.grant(for: presented, in: tokens) else {
                 return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .invalidToken))
             }
             grant = granted
+            credential = presented
             let apps: JSONValue = granted.apps.map { .array($0.sorted().map { .string($0) }) } ?? .array([.string("*")])
             return replyCompleted(ticket: ticket, reply: WireReply.ok(rid: rid, [
                 "op": "hello", "server": .string(serverName),
@@ -86,6 +106,34 @@ public struct ClientSession: Sendable {
             return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .unknownOp(op)))
         }
         return [.dispatch(Request(ticket: ticket, op: op, rid: rid, body: .object(body), grant: grant))]
+    }
+
+    /// The TLS handshake verified a client certificate with these names (CN, DNS and URI SANs).
+    public mutating func peerCertificateVerified(names: [String]) {
+        certificateNames = names
+    }
+
+    /// The tokens file was reloaded. A connection whose credential now maps to the same grant
+    /// carries on; one whose grant changed or was removed is told so and closed (it may
+    /// reconnect and hello again). Connections without a hello yet simply use the new table.
+    public mutating func tokensReloaded(_ table: TokenTable) -> [Action] {
+        tokens = table
+        guard let grant, let credential else { return [] }
+        if Self.grant(for: credential, in: table) == grant { return [] }
+        self.grant = nil
+        self.credential = nil
+        return [
+            .send(WireReply.error(rid: nil, .grantRevoked)),
+            .close(reason: "its grant (\(grant.name)) was changed or removed by a reload of the tokens file"),
+        ]
+    }
+
+    private static func grant(for credential: Credential, in table: TokenTable) -> Grant? {
+        switch credential {
+        case .devMode: return table.isDevMode ? .everything : nil
+        case .token(let digest): return table.isDevMode ? nil : table.grant(for: digest)
+        case .certificate(let names): return table.grant(forCertificateNames: names)
+        }
     }
 
     /// A request's reply is ready; returns what can be sent now, in request order.

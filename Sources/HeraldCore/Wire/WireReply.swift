@@ -60,6 +60,10 @@ extension RequestError {
         code: "invalid_token", title: "The token was not recognised",
         detail: "Check the token your operator issued; tokens are case-sensitive. The connection stays open for another hello.")
 
+    public static let grantRevoked = RequestError(
+        code: "grant_revoked", title: "This connection's access was changed by the operator",
+        detail: "The tokens file was reloaded and no longer grants this connection what its hello did. Reconnect and hello again with a current token or certificate.")
+
     public static func forbidden(op: String, role: String) -> RequestError {
         RequestError(code: "forbidden", title: "This connection may not \(op)",
                      detail: "\(op) needs the \(role) role, which your token does not grant. Ask the operator for a token with it.")

@@ -18,13 +18,17 @@ public final class ClientConnection {
     public private(set) var isClosing = false
     private var readPaused = false
     private var finished = false
+    /// TLS connections only: whether the client's certificate has been looked at (after the handshake).
+    private var peerChecked: Bool
     /// Called (once) when the output drains below the low-water mark; consumers resume on it.
     public var onDrained: (() -> Void)?
 
     /// Bound on unanswered requests before we stop reading from this client (backpressure).
     public static let maxOutstanding = 4096
 
-    init(id: UInt64, fd: Int32, loop: EventLoop, session: ClientSession, maxLineBytes: Int, delegate: ConnectionDelegate) {
+    /// With `tls`, the bufferevent speaks TLS (the handshake runs before any line is read).
+    init(id: UInt64, fd: Int32, loop: EventLoop, session: ClientSession, maxLineBytes: Int, delegate: ConnectionDelegate,
+         tls: TLSContext? = nil) {
         self.id = id
         self.loop = loop
         self.session = session
@@ -33,7 +37,8 @@ public final class ClientConnection {
         self.peer = Self.peerName(fd)
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        bev = bufferevent_socket_new(loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
+        peerChecked = tls == nil
+        bev = tls?.bufferevent(base: loop.base, fd: fd) ?? bufferevent_socket_new(loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
         // Unretained: the service holds this connection until the bufferevent is freed (in deinit).
         let context = Unmanaged.passUnretained(self).toOpaque()
         bufferevent_setcb(bev, { _, context in
@@ -85,6 +90,11 @@ public final class ClientConnection {
         }
     }
 
+    /// The tokens file was reloaded: re-check this connection's grant (it may be closed).
+    public func tokensReloaded(_ table: TokenTable) {
+        perform(session.tokensReloaded(table))
+    }
+
     /// Ends the connection: stops reading, lets queued output drain, then frees it. The reason is logged.
     public func close(reason: String) {
         guard !isClosing else { return }
@@ -97,10 +107,11 @@ public final class ClientConnection {
 
     /// Frees the connection (once): called when queued output drained after `close`, or at once
     /// when the peer is gone.
-    private func finish() {
+    private func finish(peerGone: Bool = false) {
         guard let bev, !finished else { return }
         finished = true
         bufferevent_disable(bev, Int16(EV_READ | EV_WRITE))
+        if !peerGone { TLSContext.sendCloseNotify(bev) }
         shutdown(bufferevent_getfd(bev), Int32(SHUT_RDWR))
         delegate?.connectionClosed(self)
     }
@@ -109,6 +120,7 @@ public final class ClientConnection {
 
     private func readable() {
         guard let bev, !isClosing else { return }
+        if !peerChecked { peerHandshakeCompleted() }
         let input = bufferevent_get_input(bev)
         while !isClosing && !readPaused {
             let length = evbuffer_get_length(input)
@@ -139,21 +151,37 @@ public final class ClientConnection {
     }
 
     private func event(_ what: Int16) {
-        if what & Int16(BEV_EVENT_EOF) != 0 {
+        if what & Int16(BEV_EVENT_CONNECTED) != 0 {
+            if !peerChecked { peerHandshakeCompleted() }
+        } else if what & Int16(BEV_EVENT_EOF) != 0 {
             // The peer is gone: nothing queued for it can be delivered any more.
             close(reason: "client closed the connection")
-            finish()
+            finish(peerGone: true)
         } else if what & Int16(BEV_EVENT_TIMEOUT) != 0 {
+            if !peerChecked {
+                // The TLS handshake never finished: nothing can be written to this client.
+                close(reason: "no TLS handshake before the hello timeout")
+                finish(peerGone: true)
+                return
+            }
             if session.grant == nil {
                 send(WireReply.error(rid: nil, RequestError(code: "hello_timeout", title: "No hello in time",
                     detail: "A connection must say hello within the hello timeout. Reconnect and send hello first.")))
             }
             close(reason: session.grant == nil ? "no hello before the hello timeout" : "idle past the idle timeout")
         } else if what & Int16(BEV_EVENT_ERROR) != 0 {
-            let message = String(cString: strerror(errno))
-            close(reason: "socket error: \(message)")
-            finish()
+            let message = bev.flatMap(TLSContext.failure) ?? "socket error: " + String(cString: strerror(errno))
+            close(reason: message)
+            finish(peerGone: true)
         }
+    }
+
+    /// TLS: the handshake is done; a verified client certificate's names go to the session.
+    private func peerHandshakeCompleted() {
+        guard let bev else { return }
+        peerChecked = true
+        let names = TLSContext.peerNames(bev)
+        if !names.isEmpty { session.peerCertificateVerified(names: names) }
     }
 
     private func perform(_ actions: [ClientSession.Action]) {

@@ -14,23 +14,19 @@ extension HeraldService {
         deliveryHead = try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) ?? 0
         ringFirstCursor = deliveryHead + 1
 
-        var after: Int64 = 0
         var first = true
         var folded = 0
-        while true {
-            let page = try EventReader.events(conn, after: after, limit: 10_000)
-            if page.isEmpty { break }
-            for e in page {
-                if first {
-                    timers.wheel = TimingWheel(start: min(e.row.engineTime, started))
-                    first = false
-                }
-                applyCommitted(e.storedEvent) { d, index in
-                    if index > stored[d.user, default: 0] { self.unsentDeliveries.append(Self.row(d, index: index)) }
-                }
-                after = e.seq
-                folded += 1
+        // One binary COPY in seq order: the server streams while the fold runs.
+        let stream = try LogStream(conn, deliveries: false)
+        while case .event(let e)? = try stream.next() {
+            if first {
+                timers.wheel = TimingWheel(start: min(e.engineTime, started))
+                first = false
             }
+            applyCommitted(e.storedEvent) { d, index in
+                if index > stored[d.user, default: 0] { self.unsentDeliveries.append(Self.row(d, index: index)) }
+            }
+            folded += 1
         }
         if first { timers.wheel = TimingWheel(start: started) }
         // A manual clock resumes where the last run left it: engine time never goes back.

@@ -32,6 +32,15 @@ public final class HeraldService: ConnectionDelegate {
     let store: StoreLink
     let reader: AsyncReader
     var listener: Listener?
+    /// With TLS: the optional loopback plaintext listener.
+    var plaintextListener: Listener?
+    /// The TLS context of the main listener, when TLS is configured.
+    var tlsContext: TLSContext?
+    /// The grants in force: `configuration.tokens`, or the tokens file as last (re)loaded.
+    var tokens: TokenTable
+    var reloadRequest: LoopEvent?
+    var tokenReloads = 0
+    var tokenReloadFailures = 0
     var connections: [UInt64: ClientConnection] = [:]
     var graveyard: [ClientConnection] = []
     var reaper: LoopEvent?
@@ -77,6 +86,7 @@ public final class HeraldService: ConnectionDelegate {
     public init(configuration: ServiceConfiguration, log: @escaping (String) -> Void) {
         self.configuration = configuration
         self.log = log
+        self.tokens = configuration.tokens
         self.loop = EventLoop()
         self.store = StoreLink(loop: loop, url: configuration.databaseURL)
         self.reader = AsyncReader(loop: loop, url: configuration.databaseURL)
@@ -99,6 +109,20 @@ public final class HeraldService: ConnectionDelegate {
     /// Connects, migrates, rebuilds state from the log, then listens. Returns the bound port.
     @discardableResult
     public func start() throws -> Int {
+        // Configuration first: a bad tokens file or certificate fails before any database work.
+        try loadTokensAtStart()
+        if let settings = configuration.tls {
+            tlsContext = try TLSContext(settings)
+        }
+        if let plain = configuration.plaintextListen {
+            guard configuration.tls != nil else {
+                throw ServiceError.configuration("--plain-listen is only for a plaintext port beside TLS; without --tls-cert, --listen already serves plaintext.")
+            }
+            guard plain.host.hasPrefix("127.") || plain.host == "localhost" else {
+                throw ServiceError.configuration("--plain-listen \(plain.host):\(plain.port) is not a loopback address; "
+                    + "plaintext beside TLS is served on loopback only (e.g. 127.0.0.1:7412).")
+            }
+        }
         let conn = try PGConnection.connect(configuration.databaseURL)
         try DurabilityCheck.require(conn, allowUnsafe: configuration.allowUnsafeDurability, log: log)
         try Migrator.migrate(conn) { self.log($0) }
@@ -109,13 +133,16 @@ public final class HeraldService: ConnectionDelegate {
             self?.reconcileUnknownCommits()
             self?.flushDeliveries()
         }
-        if configuration.tokens.isDevMode {
-            log("dev mode: no tokens configured, every hello is granted every role (pass --tokens FILE in production)")
-        }
+        let tls = tlsContext
         let listener = try Listener(loop: loop, host: configuration.host, port: configuration.port) { [weak self] fd in
-            self?.accept(fd)
+            self?.accept(fd, tls: tls)
         }
         self.listener = listener
+        if let plain = configuration.plaintextListen {
+            plaintextListener = try Listener(loop: loop, host: plain.host, port: plain.port) { [weak self] fd in
+                self?.accept(fd, tls: nil)
+            }
+        }
         reaper = loop.timer { [weak self] in self?.graveyard.removeAll() }
         stopRequest = loop.timer { [weak self] in self?.beginShutdown() }
         for sig in configuration.handleSignals ? [SIGTERM, SIGINT] : [] {
@@ -123,9 +150,16 @@ public final class HeraldService: ConnectionDelegate {
             s.arm()
             signals.append(s)
         }
+        reloadRequest = loop.timer { [weak self] in self?.reloadTokens() }
+        if configuration.handleHangup ?? configuration.handleSignals {
+            let s = loop.signal(SIGHUP) { [weak self] in self?.reloadTokens() }
+            s.arm()
+            signals.append(s)
+        }
         signal(SIGPIPE, SIG_IGN)
         fireTimers()
-        log("listening on \(configuration.host):\(listener.port), clock \(manualNow.map { "manual at \($0)" } ?? "system")")
+        let plainNote = plaintextListener.map { ", plaintext on \(configuration.plaintextListen!.host):\($0.port)" } ?? ""
+        log("listening on \(configuration.host):\(listener.port)\(tls == nil ? "" : " (TLS)")\(plainNote), clock \(manualNow.map { "manual at \($0)" } ?? "system")")
         return listener.port
     }
 
@@ -137,18 +171,24 @@ public final class HeraldService: ConnectionDelegate {
 
     // MARK: Connections
 
-    func accept(_ fd: Int32) {
+    /// The bound port of the loopback plaintext listener beside TLS, if any.
+    public var plaintextPort: Int? { plaintextListener?.port }
+
+    func accept(_ fd: Int32, tls: TLSContext?) {
         if shuttingDown || connections.count >= configuration.maxConnections {
-            let line = WireReply.error(rid: nil, .busy)
-            _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            // Plaintext only: a TLS client could not read a line written outside TLS; it just sees the close.
+            if tls == nil {
+                let line = WireReply.error(rid: nil, .busy)
+                _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            }
             close(fd)
             return
         }
         let id = nextConnectionId
         nextConnectionId += 1
-        let session = ClientSession(tokens: configuration.tokens, serverName: configuration.serverName)
+        let session = ClientSession(tokens: tokens, serverName: configuration.serverName)
         let connection = ClientConnection(id: id, fd: fd, loop: loop, session: session,
-                                          maxLineBytes: configuration.maxLineBytes, delegate: self)
+                                          maxLineBytes: configuration.maxLineBytes, delegate: self, tls: tls)
         connection.setReadTimeout(milliseconds: configuration.helloTimeoutMilliseconds)
         connections[id] = connection
     }
@@ -190,6 +230,9 @@ public final class HeraldService: ConnectionDelegate {
             "connections": .int(Int64(connections.count)),
             "consumers": .int(Int64(consumers.count)),
             "deliveryHead": .int(deliveryHead),
+            "tokenCredentials": .int(Int64(tokens.count)),
+            "tokenReloads": .int(Int64(tokenReloads)),
+            "tokenReloadFailures": .int(Int64(tokenReloadFailures)),
             "now": .string(now().rfc3339),
         ]
     }
@@ -202,6 +245,7 @@ public final class HeraldService: ConnectionDelegate {
         shuttingDown = true
         log("shutting down: no new connections; finishing in-flight commits")
         listener?.disable()
+        plaintextListener?.disable()
         shutdownTimer = loop.timer { [weak self] in self?.shutdownStep() }
         shutdownTimer?.arm(afterMilliseconds: 0)
     }

@@ -16,6 +16,12 @@ public struct ServiceConfiguration: Sendable {
     public var databaseURL: String
     public var clock: ClockMode = .system
     public var tokens = TokenTable()
+    /// The tokens file (`--tokens`): when set, read at start-up (replacing `tokens`) and again on SIGHUP.
+    public var tokensFile: String?
+    /// TLS on the main listener (`--tls-cert`, `--tls-key`, `--tls-client-ca`); nil serves plaintext.
+    public var tls: TLSSettings?
+    /// With TLS: an extra plaintext listener, loopback only (`--plain-listen`), for local tools.
+    public var plaintextListen: (host: String, port: Int)?
     public var maxConnections = 10_000
     public var helloTimeoutMilliseconds: Int64 = 10_000
     public var idleTimeoutMilliseconds: Int64 = 300_000
@@ -27,6 +33,8 @@ public struct ServiceConfiguration: Sendable {
     public var serverName = "herald/0.1.0"
     /// Handle SIGTERM/SIGINT (one service per process may; tests run several and stop them with `requestShutdown`).
     public var handleSignals = true
+    /// Reload the tokens file on SIGHUP; nil follows `handleSignals`.
+    public var handleHangup: Bool?
     /// Serve even when fsync or synchronous_commit is off (acknowledged events may be lost in a crash).
     public var allowUnsafeDurability = false
 

@@ -57,36 +57,41 @@ public struct Replayer {
 
     public init() {}
 
-    /// Runs the replay against the database behind `connection` (reads only).
+    /// Runs the replay against the database behind `connection` (reads only). The log and the
+    /// stored deliveries arrive as one stream in position order (`LogStream`); each derived
+    /// delivery is compared with its stored twin as soon as both are seen, so memory holds only
+    /// the users' states and the deliveries still waiting for their counterpart.
     public func run(_ connection: PGConnection, clock: () -> Double) throws(StoreError) -> Report {
         let started = clock()
         var report = Report()
         let head = try EventReader.head(connection)
-
-        // Stored deliveries per user, by ordinal.
-        var stored: [String: [Int64: (body: String, notification: String?, at: Instant, app: String?, kind: String, reason: String)]] = [:]
-        var after: Int64 = 0
-        var horizon = Instant.epoch
-        while true {
-            let page = try EventReader.deliveries(connection, after: after, limit: 20_000)
-            if page.isEmpty { break }
-            for d in page {
-                after = d.cursor
-                if let users, !users.contains(d.row.user) { continue }
-                if !within(d.row.at, seq: d.row.causeSeq) { continue }
-                stored[d.row.user, default: [:]][d.row.userIndex] = (d.row.body, d.row.notificationId, d.row.at, d.row.app, d.row.kind, d.row.reason)
-                horizon = max(horizon, d.row.at)
-            }
+        let through: Int64
+        switch limit {
+        case .everything: through = head
+        case .seq(let s): through = min(s, head)
+        case .time(let t): through = try LogStream.lastSeq(before: t, connection)
         }
 
-        var states: [String: UserState] = [:]
-        var counts: [String: Int64] = [:]
+        /// A user's folded state and how many deliveries it has produced (the next ordinal).
+        struct Replica {
+            var state: UserState
+            var delivered: Int64 = 0
+        }
+        var replicas: [String: Replica] = [:]
         var apps = AppRegistry()
-        var derived: [String: [Int64: (body: String, notification: String?, at: Instant, app: String?, kind: String, reason: String)]] = [:]
-        func take(_ outcome: Outcome, user: String) {
+        var matcher = DeliveryMatcher(recordsDecisions: !injections.isEmpty)
+        var horizon = Instant.epoch
+        var lastSeq: Int64 = 0
+
+        func fold(_ event: StoredEvent, into replica: inout Replica) {
+            // In place: a copy mutated and stored back would copy the state's buffers every event.
+            let outcome = engine.apply(event, to: &replica.state, apps: &apps)
+            take(outcome, into: &replica)
+        }
+        func take(_ outcome: Outcome, into replica: inout Replica) {
             for d in outcome.deliveries {
-                counts[user, default: 0] += 1
-                derived[user, default: [:]][counts[user]!] = (String(decoding: d.bodyBytes, as: UTF8.self), d.notificationId, d.at, d.app, d.kind.rawValue, d.reason)
+                replica.delivered += 1
+                matcher.derived(d, index: replica.delivered, body: d.bodyBytes)
             }
         }
         var pendingInjections = injections.sorted { $0.at < $1.at }[...]
@@ -95,55 +100,48 @@ public struct Replayer {
                 pendingInjections.removeFirst()
                 guard let user = next.draft.user else { continue }
                 let event = StoredEvent(seq: seq, user: user, type: next.draft.type, body: next.draft.body, at: next.at)
-                take(engine.apply(event, to: &states[user, default: UserState(user: user)], apps: &apps), user: user)
+                fold(event, into: &replicas[user, default: Replica(state: UserState(user: user))])
             }
         }
-        after = 0
-        scan: while true {
-            let page = try EventReader.events(connection, after: after, limit: 10_000)
-            if page.isEmpty { break }
-            for e in page {
-                if case .seq(let s) = limit, e.seq > s { break scan }
-                if case .time(let t) = limit, e.row.engineTime > t { break scan }
-                inject(upTo: e.row.engineTime, seq: after)
-                after = e.seq
+
+        let stream = try LogStream(connection, through: through, deliveries: true)
+        while let record = try stream.next() {
+            switch record {
+            case .delivery(let d):
+                if let users, !users.contains(d.user) { continue }
+                if case .time(let t) = limit, d.at > t { continue }
+                horizon = max(horizon, d.at)
+                matcher.stored(d)
+            case .event(let e):
+                inject(upTo: e.engineTime, seq: lastSeq)
+                lastSeq = e.seq
                 report.eventsRead += 1
-                horizon = max(horizon, e.row.engineTime)
-                if e.row.type == "clock" { continue }
-                let event = e.storedEvent
-                guard let user = e.row.user else {
+                if report.eventsRead % 16_384 == 0 { progress(report.eventsRead, head) }
+                horizon = max(horizon, e.engineTime)
+                if e.type == "clock" { continue }
+                guard let user = e.user else {
                     var scratch = UserState(user: "")
-                    _ = engine.apply(event, to: &scratch, apps: &apps)
+                    _ = engine.apply(e.storedEvent, to: &scratch, apps: &apps)
                     continue
                 }
                 if let users, !users.contains(user) { continue }
-                // In place: a copy mutated and stored back would copy the state's buffers every event.
-                take(engine.apply(event, to: &states[user, default: UserState(user: user)], apps: &apps), user: user)
+                fold(e.storedEvent, into: &replicas[user, default: Replica(state: UserState(user: user))])
             }
-            progress(report.eventsRead, head)
         }
+        progress(report.eventsRead, head)
         // Timers that fired after each user's last event, up to the replay's horizon.
         if case .time(let t) = limit { horizon = t }
-        inject(upTo: horizon, seq: after)
-        for user in states.keys.sorted() {
-            take(engine.advance(&states[user]!, to: horizon, apps: apps), user: user)
+        inject(upTo: horizon, seq: lastSeq)
+        for user in replicas.keys.sorted() {
+            let outcome = engine.advance(&replicas[user]!.state, to: horizon, apps: apps)
+            take(outcome, into: &replicas[user]!)
         }
 
-        // Compare, user by user, ordinal by ordinal.
-        for user in Set(stored.keys).union(derived.keys).sorted() {
-            let s = stored[user] ?? [:], d = derived[user] ?? [:]
-            for index in Set(s.keys).union(d.keys).sorted() {
-                report.deliveriesCompared += 1
-                let a = s[index], b = d[index]
-                if a?.body != b?.body {
-                    report.differences.append(Difference(user: user, userIndex: index, notification: a?.notification ?? b?.notification,
-                                                         stored: a?.body, derived: b?.body))
-                }
-            }
-        }
+        matcher.finish()
+        report.deliveriesCompared = matcher.compared
+        report.differences = matcher.differences
         if !injections.isEmpty {
-            report.changes = Self.changes(stored: stored.mapValues { $0.mapValues { ($0.notification, $0.at, $0.app, $0.kind, $0.reason) } },
-                                          derived: derived.mapValues { $0.mapValues { ($0.notification, $0.at, $0.app, $0.kind, $0.reason) } })
+            report.changes = Self.changes(stored: matcher.storedDecisions, derived: matcher.derivedDecisions)
         }
         report.seconds = clock() - started
         return report
@@ -152,9 +150,9 @@ public struct Replayer {
     /// Groups decisions by subject — (app, notification), or the instant of a summary/digest — and
     /// lists the subjects whose sequence of decisions differs. Ordinals are not compared: a change
     /// that adds a summary shifts every later ordinal without changing those decisions.
-    static func changes(stored: [String: [Int64: (String?, Instant, String?, String, String)]],
-                        derived: [String: [Int64: (String?, Instant, String?, String, String)]]) -> [Change] {
-        func grouped(_ side: [Int64: (String?, Instant, String?, String, String)]) -> [String: [String]] {
+    static func changes(stored: [String: [Int64: DeliveryMatcher.Decision]],
+                        derived: [String: [Int64: DeliveryMatcher.Decision]]) -> [Change] {
+        func grouped(_ side: [Int64: DeliveryMatcher.Decision]) -> [String: [String]] {
             var out: [String: [String]] = [:]
             for index in side.keys.sorted() {
                 let (notification, at, app, kind, reason) = side[index]!
@@ -171,13 +169,5 @@ public struct Replayer {
             }
         }
         return changes
-    }
-
-    private func within(_ at: Instant, seq: Int64) -> Bool {
-        switch limit {
-        case .everything: return true
-        case .seq(let s): return seq <= s
-        case .time(let t): return at <= t
-        }
     }
 }

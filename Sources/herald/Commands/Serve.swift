@@ -13,7 +13,13 @@ struct Serve: ParsableCommand {
     @Option(help: "HOST:PORT to listen on.") var listen = "127.0.0.1:7411"
     @Option(help: "system (default) or manual (moved only by the admin clock op).") var clock = "system"
     @Option(help: "The manual clock's first instant (RFC 3339).") var start: String?
-    @Option(help: "JSON file of tokens and their roles; without it, dev mode grants every role.") var tokens: String?
+    @Option(help: "JSON file of tokens and their roles (reloaded on SIGHUP); without it, dev mode grants every role.") var tokens: String?
+    @Option(name: .customLong("tls-cert"), help: "PEM certificate chain: serve TLS (1.2+) on --listen.") var tlsCert: String?
+    @Option(name: .customLong("tls-key"), help: "PEM private key of --tls-cert.") var tlsKey: String?
+    @Option(name: .customLong("tls-client-ca"), help: "PEM CA certificates for optional client certificates (mapped to grants by the tokens file).")
+    var tlsClientCA: String?
+    @Option(name: .customLong("plain-listen"), help: "With TLS: also serve plaintext on this loopback HOST:PORT (local tools).")
+    var plainListen: String?
     @Option(help: "Maximum client connections.") var maxConnections = 10_000
     @Flag(help: "Serve even if PostgreSQL runs with fsync or synchronous_commit off (acknowledged events may be lost).")
     var unsafeDurability = false
@@ -51,9 +57,26 @@ struct Serve: ParsableCommand {
                 Log.info("error: --clock must be system or manual")
                 throw ExitCode.error
             }
-            if let tokens {
-                let data = try Data(contentsOf: URL(fileURLWithPath: tokens))
-                config.tokens = try TokenTable.parse(JSONValue.parse([UInt8](data)))
+            config.tokensFile = tokens
+            switch (tlsCert, tlsKey) {
+            case (nil, nil):
+                if tlsClientCA != nil || plainListen != nil {
+                    Log.info("error: --tls-client-ca and --plain-listen need TLS: pass --tls-cert and --tls-key too")
+                    throw ExitCode.error
+                }
+            case (let cert?, let key?):
+                config.tls = TLSSettings(certificateFile: cert, keyFile: key, clientCAFile: tlsClientCA)
+            default:
+                Log.info("error: TLS needs both --tls-cert and --tls-key (the certificate and its private key)")
+                throw ExitCode.error
+            }
+            if let plainListen {
+                let p = plainListen.split(separator: ":")
+                guard p.count == 2, let plainPort = Int(p[1]) else {
+                    Log.info("error: --plain-listen must be HOST:PORT on loopback, e.g. 127.0.0.1:7412")
+                    throw ExitCode.error
+                }
+                config.plaintextListen = (String(p[0]), plainPort)
             }
             let service = HeraldService(configuration: config) { Log.info($0) }
             do {

@@ -13,12 +13,16 @@ struct Tail: ParsableCommand {
     @Option(help: "Token with the consumer role (omit in dev mode).") var token: String?
     @Option(help: "Exit after this many deliveries.") var limit: Int?
     @Option(help: "Exit after this many seconds without a delivery.") var idleExit: Int?
+    @Option(name: .customLong("tls-ca"), help: "Connect with TLS, verifying the server against this PEM CA file.") var tlsCA: String?
+    @Option(name: .customLong("tls-cert"), help: "With --tls-ca: a client certificate (PEM) to present.") var tlsCert: String?
+    @Option(name: .customLong("tls-key"), help: "With --tls-cert: its private key (PEM).") var tlsKey: String?
 
     func run() throws {
         let parts = connect.split(separator: ":")
         guard parts.count == 2, let port = Int(parts[1]) else { throw ValidationError("--connect must be HOST:PORT") }
         do {
-            let client = try WireClient(host: String(parts[0]), port: port)
+            let tls = tlsCA.map { TLSClientOptions(caFile: $0, certificateFile: tlsCert, keyFile: tlsKey) }
+            let client = try WireClient(host: String(parts[0]), port: port, tls: tls)
             let hello = try client.request(#"{"op":"hello","token":\#(JSONValue.string(token ?? "").canonicalString)}"#)
             guard hello["ok"]?.boolValue == true else {
                 Log.info("hello refused: \(hello.canonicalString)")

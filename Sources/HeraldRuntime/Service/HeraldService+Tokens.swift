@@ -1,0 +1,48 @@
+// The tokens file: loaded at start-up, reloaded on SIGHUP without a restart.
+import HeraldCore
+
+extension HeraldService {
+    /// Start-up: reads `--tokens` if given and says how access is configured.
+    func loadTokensAtStart() throws {
+        if let path = configuration.tokensFile {
+            tokens = try TokenFile.load(path)
+            log("tokens: \(tokens.count) credential(s) loaded from \(path)")
+            if let warning = TokenFile.plainTokenWarning(tokens, path: path) { log(warning) }
+        }
+        if tokens.isDevMode {
+            log("dev mode: no tokens configured, every hello is granted every role (pass --tokens FILE in production)")
+        }
+    }
+
+    /// SIGHUP: re-reads the tokens file on the loop thread. A valid file replaces the table for
+    /// every later hello, and each connection's grant is re-checked: unchanged grants carry on,
+    /// changed or removed ones get `grant_revoked` and are closed. An invalid file changes
+    /// nothing: the old table stays and the error is logged. Loop thread only.
+    public func reloadTokens() {
+        guard let path = configuration.tokensFile else {
+            log("SIGHUP: no --tokens file to reload (dev mode stays on); nothing changed")
+            return
+        }
+        let table: TokenTable
+        do {
+            table = try TokenFile.load(path)
+        } catch {
+            tokenReloadFailures += 1
+            log("error: SIGHUP: \(error) The previous \(tokens.count) credential(s) stay in force; fix the file and send SIGHUP again.")
+            return
+        }
+        tokens = table
+        tokenReloads += 1
+        var revoked = 0
+        for connection in connections.values where !connection.isClosing {
+            let had = connection.session.grant != nil
+            connection.tokensReloaded(table)
+            if had && connection.session.grant == nil { revoked += 1 }
+        }
+        log("SIGHUP: tokens reloaded from \(path): \(table.count) credential(s); \(revoked) connection(s) lost their grant and were closed")
+        if let warning = TokenFile.plainTokenWarning(table, path: path) { log(warning) }
+    }
+
+    /// Asks the loop, from any thread, to reload the tokens file (as SIGHUP does).
+    public func requestTokenReload() { reloadRequest?.activate() }
+}

@@ -1,0 +1,101 @@
+// The whole log streamed in position order: events, optionally with the deliveries each caused.
+import HeraldCore
+
+/// Reads `events` (and, for replay, `deliveries`) with one binary COPY, in position order: each
+/// event is followed by the stored deliveries whose `cause_seq` is that event (a merge of the
+/// two tables' indexes, no sort). Start-up and replay fold the log this way; a timer's stored
+/// delivery arrives after the event that scheduled it, before the replay fires that timer.
+public final class LogStream {
+    /// One record; its byte fields are valid until the next `next()`.
+    public enum Record {
+        case event(Event)
+        case delivery(Delivery)
+    }
+
+    public struct Event {
+        public var seq: Int64
+        public var user: String?
+        public var type: String
+        public var app: String?
+        public var notificationId: String?
+        /// The stored canonical JSON, valid until the next `next()`.
+        public var body: UnsafeRawBufferPointer
+        public var engineTime: Instant
+
+        /// The event as the engine folds it (the body read straight from the COPY buffer). A
+        /// submit arrives decoded, its `body` left null: the engine folds the decoded notification
+        /// and reads nothing else of a submit. An unreadable body (only possible by editing the
+        /// table by hand) folds as an empty object.
+        public var storedEvent: StoredEvent {
+            if type == "submit" {
+                return StoredEvent(seq: seq, user: user, type: type, body: .null, at: engineTime,
+                                   decoded: SubmittedNotification(canonicalBody: body))
+            }
+            return StoredEvent(seq: seq, user: user, type: type,
+                               body: (try? JSONValue.parse(body)) ?? .object([:]), at: engineTime)
+        }
+
+        public var row: StoredEventRow {
+            StoredEventRow(seq: seq, row: EventRow(user: user, type: type, app: app, notificationId: notificationId,
+                                                   body: String(decoding: body, as: UTF8.self), engineTime: engineTime))
+        }
+    }
+
+    public struct Delivery {
+        public var user: String
+        public var userIndex: Int64
+        public var causeSeq: Int64
+        public var kind: String
+        public var app: String?
+        public var notificationId: String?
+        public var reason: String
+        public var at: Instant
+        /// The stored delivery line (without op and cursor), valid until the next `next()`.
+        public var body: UnsafeRawBufferPointer
+    }
+
+    private let copy: PGCopyOut
+
+    /// Streams events with `seq <= through` (and, with `deliveries`, the stored deliveries caused
+    /// by them) in position order.
+    public init(_ connection: PGConnection, through: Int64 = .max, deliveries: Bool) throws(StoreError) {
+        let events = """
+            SELECT seq, user_id, type, app, notification_id, body, engine_time, NULL::bigint, NULL::text
+            FROM events WHERE seq <= \(through)
+            """
+        let sql = deliveries
+            ? """
+              COPY (\(events)
+                    UNION ALL
+                    SELECT cause_seq, user_id, kind, app, notification_id, body, at, user_index, reason
+                    FROM deliveries WHERE cause_seq <= \(through)
+                    ORDER BY 1) TO STDOUT (FORMAT binary)
+              """
+            : "COPY (\(events) ORDER BY seq) TO STDOUT (FORMAT binary)"
+        copy = try PGCopyOut(connection, sql: sql)
+    }
+
+    /// The next record in position order; nil at the end.
+    public func next() throws(StoreError) -> Record? {
+        guard let r = try copy.next() else { return nil }
+        let position = r.int64(0) ?? 0
+        let time = Instant(millisecondsSinceEpoch: r.timestampMilliseconds(6) ?? 0)
+        let body = r.bytes(5) ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        if let userIndex = r.int64(7) {
+            return .delivery(Delivery(user: r.string(1) ?? "", userIndex: userIndex, causeSeq: position,
+                                      kind: r.string(2) ?? "", app: r.string(3), notificationId: r.string(4),
+                                      reason: r.string(8) ?? "", at: time, body: body))
+        }
+        return .event(Event(seq: position, user: r.string(1), type: r.string(2) ?? "", app: r.string(3),
+                            notificationId: r.string(4), body: body, engineTime: time))
+    }
+
+    /// The last seq to read for a limit given as an engine time: every event before the first
+    /// one later than `time` (events are folded in seq order, and replay stops at the first).
+    public static func lastSeq(before time: Instant, _ connection: PGConnection) throws(StoreError) -> Int64 {
+        let r = try connection.execute(
+            "SELECT coalesce((SELECT min(seq) - 1 FROM events WHERE engine_time > 'epoch'::timestamptz + $1::bigint * interval '1 millisecond'), (SELECT seq FROM event_head))",
+            [String(time.millisecondsSinceEpoch)])
+        return r.int64(0, 0) ?? 0
+    }
+}

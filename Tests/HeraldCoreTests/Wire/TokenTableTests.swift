@@ -1,0 +1,92 @@
+// The tokens file: hashed entries, plain ones (accepted, flagged), client-certificate names, and reload.
+import HeraldCore
+import Testing
+
+@Suite struct TokenTableTests {
+    static let mailToken = "mail-producer-secret"
+    static var mailHash: String { SHA256.hex(mailToken.utf8) }
+
+    static func table(_ json: String) throws -> TokenTable { try TokenTable.parse(JSONValue.parse(json)) }
+
+    func sent(_ actions: [ClientSession.Action]) -> [JSONValue] {
+        actions.flatMap { action -> [JSONValue] in
+            guard case .send(let bytes) = action else { return [] }
+            return bytes.split(separator: 0x0A).compactMap { try? JSONValue.parse(Array($0)) }
+        }
+    }
+
+    @Test func aHashedEntryGrantsItsTokenAndNothingElse() throws {
+        let t = try Self.table(#"{"tokens":[{"name":"mail","sha256":"\#(Self.mailHash.uppercased())","roles":["producer"],"apps":["com.example.mail"]}]}"#)
+        #expect(t.grant(for: Self.mailToken)?.name == "mail")
+        #expect(t.grant(for: "mail-producer-secreT") == nil)
+        #expect(t.grant(for: Self.mailHash) == nil, "the digest itself is not a token")
+        #expect(t.plainTokenEntries.isEmpty)
+    }
+
+    @Test func aPlainTokenEntryIsAcceptedAndListedForTheStartUpWarning() throws {
+        let t = try Self.table(#"{"tokens":[{"name":"old","token":"12345678","roles":["admin"]},{"name":"new","sha256":"\#(Self.mailHash)","roles":["admin"]}]}"#)
+        #expect(t.grant(for: "12345678")?.name == "old")
+        #expect(t.plainTokenEntries == ["old"])
+    }
+
+    @Test func invalidFilesAreRefusedWithAReason() {
+        for bad in [
+            #"{"tokens":[]}"#,
+            #"{"tokens":[{"name":"x","sha256":"abc","roles":["admin"]}]}"#,
+            #"{"tokens":[{"name":"x","token":"12345678","sha256":"\#(Self.mailHash)","roles":["admin"]}]}"#,
+            #"{"tokens":[{"name":"x","roles":["admin"]}]}"#,
+            #"{"tokens":[{"name":"x","certificate":"","roles":["admin"]}]}"#,
+            #"{"tokens":[{"sha256":"\#(Self.mailHash)","roles":["admin"]},{"token":"\#(Self.mailToken)","roles":["admin"]}]}"#,
+            #"{"tokens":[{"certificate":"a","roles":["admin"]},{"certificate":"a","roles":["consumer"]}]}"#,
+        ] {
+            #expect(throws: RequestError.self, "\(bad)") { try Self.table(bad) }
+        }
+    }
+
+    @Test func aClientCertificateNameMapsToOneGrantAndAmbiguityGrantsNothing() throws {
+        let t = try Self.table(#"{"tokens":[{"name":"mail","certificate":"mail.producers","roles":["producer"],"apps":["com.example.mail"]},{"name":"bank","certificate":"bank.producers","roles":["producer"],"apps":["com.example.bank"]}]}"#)
+        #expect(t.grant(forCertificateNames: ["Some CN", "mail.producers"])?.name == "mail")
+        #expect(t.grant(forCertificateNames: ["mail.producers", "bank.producers"]) == nil)
+        #expect(t.grant(forCertificateNames: ["unknown"]) == nil)
+    }
+
+    @Test func aMappedCertificateDecidesTheHelloWhateverTheToken() throws {
+        let t = try Self.table(#"{"tokens":[{"name":"mail","certificate":"mail.producers","roles":["producer"],"apps":["com.example.mail"]},{"name":"ops","token":"ops-secret","roles":["admin"]}]}"#)
+        var s = ClientSession(tokens: t, serverName: "h")
+        s.peerCertificateVerified(names: ["mail.producers"])
+        let hello = sent(s.lineReceived(Array(#"{"op":"hello","token":"ops-secret"}"#.utf8)))[0]
+        #expect(hello["roles"] == ["producer"] && hello["apps"] == ["com.example.mail"])
+        // An unmapped certificate falls back to the token.
+        var u = ClientSession(tokens: t, serverName: "h")
+        u.peerCertificateVerified(names: ["stranger"])
+        #expect(sent(u.lineReceived(Array(#"{"op":"hello"}"#.utf8)))[0]["error"]?["code"] == "invalid_token")
+        #expect(sent(u.lineReceived(Array(#"{"op":"hello","token":"ops-secret"}"#.utf8)))[0]["roles"] == ["admin"])
+    }
+
+    @Test func reloadKeepsAnUnchangedGrantAndClosesAChangedOne() throws {
+        let before = try Self.table(#"{"tokens":[{"name":"mail","sha256":"\#(Self.mailHash)","roles":["producer"],"apps":["com.example.mail"]},{"name":"ops","token":"ops-secret","roles":["admin"]}]}"#)
+        var mail = ClientSession(tokens: before, serverName: "h")
+        var ops = ClientSession(tokens: before, serverName: "h")
+        var waiting = ClientSession(tokens: before, serverName: "h")
+        _ = mail.lineReceived(Array(#"{"op":"hello","token":"\#(Self.mailToken)"}"#.utf8))
+        _ = ops.lineReceived(Array(#"{"op":"hello","token":"ops-secret"}"#.utf8))
+        // ops loses admin; a new token appears.
+        let after = try Self.table(#"{"tokens":[{"name":"mail","sha256":"\#(Self.mailHash)","roles":["producer"],"apps":["com.example.mail"]},{"name":"ops","token":"ops-secret","roles":["consumer"]},{"name":"new","token":"new-secret","roles":["admin"]}]}"#)
+        #expect(mail.tokensReloaded(after).isEmpty && mail.grant?.name == "mail")
+        let actions = ops.tokensReloaded(after)
+        #expect(sent(actions).first?["error"]?["code"] == "grant_revoked")
+        #expect(actions.contains { if case .close = $0 { return true } else { return false } })
+        #expect(ops.grant == nil)
+        #expect(waiting.tokensReloaded(after).isEmpty)
+        #expect(sent(waiting.lineReceived(Array(#"{"op":"hello","token":"new-secret"}"#.utf8)))[0]["roles"] == ["admin"],
+                "a connection that has not said hello uses the new table")
+    }
+
+    @Test func reloadOutOfDevModeClosesDevGrants() throws {
+        var s = ClientSession(tokens: TokenTable(), serverName: "h")
+        _ = s.lineReceived(Array(#"{"op":"hello"}"#.utf8))
+        #expect(s.grant == .everything)
+        let actions = s.tokensReloaded(try Self.table(#"{"tokens":[{"token":"ops-secret","roles":["admin"]}]}"#))
+        #expect(sent(actions).first?["error"]?["code"] == "grant_revoked" && s.grant == nil)
+    }
+}

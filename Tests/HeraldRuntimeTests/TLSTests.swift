@@ -1,0 +1,158 @@
+// TLS over real TCP: producers and consumers over TLS 1.2+, refusals, and client certificates mapped to grants.
+import Foundation
+import HeraldCore
+import HeraldRuntime
+import HeraldTestSupport
+import Testing
+
+@Suite(.enabled(if: TestCertificates.opensslPath != nil, "needs the openssl program to make test certificates"))
+struct TLSTests {
+    static let mail = ServiceTests.mail
+
+    static func tlsServer(_ certs: TestCertificates, clientCA: Bool = false, tokens: String? = nil,
+                          configure: (inout ServiceConfiguration) -> Void = { _ in }) throws -> TestServer {
+        var tokensFile: String?
+        if let tokens {
+            tokensFile = certs.directory + "/tokens-\(UInt32.random(in: 0...UInt32.max)).json"
+            try tokens.write(toFile: tokensFile!, atomically: true, encoding: .utf8)
+        }
+        return try TestServer { config in
+            config.tls = TLSSettings(certificateFile: certs.serverCertificate, keyFile: certs.serverKey,
+                                     clientCAFile: clientCA ? certs.caFile : nil)
+            config.tokensFile = tokensFile
+            configure(&config)
+        }
+    }
+
+    @Test func producerAndConsumerWorkOverTLS() throws {
+        let certs = try TestCertificates()
+        let server = try Self.tlsServer(certs)
+        defer { server.stop() }
+        let producer = try server.tlsClient(TLSClientOptions(caFile: certs.caFile))
+        #expect(producer.tlsProtocol == "TLSv1.3")
+        try ServiceTests.setUpAlice(producer)
+        let ack = try producer.call(ServiceTests.submit("n1", extra: ["rid": 1]))
+        #expect(ack["ok"] == true && ack["rid"] == 1)
+
+        let consumer = try server.tlsClient(TLSClientOptions(caFile: certs.caFile))
+        #expect(try consumer.call(["op": "subscribe", "consumer": "push", "from": "earliest"])["ok"] == true)
+        let d = try #require(consumer.deliveries(1).first)
+        #expect(d["notification"] == "n1" && d["kind"] == "alert")
+        let cursor = try #require(d["cursor"]?.intValue)
+        try consumer.send(JSONValue.object(["op": "ack", "consumer": "push", "cursor": .int(cursor)]).canonicalString)
+        #expect(try consumer.readJSON()["ok"] == true)
+    }
+
+    @Test func tls12IsAcceptedAndTLS11IsRefused() throws {
+        let certs = try TestCertificates()
+        let server = try Self.tlsServer(certs)
+        defer { server.stop() }
+        let tls12 = try server.tlsClient(TLSClientOptions(caFile: certs.caFile, maxVersion: 0x0303))
+        #expect(tls12.tlsProtocol == "TLSv1.2")
+        #expect(try tls12.call(["op": "ping"])["op"] == "pong")
+        // The client offers TLS 1.1 (its security level lowered so OpenSSL 3 will); the server answers with an alert.
+        #expect {
+            _ = try WireClient(port: server.port, tls: .tls11Only(caFile: certs.caFile))
+        } throws: { error in
+            "\(error)".contains("protocol version")
+        }
+        #expect(try tls12.call(["op": "ping"])["op"] == "pong", "the refusal harms no one else")
+    }
+
+    @Test func aPlaintextClientOnTheTLSPortIsClosedWithoutAReply() throws {
+        let certs = try TestCertificates()
+        let server = try Self.tlsServer(certs)
+        defer { server.stop() }
+        let plain = try WireClient(port: server.port)
+        try plain.send(#"{"op":"hello","token":"x"}"#)
+        // At most a TLS alert record (no newline, not JSON), then the connection ends.
+        var ended = false
+        do {
+            while let line = try plain.readLine(timeoutMilliseconds: 10_000) {
+                #expect((try? JSONValue.parse(line)) == nil, "no protocol reply in plaintext")
+            }
+        } catch WireClient.Failure.closed {
+            ended = true
+        }
+        #expect(ended, "the server closes the connection")
+        let ok = try server.tlsClient(TLSClientOptions(caFile: certs.caFile))
+        #expect(try ok.call(["op": "ping"])["op"] == "pong")
+    }
+
+    @Test func aClientCertificateActsOnlyForItsApp() throws {
+        let certs = try TestCertificates()
+        let tokens = #"""
+        {"tokens":[
+          {"name":"mail-cert","certificate":"mail.producers.test","roles":["producer"],"apps":["com.example.mail"]},
+          {"name":"ops","sha256":"\#(SHA256.hex("ops-secret-token".utf8))","roles":["admin","settings","consumer"]}]}
+        """#
+        let server = try Self.tlsServer(certs, clientCA: true, tokens: tokens)
+        defer { server.stop() }
+        let ops = try server.tlsClient(TLSClientOptions(caFile: certs.caFile), token: "ops-secret-token")
+        try ServiceTests.setUpAlice(ops)
+
+        let identity = try certs.client("mail.producers.test")
+        let mail = try server.tlsClient(TLSClientOptions(caFile: certs.caFile, certificateFile: identity.certificate, keyFile: identity.key),
+                                        hello: false)
+        let hello = try mail.call(["op": "hello"])
+        #expect(hello["ok"] == true && hello["roles"] == ["producer"] && hello["apps"] == [.string(Self.mail)])
+        #expect(try mail.call(ServiceTests.submit("c1"))["ok"] == true)
+        var other = ServiceTests.submit("c2")
+        if case .object(var o) = other { o["app"] = "com.example.bank"; other = .object(o) }
+        #expect(try mail.call(other)["error"]?["code"] == "forbidden_app")
+
+        // A certificate the CA did not sign fails the handshake; one it signed but the tokens file
+        // does not name grants nothing by itself.
+        let stranger = try certs.untrustedClient("mail.producers.test")
+        #expect {
+            let c = try WireClient(port: server.port, tls: TLSClientOptions(caFile: certs.caFile, certificateFile: stranger.certificate, keyFile: stranger.key))
+            // TLS 1.3: the server's verdict on the client certificate arrives after the client's handshake ends.
+            _ = try c.readLine(timeoutMilliseconds: 10_000)
+        } throws: { error in
+            "\(error)".contains("unknown ca")
+        }
+        let unnamed = try certs.client("someone.else")
+        let u = try server.tlsClient(TLSClientOptions(caFile: certs.caFile, certificateFile: unnamed.certificate, keyFile: unnamed.key), hello: false)
+        #expect(try u.call(["op": "hello"])["error"]?["code"] == "invalid_token")
+    }
+
+    @Test func aLoopbackPlaintextPortCanServeBesideTLS() throws {
+        let certs = try TestCertificates()
+        let server = try Self.tlsServer(certs) { $0.plaintextListen = ("127.0.0.1", 0) }
+        defer { server.stop() }
+        let plainPort = try #require(server.service.plaintextPort)
+        let plain = try WireClient(port: plainPort)
+        #expect(try plain.call(["op": "ping"])["op"] == "pong")
+    }
+
+    @Test func aClientThatNeverFinishesTheHandshakeIsClosedAtTheHelloDeadline() throws {
+        let certs = try TestCertificates()
+        let server = try Self.tlsServer(certs) { $0.helloTimeoutMilliseconds = 300 }
+        defer { server.stop() }
+        let silent = try WireClient(port: server.port)  // TCP only: no ClientHello is ever sent
+        #expect {
+            while try silent.readLine(timeoutMilliseconds: 10_000) != nil {}
+        } throws: { error in
+            if case WireClient.Failure.closed = error { true } else { false }
+        }
+    }
+
+    @Test func aPlaintextPortBesideTLSMustBeOnLoopback() throws {
+        let certs = try TestCertificates()
+        #expect {
+            _ = try Self.tlsServer(certs) { $0.plaintextListen = ("0.0.0.0", 0) }
+        } throws: { error in
+            "\(error)".contains("loopback")
+        }
+    }
+
+    @Test func aMissingCertificateFileIsNamedWithItsFlag() throws {
+        var config = ServiceConfiguration(databaseURL: "unused")
+        config.tls = TLSSettings(certificateFile: "/nonexistent/herald.pem", keyFile: "/nonexistent/herald.key")
+        #expect {
+            _ = try TLSContext(config.tls!)
+        } throws: { error in
+            "\(error)".contains("/nonexistent/herald.pem (--tls-cert)")
+        }
+    }
+}
