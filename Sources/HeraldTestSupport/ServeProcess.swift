@@ -40,7 +40,7 @@ public final class ServeProcess: @unchecked Sendable {
 
     deinit { if pid > 0 { kill9() } }
 
-    /// Starts the service and waits until it accepts connections (start-up folds the whole log).
+    /// Starts the service and waits until it answers a ping (start-up folds the whole log and fires overdue timers first).
     public func start(timeoutSeconds: Double = 120) throws {
         precondition(pid == 0, "already running")
         let argv = [binary, "serve", "--database-url", databaseURL, "--listen", "127.0.0.1:\(port)",
@@ -77,7 +77,11 @@ public final class ServeProcess: @unchecked Sendable {
                 pid = 0
                 throw ExperimentError("herald serve exited during start-up (status \(status)); its log: \(logPath)\n\(tail())")
             }
-            if (try? WireClient(port: port)) != nil { return }
+            // The port accepts as soon as it listens; start-up may still be firing overdue timers.
+            // Ready means a ping is answered.
+            if let c = try? WireClient(port: port) {
+                if let pong = try? c.request(#"{"op":"ping"}"#, timeoutMilliseconds: Int32(timeoutSeconds * 1000)), pong["op"] == "pong" { return }
+            }
             usleep(20_000)
         }
         throw ExperimentError("herald serve did not listen on port \(port) within \(Int(timeoutSeconds)) s; its log: \(logPath)\n\(tail())")
