@@ -82,6 +82,10 @@ extension HeraldService {
     /// Sends what the consumer has not seen, while its socket buffer has room.
     func pump(_ stream: ConsumerStream) {
         guard let connection = stream.connection, !connection.isClosing else { consumers[stream.name] = nil; return }
+        // A page read from PostgreSQL is in flight: its completion pumps again. A second read from
+        // the same position (e.g. a drain callback armed earlier) would send that page twice and
+        // the stream would go backwards (found by experiment 6, docs/reliability.md).
+        guard !stream.reading else { return }
         while stream.position < deliveryHead {
             if connection.outputBytes >= configuration.consumerBufferBytes {
                 // Slow consumer: pause; resume when its socket drains (from PostgreSQL if the ring moved on).

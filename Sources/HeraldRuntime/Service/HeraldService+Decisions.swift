@@ -14,13 +14,15 @@ extension HeraldService {
 
     /// Folds one committed event; its deliveries queue for commit, its next wake goes to the wheel.
     func applyCommitted(_ event: StoredEvent, collect: ((Delivery, Int64) -> Void)? = nil) {
-        if event.type == "clock" { return }  // a manual-clock move: no state, timers fire by time
+        if event.type == "clock" { lastFoldedSeq = max(lastFoldedSeq, event.seq); return }  // a manual-clock move: no state, timers fire by time
         guard let user = event.user else {
+            lastFoldedSeq = max(lastFoldedSeq, event.seq)
             var scratch = UserState(user: "")
             _ = engine.apply(event, to: &scratch, apps: &apps)
             return
         }
         ensureRecord(for: user)
+        lastFoldedSeq = max(lastFoldedSeq, event.seq)
         let outcome = engine.apply(event, to: &users[user]!.state, apps: &apps)
         take(outcome, user: user, collect: collect)
     }
@@ -59,6 +61,7 @@ extension HeraldService {
     func fireTimers() {
         var horizon = now()
         if let oldest = inFlightTimes.first { horizon = min(horizon, oldest) }
+        if let unknown = unknownCommitSince { horizon = min(horizon, unknown) }
         var due: [UInt64] = []
         timers.advance(to: horizon) { _, payload in due.append(payload) }
         for index in due {

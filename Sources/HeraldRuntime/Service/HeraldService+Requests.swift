@@ -51,6 +51,7 @@ extension HeraldService {
 
     /// Appends admitted events; on COMMIT folds them, answers, and commits their deliveries.
     func append(_ accepted: AcceptedRequest, request: ClientSession.Request, at: Instant, reply: @escaping ([UInt8]) -> Void) {
+        let reply = configuration.acknowledgeBeforeCommitForTesting ? acknowledgeNowForTesting(request, reply) : reply
         // Only a submit carries the idempotency key in its row: withdraw, snooze and opened name the
         // notification in their body, and must not collide with the submit's unique key.
         let rows = accepted.events.map { draft in
@@ -81,6 +82,8 @@ extension HeraldService {
             defer { waiters.forEach { $0() } }
             switch result {
             case .failure(let error):
+                // The connection broke with this append in flight: it may have committed.
+                if !self.store.isReady { self.unknownCommitSince = min(self.unknownCommitSince ?? at, at) }
                 reply(WireReply.error(rid: rid, self.requestError(error)))
             case .success(let outcomes):
                 for (outcome, draft) in zip(outcomes, accepted.events) {
@@ -98,14 +101,58 @@ extension HeraldService {
         store.kick()
     }
 
+    /// The negative control (tests only, `acknowledgeBeforeCommitForTesting`): answers success now,
+    /// before anything is stored, and returns a reply that drops the real outcome.
+    func acknowledgeNowForTesting(_ request: ClientSession.Request, _ reply: ([UInt8]) -> Void) -> ([UInt8]) -> Void {
+        reply(WireReply.ok(rid: request.rid, ["seq": .int(0), "warnings": .array([])]))
+        return { _ in }
+    }
+
     /// The store's writer, or nil after answering `store_unavailable` (PostgreSQL is being reconnected).
     func writerOrRefuse(rid: JSONValue?, reply: ([UInt8]) -> Void) -> GroupCommitWriter? {
+        if unknownCommitSince != nil {
+            reply(WireReply.error(rid: rid, .storeUnavailable("Herald is reading back appends whose commit it could not confirm")))
+            return nil
+        }
         switch store.currentWriter() {
         case .success(let writer):
             return writer
         case .failure(let error):
             reply(WireReply.error(rid: rid, requestError(error)))
             return nil
+        }
+    }
+
+    /// After a reconnect: folds the events that committed although their COMMIT reply was lost
+    /// with the connection (seq above the last one folded), so a retry answered as a duplicate
+    /// finds its event decided, in log order. Blocking read (as at start-up); on failure it is
+    /// tried again on the next reconnect or after a second.
+    func reconcileUnknownCommits() {
+        guard unknownCommitSince != nil else { return }
+        do {
+            let conn = try PGConnection.connect(configuration.databaseURL)
+            defer { conn.close() }
+            var found = 0
+            while true {
+                let page = try EventReader.events(conn, after: lastFoldedSeq, limit: 10_000)
+                if page.isEmpty { break }
+                for e in page {
+                    eventsCommitted += 1
+                    found += 1
+                    applyCommitted(e.storedEvent)
+                    lastFoldedSeq = e.seq
+                }
+            }
+            unknownCommitSince = nil
+            log("after the reconnect: \(found) event(s) whose COMMIT reply was lost had committed; folded")
+            fireTimersSoon()
+        } catch {
+            log("could not read back appends of unknown outcome (\(error)); retrying")
+            retryReconcile = loop.timer { [weak self] in
+                self?.reconcileUnknownCommits()
+                self?.flushDeliveries()
+            }
+            retryReconcile?.arm(afterMilliseconds: 1_000)
         }
     }
 

@@ -62,6 +62,13 @@ public final class HeraldService: ConnectionDelegate {
     /// Idempotency keys in flight, each with the requests waiting for it: a re-send racing its
     /// original is admitted again once the original committed (and so answered as a duplicate).
     var inFlightKeys: [String: [() -> Void]] = [:]
+    /// The highest seq folded into memory: every event up to it is in the users' state.
+    var lastFoldedSeq: Int64 = 0
+    /// Engine time of the oldest append whose COMMIT outcome is unknown (the connection broke with
+    /// it in flight): it may have committed. Until the log is read back after the reconnect
+    /// (`reconcileUnknownCommits`), new appends are refused and timers do not fire past it.
+    var unknownCommitSince: Instant?
+    var retryReconcile: LoopEvent?
     /// Deliveries decided but not yet committed (re-sent after a reconnect).
     var unsentDeliveries: [DeliveryRow] = []
     var deliveriesInFlight = false
@@ -89,6 +96,7 @@ public final class HeraldService: ConnectionDelegate {
         self.reader = AsyncReader(loop: loop, url: configuration.databaseURL)
         if case .manual(let start) = configuration.clock { manualNow = start }
         store.log = log
+        store.commitFlushedForTesting = configuration.commitFlushedForTesting
         let systemClock = manualNow == nil
         let wallClock = configuration.wallClock
         self.timers = WheelDriver(loop: loop, start: .epoch, systemClock: systemClock) { [unowned self] in self.manualNow ?? wallClock() }
@@ -153,7 +161,10 @@ public final class HeraldService: ConnectionDelegate {
         try restore(from: conn)
         try store.adopt(conn)
         try reader.adopt(PGConnection.connect(configuration.databaseURL))
-        store.onReady = { [weak self] in self?.flushDeliveries() }
+        store.onReady = { [weak self] in
+            self?.reconcileUnknownCommits()
+            self?.flushDeliveries()
+        }
         let tls = tlsContext
         let listener = try Listener(loop: loop, host: configuration.host, port: configuration.port) { [weak self] fd in
             self?.accept(fd, tls: tls)

@@ -45,5 +45,18 @@ public struct ServiceConfiguration: Sendable {
     /// Serve even when fsync or synchronous_commit is off (acknowledged events may be lost in a crash).
     public var allowUnsafeDurability = false
 
+    /// NEGATIVE CONTROL FOR TESTS ONLY — never set it in production. Acknowledges every
+    /// state-changing request as soon as it is admitted, before its append is even sent to
+    /// PostgreSQL (the reply carries `"seq":0`: no seq is known before COMMIT), so a crash or an
+    /// outage loses acknowledged events. It exists so the reliability experiments can show that
+    /// their history checker sees loss. `herald serve` offers it only as the hidden flag
+    /// `--unsafe-acknowledge-before-commit-for-testing`.
+    public var acknowledgeBeforeCommitForTesting = false
+
+    /// FAULT INJECTION FOR TESTS ONLY: handed to the store writer (see
+    /// `GroupCommitWriter.commitFlushedForTesting`); called once a transaction's COMMIT has been
+    /// flushed to the socket, before its reply is read. Returning true cuts the connection there.
+    public var commitFlushedForTesting: (@Sendable (_ socket: Int32, _ eventRows: Int) -> Bool)?
+
     public init(databaseURL: String) { self.databaseURL = databaseURL }
 }

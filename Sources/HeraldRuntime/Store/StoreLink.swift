@@ -19,6 +19,8 @@ public final class StoreLink {
     /// Called each time a connection becomes ready (first time and after reconnects).
     public var onReady: (() -> Void)?
     public var log: (String) -> Void = { _ in }
+    /// Test-only fault injection handed to every writer (`GroupCommitWriter.commitFlushedForTesting`).
+    public var commitFlushedForTesting: ((_ socket: Int32, _ eventRows: Int) -> Bool)?
 
     public init(loop: EventLoop, url: String) {
         self.loop = loop
@@ -47,6 +49,7 @@ public final class StoreLink {
     }
 
     private func install(_ w: GroupCommitWriter) {
+        w.commitFlushedForTesting = commitFlushedForTesting
         writer = w
         lastError = nil
         backoffMs = 100

@@ -63,6 +63,15 @@ public final class GroupCommitWriter {
     /// The set-up segment is still in flight (it does not count against `maxTransactionsInFlight`).
     private var setupPending = false
 
+    /// FAULT INJECTION FOR TESTS ONLY (nil in production): called each time a transaction's
+    /// COMMIT has been flushed to the socket, before its reply is read, with the socket and the
+    /// transaction's number of event rows. Returning true makes the writer drop the connection
+    /// there, as if it had been cut: the commit's outcome is then unknown to the service
+    /// (experiment 3 of docs/reliability.md).
+    public var commitFlushedForTesting: ((_ socket: Int32, _ eventRows: Int) -> Bool)?
+    /// Event-row counts of transactions sent but not yet flushed (only tracked with the hook set).
+    private var unflushedCommits: [Int] = []
+
     /// Counters for `stats` and benchmarks.
     public private(set) var transactionsCommitted = 0
     public private(set) var rowsCommitted = 0
@@ -183,7 +192,16 @@ public final class GroupCommitWriter {
     private func flush() {
         guard broken == nil else { wantsWrite = false; return }
         switch connection.flush() {
-        case 0: wantsWrite = false
+        case 0:
+            wantsWrite = false
+            if let hook = commitFlushedForTesting, !unflushedCommits.isEmpty {
+                let flushed = unflushedCommits
+                unflushedCommits.removeAll()
+                for rows in flushed where hook(connection.socket, rows) {
+                    fail(.unavailable("the connection was cut after COMMIT was sent (test fault injection); the outcome is unknown"))
+                    return
+                }
+            }
         case 1: wantsWrite = true
         default: fail(.unavailable(connection.lastErrorMessage))
         }
@@ -231,6 +249,7 @@ public final class GroupCommitWriter {
         tx.statements.append(.commit)
         ok = ok && connection.sendSync()
         inFlight.append(tx)
+        if commitFlushedForTesting != nil { unflushedCommits.append(tx.eventRowCount) }
         if !ok { fail(.unavailable(connection.lastErrorMessage)); return false }
         return true
     }

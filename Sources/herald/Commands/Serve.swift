@@ -23,6 +23,9 @@ struct Serve: ParsableCommand {
     @Option(help: "Maximum client connections.") var maxConnections = 10_000
     @Flag(help: "Serve even if PostgreSQL runs with fsync or synchronous_commit off (acknowledged events may be lost).")
     var unsafeDurability = false
+    /// The reliability experiments' negative control; hidden, and never for production.
+    @Flag(name: .customLong("unsafe-acknowledge-before-commit-for-testing"), help: .hidden)
+    var acknowledgeBeforeCommitForTesting = false
 
     func run() throws {
         let parts = listen.split(separator: ":")
@@ -38,6 +41,10 @@ struct Serve: ParsableCommand {
             config.port = port
             config.maxConnections = maxConnections
             config.allowUnsafeDurability = unsafeDurability
+            if acknowledgeBeforeCommitForTesting {
+                Log.info("WARNING: --unsafe-acknowledge-before-commit-for-testing: requests are acknowledged before they are stored; acknowledged events WILL be lost in a crash. Only for testing the reliability checker.")
+                config.acknowledgeBeforeCommitForTesting = true
+            }
             switch clock {
             case "system": config.clock = .system
             case "manual":
