@@ -105,12 +105,35 @@ extension HeraldService {
                     self.deliveriesCommitted += 1
                     self.committed(row, cursor: cursor)
                 }
+                // A row stored already (cursor 0) committed in an append whose outcome this
+                // process never learned (a COMMIT reply lost, a failed later part of a split
+                // append): consumers must still be told the head moved past it.
+                if cursors.contains(0) { self.refreshDeliveryHead() }
                 waiters.forEach { $0() }
                 self.publish()
                 if !self.unsentDeliveries.isEmpty || !self.deliveryWaiters.isEmpty { self.flushDeliveries() }
             }
         }
         store.kick()
+    }
+
+    /// Reads the committed delivery head from PostgreSQL (blocking, rare: only after an append
+    /// of unknown outcome); consumers then read what they lack from the table.
+    func refreshDeliveryHead() {
+        do {
+            let conn = try PGConnection.connect(configuration.databaseURL)
+            defer { conn.close() }
+            if let head = try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0), head > deliveryHead {
+                log("deliveries up to cursor \(head) had committed without this process learning their cursors; consumers read them from PostgreSQL")
+                deliveryHead = head
+                // The ring holds no line past its end: start it after the head, so every consumer
+                // reads the rows it lacks from the table (the ring is only a cache).
+                ring.removeAll()
+                ringFirstCursor = head + 1
+            }
+        } catch {
+            log("could not read the delivery head (\(error)); consumers catch up with the next delivery")
+        }
     }
 
     /// The wire line of a committed delivery: its stored body with op and cursor.
