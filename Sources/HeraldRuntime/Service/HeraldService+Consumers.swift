@@ -102,7 +102,7 @@ extension HeraldService {
                 guard index < ring.count else { return }
                 var batch: [UInt8] = []
                 var i = index
-                while i < ring.count && batch.count < 256 * 1024 {
+                while i < ring.count && batch.count < Self.consumerBatchBytes {
                     batch += ring[i]
                     i += 1
                 }
@@ -115,6 +115,9 @@ extension HeraldService {
         }
     }
 
+    /// Bytes of delivery lines queued to a consumer at once, from the ring or from PostgreSQL.
+    static let consumerBatchBytes = 256 * 1024
+
     /// A consumer behind the in-memory ring reads a page from PostgreSQL.
     func readBehind(_ stream: ConsumerStream) {
         stream.reading = true
@@ -123,8 +126,10 @@ extension HeraldService {
             guard let self, let stream else { return }
             stream.reading = false
             guard case .success(let r) = result, let connection = stream.connection else { return }
+            // At most one batch (as from the ring) is queued: the rest of the page is read again
+            // when the consumer drains, so its memory here stays the buffer plus one batch.
             var batch: [UInt8] = []
-            for i in 0..<r.rowCount {
+            for i in 0..<r.rowCount where batch.count < Self.consumerBatchBytes {
                 guard let cursor = r.int64(i, 0), let body = r.string(i, 1) else { continue }
                 batch += Self.line(body, cursor: cursor)
                 stream.position = cursor

@@ -267,6 +267,9 @@ public final class HeraldService: ConnectionDelegate {
             "timerWakeups": .int(Int64(timers.wakeups)),
             "connections": .int(Int64(connections.count)),
             "consumers": .int(Int64(consumers.count)),
+            // The most output bytes queued in the server for one consumer: bounded by the
+            // consumer buffer (plus one batch) however slowly the consumer reads.
+            "maxConsumerQueuedBytes": .int(Int64(consumers.values.map { $0.connection?.outputBytes ?? 0 }.max() ?? 0)),
             "deliveryHead": .int(deliveryHead),
             "tokenCredentials": .int(Int64(tokens.count)),
             "tokenReloads": .int(Int64(tokenReloads)),
