@@ -84,4 +84,42 @@ import Testing
         #expect(log.matching("refused hello").count == ClientSession.maxLoggedRefusals)
         #expect(log.matching("further refusals on this connection are answered but not logged").count == 1)
     }
+
+    /// A consumer token bound to its durable names cannot take over another consumer's stream or
+    /// move its cursor (experiment 9: "subscribing as a consumer it is not").
+    @Test func consumerTokenBoundToItsNamesCannotSubscribeOrAckAsAnotherConsumer() throws {
+        let log = LogLines()
+        var tokens = Self.tokens
+        tokens = TokenTable([
+            "ops-secret-token": Grant(name: "ops", roles: [.admin, .settings], apps: nil),
+            "push-secret-token": Grant(name: "push-gateway", roles: [.consumer], apps: nil, consumers: ["push"]),
+            "inbox-secret-token": Grant(name: "inbox", roles: [.consumer], apps: nil, consumers: ["inbox"]),
+        ])
+        let server = try TestServer(tokens: tokens, log: log)
+        defer { server.stop() }
+        let inbox = try server.client(token: "inbox-secret-token")
+        #expect(try inbox.call(["op": "subscribe", "consumer": "inbox", "from": "earliest"])["ok"] == true)
+
+        let push = try server.client(token: "push-secret-token")
+        HostileClientTests.expectAlert(try push.call(["op": "subscribe", "consumer": "inbox"]), code: "forbidden_consumer",
+                                       titleHas: "“inbox”", detailHas: "Use the name issued with your token")
+        HostileClientTests.expectAlert(try push.call(["op": "ack", "consumer": "inbox", "cursor": 5]), code: "forbidden_consumer")
+        #expect(try push.call(["op": "subscribe", "consumer": "push", "from": "earliest"])["ok"] == true)
+
+        // The inbox's stream was not taken over and its cursor row was never written.
+        #expect(try inbox.call(["op": "ping"])["ok"] == true, "the inbox connection is still open")
+        let conn = try PGConnection.connect(server.url)
+        #expect(try conn.execute("SELECT count(*) FROM consumers WHERE name = 'inbox'").int64(0, 0) == 0)
+        #expect(log.matching("warning:", "refused subscribe as consumer \"inbox\" by token \"push-gateway\"", "forbidden_consumer").count == 1)
+        #expect(log.matching("warning:", "refused ack as consumer \"inbox\"").count == 1)
+    }
+
+    @Test func tokensFileConsumersMustBeANonEmptyListOfNames() throws {
+        let ok = try JSONValue.parse(#"{"tokens":[{"name":"p","token":"push-secret-token","roles":["consumer"],"consumers":["push"]}]}"#)
+        #expect(throws: Never.self) { _ = try TokenTable.parse(ok) }
+        for bad in [#""push""#, "[]", "[1]"] {
+            let json = try JSONValue.parse(#"{"tokens":[{"name":"p","token":"push-secret-token","roles":["consumer"],"consumers":"# + bad + "}]}")
+            #expect(throws: RequestError.self) { _ = try TokenTable.parse(json) }
+        }
+    }
 }

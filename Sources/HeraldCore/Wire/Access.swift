@@ -11,15 +11,20 @@ public struct Grant: Hashable, Sendable {
     public var roles: Set<Role>
     /// Apps a producer may act for; nil means any app.
     public var apps: Set<String>?
+    /// Durable consumer names a consumer may subscribe and ack as; nil means any name.
+    public var consumers: Set<String>?
 
-    public init(name: String, roles: Set<Role>, apps: Set<String>?) {
-        self.name = name; self.roles = roles; self.apps = apps
+    public init(name: String, roles: Set<Role>, apps: Set<String>?, consumers: Set<String>? = nil) {
+        self.name = name; self.roles = roles; self.apps = apps; self.consumers = consumers
     }
 
     /// Dev mode: everything, for every app.
     public static let everything = Grant(name: "dev", roles: Set(Role.allCases), apps: nil)
 
     public func mayActFor(app: String) -> Bool { apps.map { $0.contains(app) } ?? true }
+
+    /// Whether this grant may subscribe or ack as the durable consumer `name`.
+    public func mayConsumeAs(_ name: String) -> Bool { consumers.map { $0.contains(name) } ?? true }
 }
 
 /// The SHA-256 of a token: the key under which the tokens table keeps a grant. The table never
@@ -164,7 +169,14 @@ public struct TokenTable: Sendable {
             if roles.contains(.producer) && apps == nil {
                 throw bad("Entry \(i) is a producer without an \"apps\" list; list the apps it may submit for.")
             }
-            let grant = Grant(name: name, roles: roles, apps: apps)
+            var consumers: Set<String>?
+            if let list = entry["consumers"] {
+                guard let names = list.arrayValue?.compactMap(\.stringValue), names.count == list.arrayValue?.count, !names.isEmpty else {
+                    throw bad("Entry \(i) (\(name)) has a \"consumers\" that is not a non-empty list of names (the durable consumer names it may subscribe and ack as).")
+                }
+                consumers = Set(names)
+            }
+            let grant = Grant(name: name, roles: roles, apps: apps, consumers: consumers)
             if let digest {
                 if digests[digest] != nil { throw bad("Entry \(i) (\(name)) repeats a token.") }
                 digests[digest] = grant

@@ -114,6 +114,10 @@ public struct ClientSession: Sendable {
                 return refusal("refused \(op) for app \(JSONValue.string(app).canonicalString) by token \(JSONValue.string(grant.name).canonicalString): not one of its apps (forbidden_app)")
                     + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .appNotOwned(app)))
             }
+            if role == .consumer, let name = body["consumer"]?.stringValue, !grant.mayConsumeAs(name) {
+                return refusal("refused \(op) as consumer \(JSONValue.string(name).canonicalString) by token \(JSONValue.string(grant.name).canonicalString): not one of its consumers (forbidden_consumer)")
+                    + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .consumerNotOwned(name)))
+            }
         } else if !OpAccess.openOps.contains(op) {
             return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .unknownOp(op)))
         }

@@ -74,6 +74,11 @@ extension RequestError {
                      detail: "A producer token lists the apps it may submit and withdraw for. Use the token issued for \(app).")
     }
 
+    public static func consumerNotOwned(_ name: String) -> RequestError {
+        RequestError(code: "forbidden_consumer", title: "This token may not consume as “\(name)”",
+                     detail: "A consumer token lists the durable consumer names it may subscribe and ack as, so one consumer cannot move another's cursor or take its stream. Use the name issued with your token.")
+    }
+
     public static func storeUnavailable(_ reason: String) -> RequestError {
         RequestError(code: "store_unavailable", title: "The request was not stored: PostgreSQL is unavailable",
                      detail: "Nothing was committed (\(reason)). Herald reconnects by itself; retry the same request, with the same id, in a moment.")
