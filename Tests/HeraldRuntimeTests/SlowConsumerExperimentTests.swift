@@ -53,4 +53,91 @@ import Testing
         #expect(cursors == Array(cursors.first!...(cursors.first! + Int64(total) - 1)), "consecutive cursors: no gap")
         #expect(Set(all.compactMap { $0["notification"]?.stringValue }).count == total)
     }
+
+    /// The form: one consumer reads 10 deliveries a second while producers push at a
+    /// steady rate; the others keep up, the server's queue for the slow one stays bounded, and
+    /// once it reads at full speed it has every delivery once, in order. CI: 2 s at 1,000/s;
+    /// `HERALD_SLOW_CONSUMER_SECONDS=120 HERALD_SLOW_CONSUMER_RATE=5000` for the documented run.
+    @Test func aConsumerReadingTenASecondWhileProducersPushIsBoundedAndLosesNothing() throws {
+        let env = ProcessInfo.processInfo.environment
+        let seconds = env["HERALD_SLOW_CONSUMER_SECONDS"].flatMap { Int($0) } ?? 2
+        let rate = env["HERALD_SLOW_CONSUMER_RATE"].flatMap { Int($0) } ?? 1_000
+        let buffer = 64 << 10
+        let server = try TestServer { config in
+            config.consumerBufferBytes = buffer
+            config.deliveryRingCapacity = 4_096
+        }
+        defer { server.stop() }
+        let producer = try server.client()
+        try ServiceTests.setUpAlice(producer)
+        let slow = try server.client(), fast = try server.client(), stats = try server.client()
+        _ = try slow.call(["op": "subscribe", "consumer": "slow", "from": "earliest"])
+        _ = try fast.call(["op": "subscribe", "consumer": "fast", "from": "earliest"])
+
+        final class Tally: @unchecked Sendable {
+            let lock = NSLock()
+            var cursors: [Int64] = []
+            var stop = false
+            func add(_ c: Int64) { lock.lock(); cursors.append(c); lock.unlock() }
+            var count: Int { lock.lock(); defer { lock.unlock() }; return cursors.count }
+            var stopped: Bool { lock.lock(); defer { lock.unlock() }; return stop }
+        }
+        let slowTally = Tally(), fastTally = Tally()
+        let slowDone = DispatchSemaphore(value: 0), fastDone = DispatchSemaphore(value: 0)
+        Thread {  // 10 a second
+            while !slowTally.stopped, let v = try? slow.readJSON(timeoutMilliseconds: 200) {
+                if let c = v["cursor"]?.intValue, v["op"] == "delivery" { slowTally.add(c) }
+                usleep(100_000)
+            }
+            slowDone.signal()
+        }.start()
+        Thread {  // as fast as it can
+            while !fastTally.stopped, let v = try? fast.readJSON(timeoutMilliseconds: 2_000) {
+                if let c = v["cursor"]?.intValue, v["op"] == "delivery" { fastTally.add(c) }
+            }
+            fastDone.signal()
+        }.start()
+
+        let body = String(repeating: "x", count: 400)
+        let perTick = max(1, rate / 10)
+        var sent = 0
+        var maxQueued: Int64 = 0
+        var maxFastLag = 0
+        for tick in 0..<(seconds * 10) {
+            let started = Date()
+            var lines: [UInt8] = []
+            for _ in 0..<perTick {
+                lines += Array((try JSONValue.object(["op": "submit", "id": .string("n\(sent)"), "app": "com.example.mail",
+                    "user": "alice", "title": "T", "body": .string(body), "hiddenPreviewsBodyPlaceholder": "p"]).canonicalString + "\n").utf8)
+                sent += 1
+            }
+            try producer.sendRaw(lines)
+            for _ in 0..<perTick { _ = try producer.readJSON() }
+            if tick % 5 == 0 {
+                maxQueued = max(maxQueued, try stats.call(["op": "stats"])["maxConsumerQueuedBytes"]?.intValue ?? 0)
+                maxFastLag = max(maxFastLag, sent - fastTally.count)
+            }
+            let left = 0.1 - Date().timeIntervalSince(started)
+            if left > 0 { usleep(UInt32(left * 1_000_000)) }
+        }
+        // Stop the paced reader; read the rest at full speed on this thread.
+        slowTally.lock.lock(); slowTally.stop = true; slowTally.lock.unlock()
+        slowDone.wait()
+        let pacedCount = slowTally.count
+        while slowTally.count < sent {
+            let v = try slow.readJSON(timeoutMilliseconds: 20_000)
+            if let c = v["cursor"]?.intValue, v["op"] == "delivery" { slowTally.add(c) }
+        }
+        while fastTally.count < sent { usleep(10_000) }
+        fastTally.lock.lock(); fastTally.stop = true; fastTally.lock.unlock()
+        fastDone.wait()
+
+        print("slow consumer (\(seconds) s at \(rate)/s): sent \(sent); the slow one read \(pacedCount) while paced, then the rest; "
+              + "max \(maxQueued) bytes queued for one consumer (buffer \(buffer)); the fast one lagged at most \(maxFastLag) deliveries")
+        #expect(maxQueued <= Int64(buffer + (256 << 10) + 64 << 10))
+        for tally in [slowTally, fastTally] {
+            #expect(tally.cursors.count == sent)
+            #expect(tally.cursors == Array(tally.cursors.first!...(tally.cursors.first! + Int64(sent) - 1)), "every delivery once, in cursor order")
+        }
+    }
 }
