@@ -18,6 +18,8 @@ public final class PGCopyOut {
     private let offsets = UnsafeMutablePointer<Int>.allocate(capacity: PGCopyOut.maxFields)
     private let lengths = UnsafeMutablePointer<Int>.allocate(capacity: PGCopyOut.maxFields)
     private var fieldCount = 0
+    /// Bytes of CopyData received so far (header and trailer included).
+    public private(set) var bytesRead: Int64 = 0
     static let maxFields = 64
 
     /// Starts `sql`, which must be a `COPY … TO STDOUT (FORMAT binary)` built from constants and
@@ -70,6 +72,7 @@ public final class PGCopyOut {
             throw .unavailable("COPY stream broke: \(connection.lastErrorMessage)")
         }
         buffer = p
+        bytesRead += Int64(n)
         return try parse(UnsafeRawBufferPointer(start: p, count: n))
     }
 

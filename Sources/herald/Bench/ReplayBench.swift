@@ -32,20 +32,11 @@ struct ReplayBench: ParsableCommand {
             let url = try scratchDatabase(location, name: "herald_bench_replay")
             let users = max(1, events / eventsPerUser)
 
-            let load = Stopwatch()
-            let history = try SyntheticHistory(databaseURL: url)
-            let bar = ProgressBar("replay: building \(users) users", total: users)
-            try history.global(SyntheticWorkloads.registerApp().op, SyntheticWorkloads.registerApp().body, at: Self.start)
-            for u in 0..<users {
-                try history.user("user-\(u)", SyntheticWorkloads.mixedUser(u, eventsPerUser: eventsPerUser),
-                                 at: Self.start.adding(.milliseconds(Int64(u))))
-                if u % 1000 == 0 { bar.update(u) }
-            }
-            bar.update(users); bar.finish()
-            try history.finish()
-            let loadSeconds = load.seconds
-            let written = history.eventsWritten, deliveries = history.deliveriesWritten
-            history.connection.close()
+            let log = try SyntheticLog.build(url: url, label: "replay: building \(users) users", users: users, start: Self.start,
+                                             time: { Self.start.adding(.milliseconds(Int64($0))) },
+                                             requests: { SyntheticWorkloads.mixedUser($0, eventsPerUser: eventsPerUser) })
+            let loadSeconds = log.seconds
+            let written = log.events, deliveries = log.deliveries
 
             let conn = try PGConnection.connect(url)
             var replayRates: [Double] = [], copyRates: [Double] = [], copyEventsRates: [Double] = []
@@ -73,7 +64,7 @@ struct ReplayBench: ParsableCommand {
             var report = BenchReport("replay: \(Fmt.int(written)) events (\(Fmt.int(users)) users, mixed ops), \(Fmt.int(deliveries)) stored deliveries")
             report.row("history built (SyntheticHistory, COPY)", Fmt.s(loadSeconds), "\(Fmt.int(Double(written) / loadSeconds)) events/s",
                        key: "loadSeconds", value: Fmt.j(loadSeconds))
-            report.row("  of which COPY / move into events + ANALYZE", "\(Fmt.s(history.copySeconds)) / \(Fmt.s(history.finishSeconds))",
+            report.row("  of which COPY / move into events + ANALYZE", "\(Fmt.s(log.copySeconds)) / \(Fmt.s(log.finishSeconds))",
                        "the rest: admission, fold, row formatting in Swift")
             report.json["events"] = .int(Int64(written))
             report.row("Replayer (read, fold, compare)", "\(Fmt.int(replay)) events/s",

@@ -34,20 +34,11 @@ struct RestartBench: ParsableCommand {
             let url = try scratchDatabase(location, name: "herald_bench_restart")
             let perUser = max(0, timers / max(1, users))
 
-            let load = Stopwatch()
-            let history = try SyntheticHistory(databaseURL: url)
-            let bar = ProgressBar("restart: building \(users) users × \(perUser) timers", total: users)
-            try history.global(SyntheticWorkloads.registerApp().op, SyntheticWorkloads.registerApp().body, at: Self.start)
-            for u in 0..<users {
-                try history.user("user-\(u)", SyntheticWorkloads.timersUser(u, timers: perUser, from: Self.start), at: Self.start)
-                if u % 1000 == 0 { bar.update(u) }
-            }
-            bar.update(users); bar.finish()
-            Log.info("restart: moving \(history.eventsWritten) events into the log")
-            try history.finish()
-            let loadSeconds = load.seconds
-            let events = history.eventsWritten
-            history.connection.close()
+            let log = try SyntheticLog.build(url: url, label: "restart: building \(users) users × \(perUser) timers", users: users,
+                                             start: Self.start, time: { _ in Self.start },
+                                             requests: { SyntheticWorkloads.timersUser($0, timers: perUser, from: Self.start) })
+            let loadSeconds = log.seconds
+            let events = log.events
 
             // The floor of any restart that reads the log: one binary COPY of it.
             let reader = try PGConnection.connect(url)
@@ -69,7 +60,7 @@ struct RestartBench: ParsableCommand {
             var report = BenchReport("restart: \(Fmt.int(users)) users, \(Fmt.int(perUser * users)) pending timers (deferred notifications), \(Fmt.int(events)) events")
             report.row("history built (SyntheticHistory, COPY)", Fmt.s(loadSeconds), "\(Fmt.int(Double(events) / loadSeconds)) events/s",
                        key: "loadSeconds", value: Fmt.j(loadSeconds))
-            report.row("  of which COPY / move into events + ANALYZE", "\(Fmt.s(history.copySeconds)) / \(Fmt.s(history.finishSeconds))",
+            report.row("  of which COPY / move into events + ANALYZE", "\(Fmt.s(log.copySeconds)) / \(Fmt.s(log.finishSeconds))",
                        "the rest: admission, fold, row formatting in Swift")
             report.json["events"] = .int(Int64(events))
             report.json["users"] = .int(Int64(users))

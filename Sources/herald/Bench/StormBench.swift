@@ -35,20 +35,10 @@ struct StormBench: ParsableCommand {
             let url = try scratchDatabase(location, name: "herald_bench_storm")
 
             // 1. The history.
-            let load = Stopwatch()
-            let history = try SyntheticHistory(databaseURL: url)
-            let bar = ProgressBar("storm: building \(users) users", total: users)
-            try history.global(SyntheticWorkloads.registerApp().op, SyntheticWorkloads.registerApp().body, at: Self.start)
-            for u in 0..<users {
-                try history.user("user-\(u)", SyntheticWorkloads.stormUser(u, items: items), at: Self.start)
-                if u % 1000 == 0 { bar.update(u) }
-            }
-            bar.update(users); bar.finish()
-            Log.info("storm: moving \(history.eventsWritten) events into the log")
-            try history.finish()
-            let loadSeconds = load.seconds
-            let events = history.eventsWritten, queued = history.deliveriesWritten
-            history.connection.close()
+            let log = try SyntheticLog.build(url: url, label: "storm: building \(users) users", users: users, start: Self.start,
+                                             time: { _ in Self.start }, requests: { SyntheticWorkloads.stormUser($0, items: items) })
+            let loadSeconds = log.seconds
+            let events = log.events, queued = log.deliveries
 
             // 2. Start-up on it, then the storm.
             var startup = 0.0
@@ -88,7 +78,7 @@ struct StormBench: ParsableCommand {
             report.row("history built (SyntheticHistory, COPY)", Fmt.s(loadSeconds),
                        "\(Fmt.int(events)) events + \(Fmt.int(queued)) queued deliveries, \(Fmt.int(Double(events) / loadSeconds)) events/s",
                        key: "loadSeconds", value: Fmt.j(loadSeconds))
-            report.row("  of which COPY / move into events + ANALYZE", "\(Fmt.s(history.copySeconds)) / \(Fmt.s(history.finishSeconds))",
+            report.row("  of which COPY / move into events + ANALYZE", "\(Fmt.s(log.copySeconds)) / \(Fmt.s(log.finishSeconds))",
                        "the rest: admission, fold, row formatting in Swift")
             report.json["events"] = .int(Int64(events))
             report.row("service start-up (fold of the log)", Fmt.s(startup),
