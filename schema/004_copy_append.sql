@@ -26,7 +26,8 @@ ALTER TABLE events ENABLE TRIGGER events_append_only;
 -- index of 002 goes with it: nothing on the hot path reads one user's events (tools that do,
 -- `herald state`/`explain`, scan the log instead; add an index on (user_id, seq) if they matter
 -- more than append speed on an installation).
-CREATE UNIQUE INDEX events_idempotency_key ON events (idempotency_key);
+-- Partial: rows without a key (every event but submits) are not in the index at all.
+CREATE UNIQUE INDEX events_idempotency_key ON events (idempotency_key) WHERE idempotency_key IS NOT NULL;
 DROP INDEX events_user_idempotency;
 
 -- 2. body_hash goes: only the careful append path read it (duplicate vs conflict), and it compares

@@ -89,6 +89,8 @@ public final class GroupCommitWriter {
     private var broken: StoreError?
     /// The set-up segment is still in flight (it does not count against `maxTransactionsInFlight`).
     private var setupPending = false
+    /// Results are being read and completions run: `pump` waits until they are all done.
+    private var draining = false
 
     /// FAULT INJECTION FOR TESTS ONLY (nil in production): called each time a transaction's
     /// COMMIT has been flushed to the socket, before its reply is read, with the socket and the
@@ -102,6 +104,9 @@ public final class GroupCommitWriter {
     /// Counters for `stats` and benchmarks.
     public private(set) var transactionsCommitted = 0
     public private(set) var rowsCommitted = 0
+    /// Waits for PostgreSQL's answer (round trips): one per pipeline segment, two per COPY (its
+    /// start, then its data), counted as they are sent, set-up and ROLLBACK segments included.
+    public private(set) var roundTrips = 0
 
     /// Takes a connected connection and puts it in non-blocking pipeline mode.
     public init(connection: PGConnection, limits: Limits = Limits()) throws(StoreError) {
@@ -127,6 +132,7 @@ public final class GroupCommitWriter {
         guard ok else { throw .unavailable(connection.lastErrorMessage) }
         tx.statements = [.setup, .setup, .setup]
         inFlight.append(tx)
+        roundTrips += 1
         setupPending = true
         flush()
         if let broken { throw broken }
@@ -199,7 +205,9 @@ public final class GroupCommitWriter {
 
     /// Sends the next transaction(s) if the pipeline has room, then flushes.
     public func pump() {
-        guard broken == nil else { return }
+        // Appends made by completions while results are read join the next transaction, sent
+        // once the reading is done (`socketReadable` pumps then), rather than a 1-row one each time.
+        guard broken == nil, !draining else { return }
         // With COPY every transaction waits for the previous one (and for the set-up segment):
         // COPY needs the connection out of pipeline mode, which libpq allows only when idle.
         let limit = limits.copyEvents ? 1 : limits.maxTransactionsInFlight
@@ -296,6 +304,7 @@ public final class GroupCommitWriter {
         tx.statements.append(.commit)
         ok = ok && connection.sendSync()
         inFlight.append(tx)
+        roundTrips += 1
         if commitFlushedForTesting != nil { unflushedCommits.append(tx.eventRowCount) }
         if !ok { fail(.unavailable(connection.lastErrorMessage)); return false }
         return true
@@ -318,6 +327,7 @@ public final class GroupCommitWriter {
         }
         let ok = connection.sendSimpleQuery(EventCopy.startQuery(count: events.count, commit: commitsInQuery))
         inFlight.append(tx)
+        roundTrips += 1
         if !ok { fail(.unavailable(connection.lastErrorMessage)); return false }
         return true
     }
@@ -325,6 +335,8 @@ public final class GroupCommitWriter {
     // MARK: Reading results
 
     private func drainResults() {
+        draining = true
+        defer { draining = false }
         while broken == nil, !inFlight.isEmpty {
             if inFlight[0].copy != nil {
                 if drainCopy() { continue } else { return }
@@ -372,6 +384,7 @@ public final class GroupCommitWriter {
                     }
                     let data = EventCopy.encode(state.events, base: base)
                     state.dataSent = true
+                    roundTrips += 1
                     let ok = data.withUnsafeBytes { connection.putCopyData($0) } && connection.putCopyEnd()
                     guard ok else { fail(.unavailable(connection.lastErrorMessage)); return true }
                     if state.commitsInQuery, commitFlushedForTesting != nil { unflushedCommits.append(state.events.count) }
@@ -451,6 +464,7 @@ public final class GroupCommitWriter {
             return
         }
         inFlight.append(tx)
+        roundTrips += 1
     }
 
     /// Completes a transaction whose Sync arrived: success only if every statement, COMMIT included, succeeded.
