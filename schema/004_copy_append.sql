@@ -43,10 +43,13 @@ ALTER TABLE events ALTER COLUMN committed_at SET DEFAULT statement_timestamp();
 -- 4. The careful append path on the new key. The writer's fast path is now COPY (one transaction:
 --    UPDATE event_head … RETURNING, COPY the rows at base + ord, COMMIT); when COPY hits a stored
 --    key the transaction is rolled back and the batch comes here. The function keeps its own
---    optimistic insert too, for writers configured without COPY.
+--    optimistic insert too, for writers configured without COPY. It takes the keys as computed
+--    by the writer (p_key, one per row, NULL where the row has none): computing them here with
+--    herald_idempotency_key per row is costly (as a CHECK or an expression index it halved the rate
+--    of a COPY: docs/store-performance.md).
 DROP FUNCTION herald_append_events(text[], text[], text[], text[], text[], timestamptz[]);
 CREATE FUNCTION herald_append_events(
-    p_user text[], p_type text[], p_app text[], p_id text[], p_body text[], p_time timestamptz[])
+    p_user text[], p_type text[], p_app text[], p_id text[], p_body text[], p_time timestamptz[], p_key uuid[])
 RETURNS TABLE (r_ord bigint, r_seq bigint, r_outcome text)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -57,10 +60,9 @@ BEGIN
     BEGIN
         UPDATE event_head h SET seq = h.seq + n RETURNING h.seq - n INTO base;
         INSERT INTO events (seq, user_id, type, app, notification_id, idempotency_key, body, engine_time)
-        SELECT base + t.ord, t.user_id, t.type, t.app, t.notification_id,
-               herald_idempotency_key(t.user_id, t.app, t.notification_id), t.body::json, t.engine_time
-        FROM unnest(p_user, p_type, p_app, p_id, p_body, p_time)
-             WITH ORDINALITY AS t(user_id, type, app, notification_id, body, engine_time, ord);
+        SELECT base + t.ord, t.user_id, t.type, t.app, t.notification_id, t.key, t.body::json, t.engine_time
+        FROM unnest(p_user, p_type, p_app, p_id, p_body, p_time, p_key)
+             WITH ORDINALITY AS t(user_id, type, app, notification_id, body, engine_time, key, ord);
     EXCEPTION WHEN unique_violation THEN
         fast := false;
     END;
@@ -73,9 +75,9 @@ BEGIN
     -- Careful path: some key is stored already (or repeats inside the batch: the first one wins).
     RETURN QUERY
     WITH input AS (
-        SELECT t.*, herald_idempotency_key(t.user_id, t.app, t.notification_id) AS key
-        FROM unnest(p_user, p_type, p_app, p_id, p_body, p_time)
-             WITH ORDINALITY AS t(user_id, type, app, notification_id, body, engine_time, ord)
+        SELECT t.*
+        FROM unnest(p_user, p_type, p_app, p_id, p_body, p_time, p_key)
+             WITH ORDINALITY AS t(user_id, type, app, notification_id, body, engine_time, key, ord)
     ),
     existing AS (
         -- LATERAL … LIMIT 1 keeps this an index probe per row: a hash join would scan the whole log.
@@ -118,4 +120,15 @@ BEGIN
     WHERE r.first_ord <> r.ord
     ORDER BY 1;
 END;
+$$;
+
+-- The six-argument form of 002 stays for callers outside the writer (tools, tests, scripts): it
+-- computes the keys in SQL and calls the function above.
+CREATE FUNCTION herald_append_events(
+    p_user text[], p_type text[], p_app text[], p_id text[], p_body text[], p_time timestamptz[])
+RETURNS TABLE (r_ord bigint, r_seq bigint, r_outcome text)
+LANGUAGE sql AS $$
+    SELECT * FROM herald_append_events(p_user, p_type, p_app, p_id, p_body, p_time,
+        ARRAY(SELECT herald_idempotency_key(t.u, t.a, t.i)
+              FROM unnest(p_user, p_app, p_id) WITH ORDINALITY AS t(u, a, i, o) ORDER BY t.o))
 $$;

@@ -91,6 +91,10 @@ public final class GroupCommitWriter {
     private var setupPending = false
     /// Results are being read and completions run: `pump` waits until they are all done.
     private var draining = false
+    /// A COPY met a stored key: batches go through the function (which reports duplicates at no
+    /// extra cost) until one comes back without any, so a storm of client retries after an outage
+    /// does not pay for a failed COPY in every batch.
+    private var functionUntilACleanBatch = false
 
     /// FAULT INJECTION FOR TESTS ONLY (nil in production): called each time a transaction's
     /// COMMIT has been flushed to the socket, before its reply is read, with the socket and the
@@ -268,7 +272,7 @@ public final class GroupCommitWriter {
         }
         tx.eventRowCount = events.count
         tx.deliveryRowCount = deliveries.count
-        if limits.copyEvents && !events.isEmpty {
+        if limits.copyEvents && !functionUntilACleanBatch && !events.isEmpty {
             return sendCopyTransaction(tx, events: events, deliveries: deliveries)
         }
         return sendPipelined(tx, events: events, deliveries: deliveries, rollbackFirst: false)
@@ -444,6 +448,7 @@ public final class GroupCommitWriter {
         if case .duplicate = state.error {
             // A stored key (or one repeated in the batch): nothing of the COPY is stored. The
             // function's careful path reports duplicates and conflicts with their original seq.
+            functionUntilACleanBatch = true
             _ = sendPipelined(plain, events: state.events, deliveries: state.deliveries,
                               rollbackFirst: connection.isInFailedTransaction)
             return
@@ -504,7 +509,9 @@ public final class GroupCommitWriter {
             case .events:
                 var outcomes = [AppendOutcome?](repeating: nil, count: tx.eventRowCount)
                 if let base = Self.wholeBatchBase(result) {
-                    // The whole batch was appended at base + ord (see herald_append_events).
+                    // The whole batch was appended at base + ord (see herald_append_events): no
+                    // stored key in it, so the next batch may try COPY again.
+                    functionUntilACleanBatch = false
                     for i in 0..<tx.eventRowCount { outcomes[i] = .appended(seq: base + Int64(i) + 1) }
                 } else {
                     for r in 0..<result.rowCount {
@@ -603,6 +610,15 @@ enum EventBatch {
         p.appendText(rows.lazy.map(\.notificationId))
         p.appendText(rows.lazy.map(\.body))
         p.appendTimestamptz(rows.lazy.map(\.engineTime.millisecondsSinceEpoch))
+        // The idempotency keys, computed here as the COPY path does (not by SQL per row).
+        var hasher = IdempotencyKey.Hasher()
+        p.appendUUID(rows.map { r -> [UInt8]? in
+            guard let user = r.user, let app = r.app, let id = r.notificationId else { return nil }
+            var key: [UInt8] = []
+            key.reserveCapacity(16)
+            hasher.appendKey(user: user, app: app, id: id, to: &key)
+            return key
+        })
         return p
     }
 }

@@ -4,7 +4,7 @@ enum StoreSQL {
     /// Names of the writer's prepared statements (prepared once per connection by `GroupCommitWriter`).
     static let appendEventsName = "herald_append_events"
     static let appendDeliveriesName = "herald_append_deliveries"
-    static let appendEventsParameterCount = 6
+    static let appendEventsParameterCount = 7
     static let appendDeliveriesParameterCount = 11
 
     /// Session settings of the writer connection, sent once before its first transaction.
@@ -23,7 +23,7 @@ enum StoreSQL {
     /// or the single row (0, base, 'batch') when every row was appended at base + ord.
     static let appendEvents = """
         SELECT r_ord, r_seq, r_outcome
-        FROM herald_append_events($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
+        FROM herald_append_events($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::uuid[])
         """
 
     /// Appends a batch of deliveries through `herald_append_deliveries` (schema/002_fast_append.sql).
