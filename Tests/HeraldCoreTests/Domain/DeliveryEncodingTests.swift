@@ -101,4 +101,23 @@ import HeraldCore
         c.subtitle = nil
         #expect(c != a && c.subtitle == nil && c.title == a.title && c.body == a.body)
     }
+
+    /// `withdraw` and `opened` read from the store carry (app, id) read in place; it must be
+    /// what the general parse gives, and nil whenever the fast read cannot be sure.
+    @Test func notificationTargetReadsWhatTheBodySays() {
+        let cases: [(String, NotificationTarget?)] = [
+            (#"{"app":"a","id":"n1","user":"u"}"#, NotificationTarget(app: "a", id: "n1")),
+            (#"{"app":"a","user":"u"}"#, NotificationTarget(app: "a", id: nil)),
+            (#"{"app":"a\"b","id":"n\u00e9"}"#, NotificationTarget(app: "a\"b", id: "né")),
+            (#"{"app":"a","id":7}"#, NotificationTarget(app: "a", id: nil)),
+            (#"{"id":"n1","app":"a"}"#, nil),   // not canonical: parse the body instead
+            (#"{"app":1,"id":"n1"}"#, nil),
+            ("", nil),
+        ]
+        for (text, expected) in cases {
+            var bytes = Array(text.utf8)
+            let target = bytes.withUnsafeMutableBytes { NotificationTarget(canonicalBody: UnsafeRawBufferPointer($0)) }
+            #expect(target == expected, "\(text)")
+        }
+    }
 }
