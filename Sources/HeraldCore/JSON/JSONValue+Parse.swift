@@ -179,6 +179,7 @@ private struct JSONParser {
                 guard i < end, p[i] == quote else { return false }
                 let keyStart = i + 1
                 var k = keyStart
+                while k + 8 <= end, !needsAttention(UnsafeRawPointer(p + k).loadUnaligned(as: UInt64.self)) { k += 8 }
                 while k < end, p[k] != quote {
                     guard p[k] >= 0x20, p[k] < 0x80, p[k] != backslash else { return false }
                     k += 1
