@@ -1,12 +1,17 @@
-// Group commit over one pipelined libpq connection: all work that queued while a transaction was in flight goes into the next.
+// Group commit over one libpq connection (pipeline mode, COPY for events): all work that queued while a transaction was in flight goes into the next.
 import CLibPQ
 import HeraldCore
 import DequeModule
 
 /// The store's single writer. Work (event appends, delivery appends, consumer acks) queues up
 /// while a transaction is in flight; when it completes, everything queued is sent as the next
-/// transaction: `BEGIN; <one batch statement per kind>; COMMIT; Sync` in one write (pipeline
-/// mode, one round trip). The batch statements are prepared once per connection and take
+/// transaction. With events in it (and `Limits.copyEvents`, the default), it leaves pipeline mode:
+/// `BEGIN; UPDATE event_head … RETURNING; COPY events … FROM STDIN (FORMAT binary)[; COMMIT]`,
+/// the rows encoded at the claimed positions once the base arrives (two round trips), then any
+/// deliveries and acks with COMMIT as one pipeline segment; a stored key rolls the COPY back and
+/// the transaction goes again through the append function, which reports duplicates. Otherwise:
+/// `BEGIN; <one batch statement per kind>; COMMIT; Sync` in one write (pipeline mode, one round
+/// trip). Appends made by completions join the next transaction. The batch statements are prepared once per connection and take
 /// binary array parameters; the session is set up (`StoreSQL.writerSessionSetup`) in a pipeline
 /// segment of its own queued by `init`, ahead of the first transaction. Completions run only
 /// after COMMIT succeeded — or with an error, never with a false success. Loop-agnostic: the owner watches `socket` for reading always
