@@ -136,6 +136,12 @@ public struct RuleTrace: Hashable, Sendable {
         count += 1
     }
 
+    /// The packed step `i` (rule code << 3 | outcome), for the byte writer (`writeJSON(to:)`).
+    func byte(at i: Int) -> UInt8 {
+        let w = i < 8 ? w0 : (i < 16 ? w1 : w2)
+        return UInt8(truncatingIfNeeded: w >> (UInt64(i % 8) * 8))
+    }
+
     /// The steps in order.
     public var steps: [RuleStep] {
         (0..<Int(count)).map { i in

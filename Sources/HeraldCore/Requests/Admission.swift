@@ -34,13 +34,19 @@ public struct EventDraft: Hashable, Sendable {
     /// `SubmittedNotification(body: body)`). Pass it on through `StoredEvent(_:seq:at:)` so
     /// `apply` need not parse the body again; not stored, ignored by `==`.
     public var decoded: SubmittedNotification?
+    /// `body.canonicalBytes` when the door already wrote them (submits), so the runtime stores
+    /// them without encoding the body again; nil otherwise. Not stored separately, ignored by `==`.
+    public var canonicalBody: [UInt8]?
 
     /// Creates one from its fields.
     public init(user: String?, type: String, app: String?, notificationId: String?, body: JSONValue,
-                decoded: SubmittedNotification? = nil) {
+                decoded: SubmittedNotification? = nil, canonicalBody: [UInt8]? = nil) {
         self.user = user; self.type = type; self.app = app; self.notificationId = notificationId; self.body = body
-        self.decoded = decoded
+        self.decoded = decoded; self.canonicalBody = canonicalBody
     }
+
+    /// The body's canonical bytes: the door's if it wrote them, else encoded now.
+    public var storedBody: [UInt8] { canonicalBody ?? body.canonicalBytes }
 
     /// Equal when the fields are (caches excluded).
     public static func == (a: EventDraft, b: EventDraft) -> Bool {
@@ -56,6 +62,7 @@ public struct EventDraft: Hashable, Sendable {
     public func withUser(_ user: String) -> EventDraft {
         var d = self
         d.user = user
+        d.canonicalBody = nil
         if case .object(var o) = body { o["user"] = .string(user); d.body = .object(o) }
         return d
     }

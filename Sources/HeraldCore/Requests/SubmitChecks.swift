@@ -170,16 +170,27 @@ extension Engine {
 
         // The normalized body and its size.
         var body = Engine.normalizedSubmitBody(n)
-        let size = JSONValue.object(body).canonicalBytes.count
+        let canonical = JSONValue.object(body).canonicalBytes
+        let size = canonical.count
         if size > Engine.maxPayloadBytes {
             throw RequestError(code: "payload_too_large", title: "Notification is \(size) bytes, over the 4 KiB limit",
                                detail: "The notification (content, actions and data, as canonical JSON) may be at most \(Engine.maxPayloadBytes) bytes. Shorten the texts or move data behind an id the app fetches.")
         }
         var events: [EventDraft] = []
         events.reserveCapacity(users.count)
+        // "user" sorts after every other submit field (`submitFields`), so each recipient's
+        // canonical body is the shared one with `,"user":…` before its closing brace.
+        var sink = ByteSink(capacity: canonical.count + 64)
+        defer { sink.deallocate() }
         for u in users {
             body["user"] = .string(u)
-            events.append(EventDraft(user: u, type: "submit", app: app, notificationId: id, body: .object(body), decoded: n))
+            sink.removeAll()
+            canonical.withUnsafeBytes { sink.append(UnsafeRawBufferPointer(rebasing: $0.dropLast())) }
+            sink.append(",\"user\":")
+            writeString(u, to: &sink)
+            sink.append(UInt8(ascii: "}"))
+            events.append(EventDraft(user: u, type: "submit", app: app, notificationId: id, body: .object(body), decoded: n,
+                                     canonicalBody: sink.array))
         }
         return AcceptedRequest(events: events, warnings: warnings)
     }

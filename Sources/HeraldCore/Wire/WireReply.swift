@@ -10,6 +10,26 @@ public enum WireReply {
         return line(.object(object))
     }
 
+    /// The common ack, `{"ok":true,"rid":…,"seq":n,"warnings":[…]}` (rid omitted when nil):
+    /// byte-identical to `ok(rid:, ["seq": .int(seq), "warnings": …])`, written from a template
+    /// instead of a dictionary encoded per reply (keys are already in canonical order).
+    public static func appended(rid: JSONValue?, seq: Int64, warnings: [RequestWarning]) -> [UInt8] {
+        var out = ByteSink(capacity: 64)
+        defer { out.deallocate() }
+        out.append("{\"ok\":true,")
+        if let rid {
+            out.append("\"rid\":")
+            rid.write(to: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        out.append("\"seq\":")
+        writeInt(seq, to: &out)
+        out.append(",\"warnings\":")
+        if warnings.isEmpty { out.append("[]") } else { JSONValue.array(warnings.map(\.json)).write(to: &out) }
+        out.append("}\n")
+        return out.array
+    }
+
     /// A failure reply written like a good alert.
     public static func error(rid: JSONValue?, _ error: RequestError) -> [UInt8] {
         var object: [String: JSONValue] = ["ok": .bool(false), "error": error.json]

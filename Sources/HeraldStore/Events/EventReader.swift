@@ -31,7 +31,7 @@ public enum EventReader {
                 user: r.string(i, 1) ?? "", userIndex: r.int64(i, 2) ?? 0, causeSeq: r.int64(i, 3) ?? 0,
                 kind: r.string(i, 4) ?? "", app: r.string(i, 5), notificationId: r.string(i, 6),
                 reason: r.string(i, 7) ?? "", at: Instant(millisecondsSinceEpoch: r.int64(i, 8) ?? 0),
-                rulesVersion: r.string(i, 9) ?? "", trace: r.string(i, 10) ?? "", body: r.string(i, 11) ?? ""))
+                rulesVersion: r.string(i, 9) ?? "", traceBytes: r.bytes(i, 10) ?? [], bodyBytes: r.bytes(i, 11) ?? []))
         }
     }
 

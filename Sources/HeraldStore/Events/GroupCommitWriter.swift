@@ -640,7 +640,7 @@ private final class PartsJoin<Outcome> {
 enum DeliveryBatch {
     static func parameters(_ rows: [DeliveryRow]) -> PGBinaryParameters {
         var capacity = 220
-        for r in rows { capacity += r.body.utf8.count + r.trace.utf8.count + r.user.utf8.count + 120 }
+        for r in rows { capacity += r.bodyBytes.count + r.traceBytes.count + r.user.utf8.count + 120 }
         var p = PGBinaryParameters(capacity: capacity)
         p.appendText(rows.lazy.map(\.user))
         p.appendInt64(rows.lazy.map(\.userIndex))
@@ -651,8 +651,8 @@ enum DeliveryBatch {
         p.appendText(rows.lazy.map(\.reason))
         p.appendTimestamptz(rows.lazy.map(\.at.millisecondsSinceEpoch))
         p.appendText(rows.lazy.map(\.rulesVersion))
-        p.appendText(rows.lazy.map(\.trace))
-        p.appendText(rows.lazy.map(\.body))
+        p.appendText(bytes: rows.lazy.map(\.traceBytes))
+        p.appendText(bytes: rows.lazy.map(\.bodyBytes))
         return p
     }
 }

@@ -86,6 +86,17 @@ struct PGBinaryParameters {
         appendText(values.lazy.map { Optional($0) })
     }
 
+    /// `text[]` from elements already UTF-8 bytes (no nulls): a length and a memcpy each.
+    mutating func appendText<C: Collection>(bytes values: C) where C.Element == [UInt8] {
+        let start = bytes.count
+        header(count: values.count, hasNull: false, element: Self.textOID)
+        for value in values {
+            be32(UInt32(value.count))
+            bytes.append(contentsOf: value)
+        }
+        ranges.append(start..<bytes.count)
+    }
+
     /// `bigint[]`.
     mutating func appendInt64<C: Collection>(_ values: C) where C.Element == Int64 {
         let start = bytes.count

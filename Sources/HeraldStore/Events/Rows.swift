@@ -46,6 +46,8 @@ public enum AppendOutcome: Sendable, Hashable {
 }
 
 /// A delivery decision to append. `userIndex` is its ordinal in the user's own delivery stream.
+/// The stored trace and body are canonical JSON kept as bytes: written once at decision time,
+/// copied into the writer's parameters and into the consumers' wire line without any `String`.
 public struct DeliveryRow: Sendable, Hashable {
     public var user: String
     public var userIndex: Int64
@@ -56,14 +58,27 @@ public struct DeliveryRow: Sendable, Hashable {
     public var reason: String
     public var at: Instant
     public var rulesVersion: String
-    public var trace: String
-    public var body: String
+    /// The stored trace's UTF-8 bytes.
+    public var traceBytes: [UInt8]
+    /// The stored body's UTF-8 bytes (the delivery line without `op` and `cursor`).
+    public var bodyBytes: [UInt8]
+
+    /// The stored trace as text (tools and tests).
+    public var trace: String { String(decoding: traceBytes, as: UTF8.self) }
+    /// The stored body as text (tools and tests).
+    public var body: String { String(decoding: bodyBytes, as: UTF8.self) }
+
+    public init(user: String, userIndex: Int64, causeSeq: Int64, kind: String, app: String?, notificationId: String?,
+                reason: String, at: Instant, rulesVersion: String, traceBytes: [UInt8], bodyBytes: [UInt8]) {
+        self.user = user; self.userIndex = userIndex; self.causeSeq = causeSeq; self.kind = kind; self.app = app
+        self.notificationId = notificationId; self.reason = reason; self.at = at; self.rulesVersion = rulesVersion
+        self.traceBytes = traceBytes; self.bodyBytes = bodyBytes
+    }
 
     public init(user: String, userIndex: Int64, causeSeq: Int64, kind: String, app: String?, notificationId: String?,
                 reason: String, at: Instant, rulesVersion: String, trace: String, body: String) {
-        self.user = user; self.userIndex = userIndex; self.causeSeq = causeSeq; self.kind = kind; self.app = app
-        self.notificationId = notificationId; self.reason = reason; self.at = at; self.rulesVersion = rulesVersion
-        self.trace = trace; self.body = body
+        self.init(user: user, userIndex: userIndex, causeSeq: causeSeq, kind: kind, app: app, notificationId: notificationId,
+                  reason: reason, at: at, rulesVersion: rulesVersion, traceBytes: Array(trace.utf8), bodyBytes: Array(body.utf8))
     }
 }
 

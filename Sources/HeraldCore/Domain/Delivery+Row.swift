@@ -1,0 +1,98 @@
+// A delivery's stored bytes — trace and body — written once, straight into a byte sink.
+
+extension RuleCode {
+    /// `text` as a static string: written into a sink without a `String` in between.
+    public var staticText: StaticString {
+        switch self {
+        case .withdrawn: "withdrawn"
+        case .expired: "expired"
+        case .notAuthorized: "not_authorized"
+        case .silenceAll: "silence_all"
+        case .marketing: "marketing"
+        case .critical: "critical"
+        case .timeSensitiveSetting: "time_sensitive_setting"
+        case .provisional: "provisional"
+        case .muted: "muted"
+        case .collapse: "collapse"
+        case .communication: "communication"
+        case .summary: "summary"
+        case .focus: "focus"
+        case .normal: "normal"
+        case .attentionBudget: "attention_budget"
+        case .timeSensitiveIntro: "time_sensitive_intro"
+        case .snooze: "snooze"
+        case .badgeClear: "badge_clear"
+        }
+    }
+}
+
+extension RuleOutcome {
+    /// `text` as a static string.
+    public var staticText: StaticString {
+        switch self {
+        case .pass: "pass"
+        case .decided: "decided"
+        case .applied: "applied"
+        case .downgraded: "downgraded"
+        case .breaksThrough: "breaks_through"
+        case .ended: "ended"
+        case .fired: "fired"
+        }
+    }
+}
+
+extension RuleTrace {
+    /// `[{"outcome":…,"rule":…},…]`: byte-identical to `Delivery.traceJSON.canonicalBytes`
+    /// (keys in UTF-8 order, no spaces; codes need no escaping), without a `JSONValue` tree.
+    public func writeJSON(to out: inout ByteSink) {
+        out.append(UInt8(ascii: "["))
+        for i in 0..<Int(count) {
+            let byte = self.byte(at: i)
+            out.append(i == 0 ? "{\"outcome\":\"" : ",{\"outcome\":\"")
+            out.append(RuleOutcome(rawValue: byte & 7)!.staticText)
+            out.append("\",\"rule\":\"")
+            out.append(RuleCode(rawValue: byte >> 3)!.staticText)
+            out.append("\"}")
+        }
+        out.append(UInt8(ascii: "]"))
+    }
+}
+
+extension DeliveryItem {
+    /// Creates one from its fields.
+    public init(_ notification: SubmittedNotification, seq: Int64, previews: ShowPreviews) {
+        self.notification = notification; self.seq = seq; self.previews = previews
+    }
+
+    /// `json.canonicalBytes`, written directly (keys in UTF-8 order: app, content,
+    /// notification, relevanceScore, threadId): a summary lists many items.
+    public func write(to out: inout ByteSink) {
+        out.append("{\"app\":")
+        writeString(notification.app, to: &out)
+        out.append(",\"content\":")
+        notification.writeContent(previews: previews, to: &out)
+        out.append(",\"notification\":")
+        writeString(notification.id, to: &out)
+        if let r = notification.relevanceScore { out.append(",\"relevanceScore\":"); JSONValue.double(r).write(to: &out) }
+        if let t = notification.threadId { out.append(",\"threadId\":"); writeString(t, to: &out) }
+        out.append(UInt8(ascii: "}"))
+    }
+}
+
+extension Delivery {
+    /// The stored trace (`traceJSON.canonicalBytes`), written directly.
+    public var traceBytes: [UInt8] {
+        withSink(capacity: 256) { ruleTrace.writeJSON(to: &$0) }
+    }
+
+    /// Writes the stored body then the stored trace into `scratch` (cleared first) and returns
+    /// both as arrays: the two allocations a stored delivery row needs, with one reusable sink.
+    public func storedBytes(using scratch: inout ByteSink) -> (body: [UInt8], trace: [UInt8]) {
+        scratch.removeAll()
+        writeBody(to: &scratch)
+        let body = scratch.array
+        scratch.removeAll()
+        ruleTrace.writeJSON(to: &scratch)
+        return (body, scratch.array)
+    }
+}

@@ -1,0 +1,86 @@
+// The stored row's byte writers (trace, summary items, the ack template) agree exactly with the JSONValue forms.
+import Testing
+import HeraldCore
+
+@Suite struct DeliveryRowBytesTests {
+    @Test func staticCodesEqualTheirText() {
+        for c in RuleCode.allCases { #expect(c.staticText.description == c.text) }
+        for o in RuleOutcome.allCases { #expect(o.staticText.description == o.text) }
+    }
+
+    @Test func traceBytesEqualTheCanonicalTrace() {
+        var d = Delivery(kind: .alert, user: "u", app: "a", notificationId: "n", at: Instant(millisecondsSinceEpoch: 0),
+                         reason: "normal", rulesVersion: "1", causeSeq: 1)
+        #expect(d.traceBytes == d.traceJSON.canonicalBytes)  // empty: []
+        // Every rule with every outcome, past the inline capacity (extra steps are dropped on both sides).
+        var i = 0
+        for c in RuleCode.allCases {
+            for o in RuleOutcome.allCases where (i + Int(o.rawValue)) % 3 == 0 {
+                d.ruleTrace.append(c, o)
+                #expect(d.traceBytes == d.traceJSON.canonicalBytes, "\(c) \(o)")
+            }
+            i += 1
+        }
+        var scratch = ByteSink(capacity: 8)  // small: growing is exercised
+        defer { scratch.deallocate() }
+        let (body, trace) = d.storedBytes(using: &scratch)
+        #expect(body == d.body.canonicalBytes)
+        #expect(trace == d.traceJSON.canonicalBytes)
+    }
+
+    @Test func summaryBodyBytesEqualTheCanonicalBody() {
+        var d = Delivery(kind: .summary, user: "u1", app: nil, notificationId: nil,
+                         at: Instant(rfc3339: "2026-03-27T08:00:00Z")!, reason: "summary", rulesVersion: "1", causeSeq: 7)
+        var sparse = SubmittedNotification(id: "n2", app: "com.example.b")
+        sparse.threadId = "t\"2"
+        for previews in ShowPreviews.allCases {
+            d.items = [DeliveryItem(DeliveryEncodingTests.full, seq: 3, previews: previews),
+                       DeliveryItem(sparse, seq: 5, previews: previews),
+                       DeliveryItem(SubmittedNotification(id: "n3", app: "a"), seq: 9, previews: previews)]
+            #expect(d.bodyBytes == d.body.canonicalBytes, "\(previews)")
+            d.kind = .focusDigest
+            d.focus = "Sleep"
+            #expect(d.bodyBytes == d.body.canonicalBytes, "\(previews)")
+            d.kind = .summary
+            d.focus = nil
+        }
+        d.items = []
+        #expect(d.bodyBytes == d.body.canonicalBytes)
+    }
+
+    @Test func theAckTemplateEqualsTheGeneralReply() {
+        let warnings = [RequestWarning(code: "title_punctuation", message: "Titles \"end\" without punctuation."),
+                        RequestWarning(code: "no_placeholder", message: "é")]
+        let rids: [JSONValue?] = [nil, .int(7), .int(-3), .string("r\"1"), .double(0.5), .bool(true), .null]
+        for rid in rids {
+            for w in [[], warnings] {
+                for seq: Int64 in [0, 1, 9_223_372_036_854_775_807] {
+                    #expect(WireReply.appended(rid: rid, seq: seq, warnings: w)
+                            == WireReply.ok(rid: rid, ["seq": .int(seq), "warnings": .array(w.map(\.json))]), "\(String(describing: rid)) \(seq)")
+                }
+            }
+        }
+    }
+}
+
+@Suite struct CanonicalSubmitBodyTests {
+    /// The door's canonical bytes of each recipient's body are exactly the body's canonical encoding.
+    @Test func theDoorsCanonicalBodyEqualsTheEncodedBody() throws {
+        let requests = [
+            #"{"id":"n1","app":"com.example.mail","user":"u1","title":"Hi","body":"B"}"#,
+            #"{"id":"n\"2","app":"a","users":["u\"1","é","u3","u3"],"interruptionLevel":"timeSensitive","title":"T","subtitle":"S","body":"x\ny","hiddenPreviewsBodyPlaceholder":"p","threadId":"t","collapseId":"c","relevanceScore":0.5,"sound":"s","actions":[{"id":"r","title":"Reply","icon":"i"}],"communication":{"sender":"bob","group":"g"},"deliverAt":"2026-03-27T09:00:00Z","expiresAt":"2026-03-28T09:00:00.5Z","relevantAt":"2026-03-27T09:00:00+01:00","data":{"z":[1,{"b":null,"a":true}],"user":"not the user"},"zzz":1}"#,
+            #"{"id":"n3","app":"a","user":"u","marketing":true}"#,
+        ]
+        for text in requests {
+            guard case .accepted(let a) = Engine().admit(op: "submit", request: try JSONValue.parse(text), apps: AppRegistry(),
+                                                          now: Instant(rfc3339: "2026-03-27T08:00:00Z")) else {
+                Issue.record("not accepted: \(text)"); continue
+            }
+            #expect(!a.events.isEmpty)
+            for e in a.events {
+                #expect(e.canonicalBody != nil)
+                #expect(e.storedBody == e.body.canonicalBytes, "\(text)")
+            }
+        }
+    }
+}
