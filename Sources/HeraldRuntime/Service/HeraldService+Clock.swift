@@ -36,7 +36,7 @@ extension HeraldService {
             self.eventsCommitted += 1
             // Every event appended before this one has committed (commits are ordered): fire what is due.
             self.fireTimers()
-            self.flushDeliveries {
+            self.afterDueTimers {
                 reply(WireReply.ok(rid: rid, ["now": .string(target.rfc3339), "deliveryHead": .int(self.deliveryHead)]))
             }
         }

@@ -130,7 +130,7 @@ extension HeraldService {
             // when the consumer drains, so its memory here stays the buffer plus one batch.
             var batch: [UInt8] = []
             for i in 0..<r.rowCount where batch.count < Self.consumerBatchBytes {
-                guard let cursor = r.int64(i, 0), let body = r.string(i, 1) else { continue }
+                guard let cursor = r.int64(i, 0), let body = r.bytes(i, 1) else { continue }
                 batch += Self.line(body, cursor: cursor)
                 stream.position = cursor
             }

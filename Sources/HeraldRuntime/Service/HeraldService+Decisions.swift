@@ -3,13 +3,17 @@ import HeraldCore
 import HeraldStore
 
 extension HeraldService {
-    /// Creates the user's record on first sight. Records are then only mutated in place
-    /// (`users[user]!.…`): a copy taken out of the dictionary and mutated would copy every
+    /// The user's ordinal (its index in `users` and its payload in the wheel), creating its record
+    /// on first sight: one hash lookup of the user's id per event. Records are then only mutated
+    /// in place (`users[ordinal].…`): a copy taken out of the array and mutated would copy every
     /// buffer of the user's state on each event (copy-on-write with two owners).
-    func ensureRecord(for user: String) {
-        guard users[user] == nil else { return }
-        users[user] = UserRecord(state: UserState(user: user), index: UInt64(userIds.count))
-        userIds.append(user)
+    @discardableResult
+    func ensureRecord(for user: String) -> Int {
+        if let ordinal = userOrdinals[user] { return ordinal }
+        let ordinal = users.count
+        userOrdinals[user] = ordinal
+        users.append(UserRecord(state: UserState(user: user), index: UInt64(ordinal)))
+        return ordinal
     }
 
     /// Folds one committed event; its deliveries queue for commit, its next wake goes to the wheel.
@@ -21,31 +25,46 @@ extension HeraldService {
             _ = engine.apply(event, to: &scratch, apps: &apps)
             return
         }
-        ensureRecord(for: user)
+        let ordinal = ensureRecord(for: user)
         lastFoldedSeq = max(lastFoldedSeq, event.seq)
-        let outcome = engine.apply(event, to: &users[user]!.state, apps: &apps)
-        take(outcome, user: user, collect: collect)
+        let outcome = engine.apply(event, to: &users[ordinal].state, apps: &apps)
+        take(outcome, ordinal: ordinal, collect: collect)
     }
 
-    func take(_ outcome: Outcome, user: String, collect: ((Delivery, Int64) -> Void)? = nil) {
-        guard let record = users[user] else { return }
-        var count = record.deliveryCount
+    /// Queues the outcome's deliveries (or hands them to `collect`) and moves the user's wake-up.
+    func take(_ outcome: Outcome, ordinal: Int, collect: ((Delivery, Int64) -> Void)? = nil) {
+        var count = users[ordinal].deliveryCount
         for d in outcome.deliveries {
             count += 1
-            if let collect { collect(d, count) } else { unsentDeliveries.append(Self.row(d, index: count)) }
+            if let collect { collect(d, count) } else { unsentDeliveries.append(row(d, index: count)) }
         }
-        users[user]!.deliveryCount = count
-        if outcome.nextWake != record.wakeAt {
-            if let h = record.wakeHandle { timers.wheel.cancel(h) }
-            users[user]!.wakeHandle = outcome.nextWake.map { timers.wheel.schedule(at: $0, payload: record.index) }
-            users[user]!.wakeAt = outcome.nextWake
+        users[ordinal].deliveryCount = count
+        if outcome.nextWake != users[ordinal].wakeAt {
+            if let h = users[ordinal].wakeHandle { timers.wheel.cancel(h) }
+            users[ordinal].wakeHandle = outcome.nextWake.map { timers.wheel.schedule(at: $0, payload: UInt64(ordinal)) }
+            users[ordinal].wakeAt = outcome.nextWake
         }
     }
 
+    /// The stored row of a delivery: body and trace encoded once, into bytes, through the
+    /// service's reusable sink.
+    func row(_ d: Delivery, index: Int64) -> DeliveryRow {
+        let (body, trace) = d.storedBytes(using: &rowScratch.sink)
+        return Self.row(d, index: index, body: body, trace: trace)
+    }
+
+    /// The stored row of a delivery (start-up and tools: a sink of its own).
     static func row(_ d: Delivery, index: Int64) -> DeliveryRow {
+        var sink = ByteSink(capacity: 1024)
+        defer { sink.deallocate() }
+        let (body, trace) = d.storedBytes(using: &sink)
+        return row(d, index: index, body: body, trace: trace)
+    }
+
+    private static func row(_ d: Delivery, index: Int64, body: [UInt8], trace: [UInt8]) -> DeliveryRow {
         DeliveryRow(user: d.user, userIndex: index, causeSeq: d.causeSeq, kind: d.kind.rawValue, app: d.app,
                     notificationId: d.notificationId, reason: d.reason, at: d.at, rulesVersion: d.rulesVersion,
-                    trace: d.traceJSON.canonicalString, body: String(decoding: d.bodyBytes, as: UTF8.self))
+                    traceBytes: trace, bodyBytes: body)
     }
 
     /// Fires due timers once, at the end of this loop turn: a committed batch completes its
@@ -56,50 +75,77 @@ extension HeraldService {
         timerCheck?.arm(afterMilliseconds: 0)
     }
 
-    /// Fires every wake-up due by now — but never past an event appended and not yet committed,
-    /// so timers and events meet each user's state in the same order replay will use.
+    /// Takes every wake-up due by now from the wheel — but never past an event appended and not
+    /// yet committed, so timers and events meet each user's state in the same order replay will
+    /// use — and fires them a slice at a time (`fireDueSlice`).
     func fireTimers() {
         var horizon = now()
         if let oldest = inFlightTimes.first { horizon = min(horizon, oldest) }
         if let unknown = unknownCommitSince { horizon = min(horizon, unknown) }
-        var due: [UInt64] = []
-        timers.advance(to: horizon) { _, payload in due.append(payload) }
-        for index in due {
-            let user = userIds[Int(index)]
-            guard users[user] != nil else { continue }
-            users[user]!.wakeHandle = nil
-            users[user]!.wakeAt = nil
-            let outcome = engine.advance(&users[user]!.state, to: horizon, apps: apps)
-            take(outcome, user: user)
+        timers.advance(to: horizon) { _, payload in
+            // The wheel forgot this handle: an event folded before the user's slice comes up
+            // must not cancel it (the slot may hold another timer by then).
+            let ordinal = Int(payload)
+            guard ordinal < users.count else { return }
+            users[ordinal].wakeHandle = nil
+            users[ordinal].wakeAt = nil
+            dueUsers.append((UInt32(ordinal), horizon))
         }
-        flushDeliveries()
+        fireDueSlice()
         timers.rearm()
     }
 
-    /// Commits decided deliveries (one batch in flight at a time), then streams them.
-    func flushDeliveries(then done: (() -> Void)? = nil) {
-        if let done { deliveryWaiters.append(done) }
-        guard !deliveriesInFlight else { return }
-        guard !unsentDeliveries.isEmpty else {
-            let waiters = deliveryWaiters
-            deliveryWaiters.removeAll()
-            waiters.forEach { $0() }
-            return
+    /// Fires the timers of up to `timerSliceUsers` due users and appends their deliveries; the
+    /// rest wait for the next loop turn (or, while deliveries pile up uncommitted, for the append
+    /// in flight to commit). Each user is advanced to the horizon it was taken at: later events
+    /// carry later times, and an event folded for a user still waiting here advances the user's
+    /// timers itself first (`Engine.apply`), so every user sees timers and events in replay's order.
+    func fireDueSlice() {
+        var fired = 0
+        while fired < configuration.timerSliceUsers, unsentDeliveries.count < 2 * configuration.deliveryAppendRows,
+              let (ordinal, horizon) = dueUsers.popFirst() {
+            let o = Int(ordinal)
+            let outcome = engine.advance(&users[o].state, to: horizon, apps: apps)
+            take(outcome, ordinal: o)
+            fired += 1
         }
+        flushDeliveries()
+        if dueUsers.isEmpty {
+            let waiters = dueWaiters
+            dueWaiters.removeAll()
+            for w in waiters { flushDeliveries(then: w) }
+        } else if unsentDeliveries.count < 2 * configuration.deliveryAppendRows {
+            fireTimersSoon()  // the next slice in the next loop turn
+        }
+        // Otherwise the next append's commit continues (`flushDeliveries`): while PostgreSQL is
+        // slow or away, decided rows do not pile up and the loop does not spin.
+    }
+
+    /// Runs `done` once every timer taken from the wheel so far has fired and its deliveries committed.
+    func afterDueTimers(_ done: @escaping () -> Void) {
+        if dueUsers.isEmpty { flushDeliveries(then: done) } else { dueWaiters.append(done) }
+    }
+
+    /// Commits decided deliveries (one append of at most `deliveryAppendRows` in flight at a
+    /// time), then streams them. `done` runs once every delivery decided before it is committed.
+    func flushDeliveries(then done: (() -> Void)? = nil) {
+        if let done { deliveryWaiters.append((deliveriesSent + unsentDeliveries.count, done)) }
+        runDeliveryWaiters()
+        guard !deliveriesInFlight, !unsentDeliveries.isEmpty else { return }
         guard case .success(let writer) = store.currentWriter() else { return }  // retried on reconnect
-        let rows = unsentDeliveries
-        unsentDeliveries.removeAll()
+        let n = min(unsentDeliveries.count, max(configuration.deliveryAppendRows, 1))
+        let rows = Array(unsentDeliveries.prefix(n))
+        unsentDeliveries.removeFirst(n)
+        deliveriesSent += n
         deliveriesInFlight = true
-        let waiters = deliveryWaiters
-        deliveryWaiters.removeAll()
         writer.append(deliveries: rows) { [weak self] result in
             guard let self else { return }
             self.deliveriesInFlight = false
             switch result {
             case .failure(let error):
                 self.log("deliveries not committed yet (\(error)); will retry")
-                self.unsentDeliveries = rows + self.unsentDeliveries
-                self.deliveryWaiters = waiters + self.deliveryWaiters
+                self.unsentDeliveries.prepend(contentsOf: rows)
+                self.deliveriesSent -= rows.count
             case .success(let cursors):
                 for (row, cursor) in zip(rows, cursors) where cursor > 0 {
                     self.deliveriesCommitted += 1
@@ -109,12 +155,22 @@ extension HeraldService {
                 // process never learned (a COMMIT reply lost, a failed later part of a split
                 // append): consumers must still be told the head moved past it.
                 if cursors.contains(0) { self.refreshDeliveryHead() }
-                waiters.forEach { $0() }
+                self.deliveriesDone += rows.count
+                self.runDeliveryWaiters()
                 self.publish()
-                if !self.unsentDeliveries.isEmpty || !self.deliveryWaiters.isEmpty { self.flushDeliveries() }
+                if !self.unsentDeliveries.isEmpty { self.flushDeliveries() }
+                if !self.dueUsers.isEmpty { self.fireTimersSoon() }
             }
         }
         store.kick()
+    }
+
+    /// Runs the waiters whose deliveries have all committed, in order.
+    private func runDeliveryWaiters() {
+        while let first = deliveryWaiters.first, first.target <= deliveriesDone {
+            deliveryWaiters.removeFirst()
+            first.run()
+        }
     }
 
     /// Reads the committed delivery head from PostgreSQL (blocking, rare: only after an append
@@ -136,12 +192,39 @@ extension HeraldService {
         }
     }
 
-    /// The wire line of a committed delivery: its stored body with op and cursor.
-    static func line(_ body: String, cursor: Int64) -> [UInt8] {
-        var out = Array("{\"cursor\":\(cursor),\"op\":\"delivery\",".utf8)
-        out += body.utf8.dropFirst()
-        out.append(0x0A)
-        return out
+    /// The wire line of a committed delivery: `{"cursor":n,"op":"delivery",` then the stored
+    /// body after its `{`, then a newline — a prefix and one copy of the stored bytes.
+    static func line(_ body: UnsafeRawBufferPointer, cursor: Int64) -> [UInt8] {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for any Int64 in decimal
+        return withUnsafeMutableBytes(of: &digits) { scratch -> [UInt8] in
+            var n = 0
+            var v = cursor.magnitude
+            repeat {
+                scratch[23 - n] = UInt8(truncatingIfNeeded: v % 10) &+ 0x30
+                v /= 10
+                n += 1
+            } while v > 0
+            if cursor < 0 { scratch[23 - n] = 0x2D; n += 1 }
+            let head: StaticString = "{\"cursor\":"
+            let tail: StaticString = ",\"op\":\"delivery\","
+            let rest = max(body.count - 1, 0)
+            let total = head.utf8CodeUnitCount + n + tail.utf8CodeUnitCount + rest + 1
+            return [UInt8](unsafeUninitializedCapacity: total) { out, initialized in
+                let base = UnsafeMutableRawPointer(out.baseAddress!)
+                var at = 0
+                base.copyMemory(from: head.utf8Start, byteCount: head.utf8CodeUnitCount); at += head.utf8CodeUnitCount
+                (base + at).copyMemory(from: scratch.baseAddress! + (24 - n), byteCount: n); at += n
+                (base + at).copyMemory(from: tail.utf8Start, byteCount: tail.utf8CodeUnitCount); at += tail.utf8CodeUnitCount
+                if rest > 0 { (base + at).copyMemory(from: body.baseAddress! + 1, byteCount: rest) }
+                at += rest
+                out[at] = 0x0A
+                initialized = total
+            }
+        }
+    }
+
+    static func line(_ body: [UInt8], cursor: Int64) -> [UInt8] {
+        body.withUnsafeBytes { line($0, cursor: cursor) }
     }
 
     func committed(_ row: DeliveryRow, cursor: Int64) {
@@ -151,11 +234,17 @@ extension HeraldService {
             ring.removeAll()
             ringFirstCursor = cursor
         }
-        ring.append(Self.line(row.body, cursor: cursor))
+        ring.append(Self.line(row.bodyBytes, cursor: cursor))
         if ring.count > configuration.deliveryRingCapacity {
             ring.removeFirst()
             ringFirstCursor += 1
         }
         deliveryHead = max(deliveryHead, cursor)
     }
+}
+
+/// A reusable byte sink owned by a class, so its memory is freed with the service.
+final class ScratchSink {
+    var sink = ByteSink(capacity: 4096)
+    deinit { sink.deallocate() }
 }

@@ -57,9 +57,9 @@ extension HeraldService {
         let rows = accepted.events.map { draft in
             EventRow(user: draft.user, type: draft.type, app: draft.app,
                      notificationId: draft.type == "submit" ? draft.notificationId : nil,
-                     body: draft.body.canonicalString, engineTime: at)
+                     body: String(decoding: draft.storedBody, as: UTF8.self), engineTime: at)
         }
-        let warnings: JSONValue = .array(accepted.warnings.map(\.json))
+        let warnings = accepted.warnings
         let rid = request.rid
 
         // A re-send racing its original (an idempotency key already in flight) waits for it and is
@@ -167,9 +167,10 @@ extension HeraldService {
         app + "\u{1}" + id + "\u{1}"
     }
 
-    func replyFor(outcomes: [AppendOutcome], rid: JSONValue?, warnings: JSONValue) -> [UInt8] {
-        guard let first = outcomes.first else { return WireReply.ok(rid: rid, ["warnings": warnings]) }
+    func replyFor(outcomes: [AppendOutcome], rid: JSONValue?, warnings: [RequestWarning]) -> [UInt8] {
+        guard let first = outcomes.first else { return WireReply.ok(rid: rid, ["warnings": .array(warnings.map(\.json))]) }
         if outcomes.count > 1 {
+            let warnings: JSONValue = .array(warnings.map(\.json))
             let appended = outcomes.filter { if case .appended = $0 { return true } else { return false } }.count
             var fields: [String: JSONValue] = ["seq": .int(first.seq), "events": .int(Int64(outcomes.count)),
                                                "appended": .int(Int64(appended)), "warnings": warnings]
@@ -179,10 +180,10 @@ extension HeraldService {
         return replyFor(outcome: first, rid: rid, warnings: warnings)
     }
 
-    func replyFor(outcome: AppendOutcome, rid: JSONValue?, warnings: JSONValue) -> [UInt8] {
+    func replyFor(outcome: AppendOutcome, rid: JSONValue?, warnings: [RequestWarning]) -> [UInt8] {
         switch outcome {
         case .appended(let seq):
-            return WireReply.ok(rid: rid, ["seq": .int(seq), "warnings": warnings])
+            return WireReply.appended(rid: rid, seq: seq, warnings: warnings)
         case .duplicate(let seq):
             return WireReply.ok(rid: rid, ["seq": .int(seq), "duplicate": true, "warnings": .array([])])
         case .conflict(let seq):

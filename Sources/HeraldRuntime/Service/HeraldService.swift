@@ -24,8 +24,17 @@ public final class HeraldService: ConnectionDelegate {
     public let loop: EventLoop
     let engine = Engine()
     var apps = AppRegistry()
-    var users: [String: UserRecord] = [:]
-    var userIds: [String] = []
+    /// Every user's record, indexed by the user's ordinal (also its payload in the wheel).
+    var users: [UserRecord] = []
+    /// A user's ordinal in `users`: looked up once per event.
+    var userOrdinals: [String: Int] = [:]
+    /// Users whose timers the wheel reported due, each with the horizon it was taken at, fired a
+    /// slice per loop turn (`fireDueSlice`).
+    var dueUsers: Deque<(UInt32, Instant)> = []
+    /// Run once `dueUsers` is empty and its deliveries are committed (the `clock` op's reply).
+    var dueWaiters: [() -> Void] = []
+    /// The sink each delivery's stored body and trace are written into.
+    let rowScratch = ScratchSink()
     var timers: WheelDriver!
     /// A zero-delay event that runs `fireTimers` once per loop turn (see `fireTimersSoon`).
     var timerCheck: LoopEvent?
@@ -70,9 +79,13 @@ public final class HeraldService: ConnectionDelegate {
     var unknownCommitSince: Instant?
     var retryReconcile: LoopEvent?
     /// Deliveries decided but not yet committed (re-sent after a reconnect).
-    var unsentDeliveries: [DeliveryRow] = []
+    var unsentDeliveries: Deque<DeliveryRow> = []
     var deliveriesInFlight = false
-    var deliveryWaiters: [() -> Void] = []
+    /// Rows taken from `unsentDeliveries` into appends (less those put back after a failure), and
+    /// rows of appends committed: a waiter runs once `deliveriesDone` reaches its target.
+    var deliveriesSent = 0
+    var deliveriesDone = 0
+    var deliveryWaiters: Deque<(target: Int, run: () -> Void)> = []
 
     /// Committed deliveries kept for consumers: cursor of the first, and the wire lines.
     var ring: Deque<[UInt8]> = []
@@ -292,7 +305,7 @@ public final class HeraldService: ConnectionDelegate {
     }
 
     private func shutdownStep() {
-        let idle = (store.writer?.isIdle ?? true) && unsentDeliveries.isEmpty && !deliveriesInFlight
+        let idle = (store.writer?.isIdle ?? true) && unsentDeliveries.isEmpty && !deliveriesInFlight && dueUsers.isEmpty
         if idle || !store.isReady {
             for c in connections.values { c.close(reason: "server shutting down") }
             loop.stop()

@@ -37,6 +37,12 @@ public struct ServiceConfiguration: Sendable {
     public var deliveryRingCapacity = 65_536
     /// Bytes queued to one consumer before its stream pauses (it resumes from PostgreSQL).
     public var consumerBufferBytes = 4 << 20
+    /// Users whose timers are fired in one loop turn when many are due at once (a summary storm):
+    /// each slice's deliveries are appended on their own, so consumers see the first ones within
+    /// milliseconds instead of after the whole storm commits, and requests keep being served.
+    public var timerSliceUsers = 2_000
+    /// The most delivery rows in one append (one transaction); the next goes when it commits.
+    public var deliveryAppendRows = 4_000
     public var serverName = "herald/0.1.0"
     /// Handle SIGTERM/SIGINT (one service per process may; tests run several and stop them with `requestShutdown`).
     public var handleSignals = true
