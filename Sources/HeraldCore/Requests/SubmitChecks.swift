@@ -170,7 +170,7 @@ extension Engine {
 
         // The normalized body and its size.
         var body = Engine.normalizedSubmitBody(n)
-        let canonical = JSONValue.object(body).canonicalBytes
+        let canonical = withSink(capacity: 512) { Engine.writeNormalizedSubmitBody(n, to: &$0) }
         let size = canonical.count
         if size > Engine.maxPayloadBytes {
             throw RequestError(code: "payload_too_large", title: "Notification is \(size) bytes, over the 4 KiB limit",
@@ -193,6 +193,58 @@ extension Engine {
                                      canonicalBody: sink.array))
         }
         return AcceptedRequest(events: events, warnings: warnings)
+    }
+
+    /// `JSONValue.object(normalizedSubmitBody(n)).canonicalBytes`, written directly: the keys
+    /// are fixed, so they are written in their canonical (UTF-8) order without sorting
+    /// (byte-identical: `CanonicalSubmitBodyTests`).
+    static func writeNormalizedSubmitBody(_ n: SubmittedNotification, to out: inout ByteSink) {
+        var first = true
+        func key(_ k: StaticString) {
+            out.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
+            first = false
+            out.append(UInt8(ascii: "\""))
+            out.append(k)
+            out.append("\":")
+        }
+        if !n.actions.isEmpty {
+            key("actions")
+            out.append(UInt8(ascii: "["))
+            for (i, a) in n.actions.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                out.append("{\"destructive\":")
+                out.append(a.destructive ? "true" : "false")
+                if let icon = a.icon { out.append(",\"icon\":"); writeString(icon, to: &out) }
+                out.append(",\"id\":"); writeString(a.id, to: &out)
+                out.append(",\"title\":"); writeString(a.title, to: &out)
+                out.append(UInt8(ascii: "}"))
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+        key("app"); writeString(n.app, to: &out)
+        if let v = n.body { key("body"); writeString(v, to: &out) }
+        if let v = n.collapseId { key("collapseId"); writeString(v, to: &out) }
+        if let c = n.communication {
+            key("communication")
+            out.append(UInt8(ascii: "{"))
+            if let g = c.group { out.append("\"group\":"); writeString(g, to: &out); out.append(UInt8(ascii: ",")) }
+            out.append("\"sender\":"); writeString(c.sender, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        if let v = n.data { key("data"); v.write(to: &out) }
+        if let v = n.deliverAt { key("deliverAt"); v.writeRFC3339String(to: &out) }
+        if let v = n.expiresAt { key("expiresAt"); v.writeRFC3339String(to: &out) }
+        if let v = n.hiddenPreviewsBodyPlaceholder { key("hiddenPreviewsBodyPlaceholder"); writeString(v, to: &out) }
+        key("id"); writeString(n.id, to: &out)
+        key("interruptionLevel"); writeString(n.level.rawValue, to: &out)
+        if n.marketing { key("marketing"); out.append("true") }
+        if let v = n.relevanceScore { key("relevanceScore"); JSONValue.double(v).write(to: &out) }
+        if let v = n.relevantAt { key("relevantAt"); v.writeRFC3339String(to: &out) }
+        if let v = n.sound { key("sound"); writeString(v, to: &out) }
+        if let v = n.subtitle { key("subtitle"); writeString(v, to: &out) }
+        if let v = n.threadId { key("threadId"); writeString(v, to: &out) }
+        if let v = n.title { key("title"); writeString(v, to: &out) }
+        out.append(UInt8(ascii: "}"))
     }
 
     /// The stored form of a notification: only known fields, canonical values.

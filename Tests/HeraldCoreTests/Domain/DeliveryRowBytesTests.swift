@@ -68,8 +68,10 @@ import HeraldCore
     @Test func theDoorsCanonicalBodyEqualsTheEncodedBody() throws {
         let requests = [
             #"{"id":"n1","app":"com.example.mail","user":"u1","title":"Hi","body":"B"}"#,
-            #"{"id":"n\"2","app":"a","users":["u\"1","é","u3","u3"],"interruptionLevel":"timeSensitive","title":"T","subtitle":"S","body":"x\ny","hiddenPreviewsBodyPlaceholder":"p","threadId":"t","collapseId":"c","relevanceScore":0.5,"sound":"s","actions":[{"id":"r","title":"Reply","icon":"i"}],"communication":{"sender":"bob","group":"g"},"deliverAt":"2026-03-27T09:00:00Z","expiresAt":"2026-03-28T09:00:00.5Z","relevantAt":"2026-03-27T09:00:00+01:00","data":{"z":[1,{"b":null,"a":true}],"user":"not the user"},"zzz":1}"#,
+            #"{"id":"n\"2","app":"a","users":["u\"1","é","u3","u3"],"interruptionLevel":"timeSensitive","title":"T","subtitle":"S","body":"x\ny","hiddenPreviewsBodyPlaceholder":"p","threadId":"t","collapseId":"c","relevanceScore":0.5,"sound":"s","actions":[{"id":"r","title":"Reply","icon":"i"},{"id":"d","title":"Del\\ete","destructive":true}],"communication":{"sender":"bob","group":"g"},"deliverAt":"2026-03-27T09:00:00Z","expiresAt":"2026-03-28T09:00:00.5Z","relevantAt":"2026-03-27T09:00:00+01:00","data":{"z":[1,{"b":null,"a":true}],"user":"not the user"},"zzz":1}"#,
             #"{"id":"n3","app":"a","user":"u","marketing":true}"#,
+            #"{"id":"n4","app":"a","user":"u","relevanceScore":1,"communication":{"sender":"s"},"data":{}}"#,
+            #"{"id":"n5","app":"a","user":"u","relevanceScore":0,"title":"","interruptionLevel":"passive"}"#,
         ]
         for text in requests {
             guard case .accepted(let a) = Engine().admit(op: "submit", request: try JSONValue.parse(text), apps: AppRegistry(),
