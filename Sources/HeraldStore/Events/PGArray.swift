@@ -48,6 +48,9 @@ struct PGBinaryParameters {
 
     init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
 
+    /// Parameters already laid out (`DeliveryBatch.parameters` writes them in one pass).
+    init(bytes: [UInt8], ranges: [Range<Int>]) { self.bytes = bytes; self.ranges = ranges }
+
     var count: Int { ranges.count }
 
     private mutating func be32(_ v: UInt32) {
