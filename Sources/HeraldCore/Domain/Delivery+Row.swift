@@ -63,20 +63,6 @@ extension DeliveryItem {
     public init(_ notification: SubmittedNotification, seq: Int64, previews: ShowPreviews) {
         self.notification = notification; self.seq = seq; self.previews = previews
     }
-
-    /// `json.canonicalBytes`, written directly (keys in UTF-8 order: app, content,
-    /// notification, relevanceScore, threadId): a summary lists many items.
-    public func write(to out: inout ByteSink) {
-        out.append("{\"app\":")
-        writeString(notification.app, to: &out)
-        out.append(",\"content\":")
-        notification.writeContent(previews: previews, to: &out)
-        out.append(",\"notification\":")
-        writeString(notification.id, to: &out)
-        if let r = notification.relevanceScore { out.append(",\"relevanceScore\":"); JSONValue.double(r).write(to: &out) }
-        if let t = notification.threadId { out.append(",\"threadId\":"); writeString(t, to: &out) }
-        out.append(UInt8(ascii: "}"))
-    }
 }
 
 extension Delivery {

@@ -221,8 +221,9 @@ extension Engine {
             }
             out.append(UInt8(ascii: "]"))
         }
+        let texts = n.storage.fields.texts  // title, subtitle, body: already canonical JSON string bytes
         key("app"); writeString(n.app, to: &out)
-        if let v = n.body { key("body"); writeString(v, to: &out) }
+        if texts.has(.body) { key("body"); texts.write(.body, to: &out) }
         if let v = n.collapseId { key("collapseId"); writeString(v, to: &out) }
         if let c = n.communication {
             key("communication")
@@ -241,9 +242,9 @@ extension Engine {
         if let v = n.relevanceScore { key("relevanceScore"); JSONValue.double(v).write(to: &out) }
         if let v = n.relevantAt { key("relevantAt"); v.writeRFC3339String(to: &out) }
         if let v = n.sound { key("sound"); writeString(v, to: &out) }
-        if let v = n.subtitle { key("subtitle"); writeString(v, to: &out) }
+        if texts.has(.subtitle) { key("subtitle"); texts.write(.subtitle, to: &out) }
         if let v = n.threadId { key("threadId"); writeString(v, to: &out) }
-        if let v = n.title { key("title"); writeString(v, to: &out) }
+        if texts.has(.title) { key("title"); texts.write(.title, to: &out) }
         out.append(UInt8(ascii: "}"))
     }
 
