@@ -156,6 +156,12 @@ import Testing
     @Test func check_warning_titleEndingInPunctuation() {
         #expect(warnings(submit(#""title":"Your order shipped!""#)) == ["title_ends_with_punctuation"])
         #expect(warnings(submit(#""title":"Your order shipped""#)) == [])
+        // Endings past the ASCII fast path (`mayEndInPunctuation`) get the full check.
+        for (title, warned) in [("Done. ", true), ("Wait?\n", true), ("Soon…", true), ("Soon… ", true), ("Ok ", false),
+                                ("Café", false), ("x\u{301}", false), ("Really:", true), ("a,", true), ("a;", true), ("", false)] {
+            let json = JSONValue.object(["title": .string(title)]).canonicalString.dropFirst().dropLast()
+            #expect(warnings(submit(String(json))) == (warned ? ["title_ends_with_punctuation"] : []), "\(title)")
+        }
     }
 
     @Test func check_warning_actionThatOnlyOpensTheApp() {
