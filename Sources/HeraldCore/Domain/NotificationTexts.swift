@@ -75,6 +75,16 @@ struct NotificationTexts: Hashable, Sendable {
 
     /// Sets (or with nil removes) a slot from its decoded text.
     mutating func set(_ slot: Slot, _ value: String?) {
+        if value == nil && !has(slot) { return }  // nothing to remove
+        // A new text after every present one (the door sets body, subtitle, title in that order):
+        // escape it straight onto the end, as `setEscaped` does, without rebuilding.
+        if let value, !Slot.allCases.contains(where: { $0.rawValue >= slot.rawValue && has($0) }) {
+            var sink = ByteSink(capacity: value.utf8.count + 16)
+            defer { sink.deallocate() }
+            writeString(value, to: &sink)
+            setEscaped(slot, UnsafeRawBufferPointer(rebasing: sink.bytes.dropFirst().dropLast()))
+            return
+        }
         var copy: [Slot: [UInt8]] = [:]
         for s in Slot.allCases where has(s) && s != slot { copy[s] = withEscaped(s) { Array($0) } }
         if let value {

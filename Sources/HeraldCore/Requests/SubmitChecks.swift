@@ -66,9 +66,12 @@ extension Engine {
             }
             n.level = level
         }
-        n.title = try f.string("title")
-        n.subtitle = try f.string("subtitle")
+        let title = try f.string("title")
+        let subtitle = try f.string("subtitle")
+        // Set in the texts' key order (body, subtitle, title): each is then a plain append.
         n.body = try f.string("body")
+        n.subtitle = subtitle
+        n.title = title
         n.hiddenPreviewsBodyPlaceholder = try f.string("hiddenPreviewsBodyPlaceholder")
         n.threadId = try f.string("threadId")
         n.collapseId = try f.string("collapseId")

@@ -86,3 +86,32 @@ import HeraldCore
         }
     }
 }
+
+@Suite struct NotificationTextsOrderTests {
+    /// Texts set in key order (appended) equal texts set in any other order (rebuilt).
+    @Test func settingTextsInKeyOrderEqualsAnyOtherOrder() {
+        var a = SubmittedNotification(id: "n", app: "a")
+        a.subtitle = nil
+        a.body = "b\"1 é"
+        a.subtitle = "s\\"
+        a.title = "t\n"
+        var b = SubmittedNotification(id: "n", app: "a")
+        b.title = "t\n"
+        b.subtitle = "s\\"
+        b.body = "b\"1 é"
+        #expect(a == b)
+        #expect(a.title == "t\n" && a.subtitle == "s\\" && a.body == "b\"1 é")
+        for previews in ShowPreviews.allCases {
+            var x = ByteSink(capacity: 16), y = ByteSink(capacity: 16)
+            a.writeContent(previews: previews, to: &x)
+            b.writeContent(previews: previews, to: &y)
+            #expect(x.array == y.array)
+            #expect(String(decoding: x.bytes, as: UTF8.self) == a.contentJSON(previews: previews).canonicalString)
+            x.deallocate(); y.deallocate()
+        }
+        var c = SubmittedNotification(id: "n", app: "a")
+        c.title = "only"
+        c.body = nil
+        #expect(c.title == "only" && c.body == nil && c.subtitle == nil)
+    }
+}
