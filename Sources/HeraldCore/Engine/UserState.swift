@@ -43,11 +43,64 @@ enum PendingStage: UInt8, Hashable, Sendable {
 }
 
 /// A notification not yet in its final place.
-struct PendingItem: Hashable, Sendable {
-    var notification: SubmittedNotification
+///
+/// Lean by design (docs/restart.md): what matching and the timers need is kept inline — the
+/// key (app, id), the collapse id, the deadline, the expiry — and the notification itself
+/// (`content`) is optional for a **deferred** item: nil means its content stays in `events`
+/// at `seq`, and the runtime loads it (`UserState.contentNeeded(upTo:)`, `supplyContent`)
+/// before the decision at `deliverAt` needs it. Queued and held items always carry content
+/// (a summary or digest lists it). `content` is a cache for deferred items: `==` ignores it
+/// there (the stored submit at `seq` decides it).
+struct PendingItem: Sendable {
     var seq: Int64
+    var app: String
+    var id: String
+    var collapseId: String?
+    /// Deferred: `deliverAt` (the decision). Queued, held: the first expired millisecond
+    /// (`expiresAt` + 1 ms), nil without an expiry.
+    var deadline: Instant?
+    var expiresAt: Instant?
     var stage: PendingStage
     var counted: Bool
+    /// The notification; nil only for a deferred item whose content is left in `events`.
+    var content: SubmittedNotification?
+
+    init(notification n: SubmittedNotification, seq: Int64, stage: PendingStage, counted: Bool) {
+        self.seq = seq; app = n.app; id = n.id; collapseId = n.collapseId
+        expiresAt = n.expiresAt
+        switch stage {
+        case .deferred: deadline = n.deliverAt ?? .epoch
+        case .queued, .held: deadline = n.expiresAt.map { $0.adding(.init(milliseconds: 1)) }
+        }
+        self.stage = stage; self.counted = counted; content = n
+    }
+
+    /// A lean deferred item (restored from a snapshot): content left in `events` at `seq`.
+    init(leanDeferred seq: Int64, app: String, id: String, collapseId: String?, deliverAt: Instant,
+         expiresAt: Instant?, counted: Bool) {
+        self.seq = seq; self.app = app; self.id = id; self.collapseId = collapseId
+        deadline = deliverAt; self.expiresAt = expiresAt; stage = .deferred; self.counted = counted; content = nil
+    }
+
+    /// The notification: present for queued and held items, and for deferred ones once loaded.
+    var notification: SubmittedNotification {
+        guard let content else {
+            preconditionFailure("pending item \(seq) (\(app), \(id)) decided without its content: the runtime must supply it first (UserState.contentNeeded)")
+        }
+        return content
+    }
+}
+
+extension PendingItem: Hashable {
+    static func == (a: PendingItem, b: PendingItem) -> Bool {
+        a.seq == b.seq && a.app == b.app && a.id == b.id && a.collapseId == b.collapseId && a.deadline == b.deadline
+            && a.expiresAt == b.expiresAt && a.stage == b.stage && a.counted == b.counted
+            && (a.stage == .deferred || a.content == b.content)
+    }
+
+    func hash(into h: inout Hasher) {
+        h.combine(seq); h.combine(app); h.combine(id); h.combine(stage); h.combine(counted)
+    }
 }
 
 /// A delivered notification that alerts again once at `until`.
@@ -187,7 +240,7 @@ extension UserState {
     public func activeFocus(at t: Instant) -> String? { focus.active(at: t)?.name }
     /// Pending notifications as (app, id, stage) for `herald pending`-style listings.
     public var pendingList: [(app: String, id: String, stage: String)] {
-        pending.map { ($0.notification.app, $0.notification.id, "\($0.stage)") }
+        pending.map { ($0.app, $0.id, "\($0.stage)") }
     }
 }
 
@@ -250,12 +303,36 @@ extension UserState {
     /// The deadline a pending item arms: its decision (deferred) or its expiry (queued,
     /// held: expired means t > expiresAt, so the first such millisecond).
     static func deadline(of p: PendingItem) -> DueTimer? {
-        switch p.stage {
-        case .deferred:
-            return DueTimer(deadline: p.notification.deliverAt ?? .epoch, kind: .deferred, seq: p.seq)
-        case .queued, .held:
-            guard let e = p.notification.expiresAt else { return nil }
-            return DueTimer(deadline: e.adding(.init(milliseconds: 1)), kind: .expiry, seq: p.seq)
+        guard let d = p.deadline else { return nil }
+        return DueTimer(deadline: d, kind: p.stage == .deferred ? .deferred : .expiry, seq: p.seq)
+    }
+}
+
+extension UserState {
+    /// Seqs of deferred items due at or before `t` whose content is not in memory: the runtime
+    /// loads them from `events` and hands them to `supplyContent` before applying an event at
+    /// `t` or advancing to `t` (the decision needs the notification). Cheap when none are due.
+    public func contentNeeded(upTo t: Instant) -> [Int64] {
+        guard let first = itemDeadlines.first, first.deadline <= t else { return [] }
+        var seqs: [Int64] = []
+        for p in pending where p.content == nil && p.stage == .deferred && p.deadline! <= t { seqs.append(p.seq) }
+        return seqs
+    }
+
+    /// Seqs of every pending item whose content is not in memory.
+    public var contentMissing: [Int64] { pending.compactMap { $0.content == nil ? $0.seq : nil } }
+
+    /// Supplies the content of the pending item at `seq` (the stored submit, decoded).
+    public mutating func supplyContent(_ n: SubmittedNotification, seq: Int64) {
+        guard let i = pending.firstIndex(where: { $0.seq == seq }), pending[i].content == nil else { return }
+        pending[i].content = n
+    }
+
+    /// Drops the content of deferred items due after `t` (it stays in `events` at their seq):
+    /// what a far-future deferred notification costs in memory is then its key and deadline.
+    public mutating func dropDeferredContent(dueAfter t: Instant) {
+        for i in pending.indices where pending[i].stage == .deferred && pending[i].content != nil && pending[i].deadline! > t {
+            pending[i].content = nil
         }
     }
 }

@@ -23,6 +23,7 @@ extension HeraldService {
         }
         ensureRecord(for: user)
         lastFoldedSeq = max(lastFoldedSeq, event.seq)
+        ensureContent(users: CollectionOfOne(user), upTo: event.at)  // lean deferred items due by now (docs/restart.md)
         let outcome = engine.apply(event, to: &users[user]!.state, apps: &apps)
         take(outcome, user: user, collect: collect)
     }
@@ -64,6 +65,7 @@ extension HeraldService {
         if let unknown = unknownCommitSince { horizon = min(horizon, unknown) }
         var due: [UInt64] = []
         timers.advance(to: horizon) { _, payload in due.append(payload) }
+        ensureContent(users: due.lazy.map { self.userIds[Int($0)] }, upTo: horizon)  // one read for every lean item due
         for index in due {
             let user = userIds[Int(index)]
             guard users[user] != nil else { continue }

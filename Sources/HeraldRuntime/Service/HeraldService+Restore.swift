@@ -1,40 +1,193 @@
-// Start-up: rebuild every user's state and the timing wheel by folding the stored events.
+// Start-up: rebuild every user's state and the timing wheel from the latest snapshot plus the events after it.
+import Glibc
 import HeraldCore
 import HeraldStore
 
 extension HeraldService {
-    /// Folds the whole log (before serving: blocking reads are fine here). Deliveries the log
-    /// implies but the deliveries table lacks — decided before a crash, not yet committed — are
-    /// re-derived and queued; already stored ones are recognised by (user, user_index).
+    /// Loads the latest complete snapshot (if any, and if readable), then folds the events after
+    /// it (before serving: blocking reads are fine here). Without a snapshot the whole log is
+    /// folded, as before. Deliveries the log implies but the deliveries table lacks — decided
+    /// before a crash, not yet committed — are re-derived and queued; already stored ones are
+    /// recognised by (user, user_index). Deferred content due more than a minute ahead is left in
+    /// `events` (loaded when it comes due): a pending timer costs its key and deadline.
     func restore(from conn: PGConnection) throws {
         let started = now()
+        let keepUntil = started.adding(.init(milliseconds: RestartState.keepContentAheadMilliseconds))
         var stored: [String: Int64] = [:]
         let r = try conn.execute("SELECT user_id, max(user_index) FROM deliveries GROUP BY user_id")
         for i in 0..<r.rowCount { if let u = r.string(i, 0), let n = r.int64(i, 1) { stored[u] = n } }
         deliveryHead = try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) ?? 0
         ringFirstCursor = deliveryHead + 1
 
-        var first = true
-        var folded = 0
+        var through: Int64 = 0
+        var fromSnapshot = false
+        if configuration.restoreFromSnapshots, let latest = try SnapshotStore.latest(conn) {
+            do {
+                try loadSnapshot(latest, conn: conn, started: started, keepUntil: keepUntil)
+                through = latest.throughSeq
+                fromSnapshot = true
+            } catch {
+                log("snapshot \(latest.id) could not be loaded (\(error)); folding the whole log instead")
+                users = [:]
+                userIds = []
+                apps = AppRegistry()
+                timers.wheel = TimingWheel(start: started)
+            }
+        }
+
+        var first = !fromSnapshot
+        var folded = 0, skipped = 0
         // One binary COPY in seq order: the server streams while the fold runs.
-        let stream = try LogStream(conn, deliveries: false)
+        let stream = try LogStream(conn, after: through, deliveries: false)
         while case .event(let e)? = try stream.next() {
             if first {
                 timers.wheel = TimingWheel(start: min(e.engineTime, started))
                 first = false
             }
+            if fromSnapshot, let u = e.user, let record = users[u], e.seq <= record.state.lastSeq {
+                // Captured after this event (a later slice of the snapshot): already in the state.
+                lastFoldedSeq = max(lastFoldedSeq, e.seq)
+                skipped += 1
+                continue
+            }
+            if let u = e.user, users[u] != nil { try loadContent(users: [u], upTo: e.engineTime) }
             applyCommitted(e.storedEvent) { d, index in
                 if index > stored[d.user, default: 0] { self.unsentDeliveries.append(Self.row(d, index: index)) }
             }
+            if let u = e.user, users[u] != nil { users[u]!.state.dropDeferredContent(dueAfter: keepUntil) }
             folded += 1
         }
         if first { timers.wheel = TimingWheel(start: started) }
+        lastFoldedSeq = max(lastFoldedSeq, through)
         // A manual clock resumes where the last run left it: engine time never goes back.
         if let manual = manualNow {
             let last = try conn.execute("SELECT (extract(epoch FROM greatest((SELECT max(engine_time) FROM events), (SELECT max(at) FROM deliveries))) * 1000)::bigint")
             if let ms = last.int64(0, 0) { manualNow = max(manual, Instant(millisecondsSinceEpoch: ms)) }
         }
         eventsCommitted = folded
-        log("restored \(folded) events, \(users.count) users, \(timers.wheel.count) timers; \(unsentDeliveries.count) deliveries re-derived")
+        // The next snapshot is due once as many events were folded since this one as the interval says.
+        restart.eventsAtLastSnapshot = 0
+        let source = fromSnapshot ? "snapshot through seq \(through) + \(folded) events after it (\(skipped) already in it)" : "\(folded) events (no snapshot)"
+        log("restored \(source), \(users.count) users, \(timers.wheel.count) timers; \(unsentDeliveries.count) deliveries re-derived")
+    }
+
+    /// Decodes every user of snapshot `latest` into `users`, loads the content its queued, held
+    /// and snoozed records need, and arms each user's earliest deadline in the wheel.
+    func loadSnapshot(_ latest: SnapshotStore.Latest, conn: PGConnection, started: Instant, keepUntil: Instant) throws {
+        let header = try latest.header.withUnsafeBytes { b in
+            var reader = SnapshotReader(b)
+            return try SnapshotHeader(reading: &reader)
+        }
+        apps = header.apps
+        timers.wheel = TimingWheel(start: min(header.capturedAt, started))
+        users.reserveCapacity(Int(latest.users))
+        userIds.reserveCapacity(Int(latest.users))
+        var owner: [Int64: String] = [:]
+        var interned: [String: String] = [:]
+        try SnapshotStore.readParts(conn, id: latest.id) { part in
+            var reader = SnapshotReader(part)
+            reader.interned = interned
+            interned = [:]
+            while !reader.isAtEnd {
+                let length = try reader.count()
+                let end = reader.position + length
+                let deliveryCount = try reader.int()
+                let state = try UserState(snapshot: &reader)
+                guard reader.position == end else { throw SnapshotFormatError("a user's state is \(length) bytes but decodes to \(reader.position - end + length)") }
+                let user = state.user
+                for seq in state.snapshotContentNeeded { owner[seq] = user }
+                for seq in state.contentNeeded(upTo: keepUntil) { owner[seq] = user }
+                guard users[user] == nil else { throw SnapshotFormatError("user \(user) twice in the snapshot") }
+                var record = UserRecord(state: state, index: UInt64(userIds.count))
+                record.deliveryCount = deliveryCount
+                users[user] = record
+                userIds.append(user)
+            }
+            interned = reader.interned
+        }
+        if !owner.isEmpty {
+            var found = 0
+            try SnapshotStore.readBodies(conn, seqs: Array(owner.keys)) { seq, body in
+                guard let u = owner[seq] else { return }
+                users[u]!.state.supplySnapshotContent(SubmittedNotification(canonicalBody: body), seq: seq)
+                found += 1
+            }
+            guard found == owner.count else {
+                throw SnapshotFormatError("\(owner.count - found) notifications the snapshot refers to are not in events")
+            }
+        }
+        for index in userIds.indices {
+            let u = userIds[index]
+            if let wake = users[u]!.state.nextDeadline() {
+                users[u]!.wakeHandle = timers.wheel.schedule(at: wake, payload: UInt64(index))
+                users[u]!.wakeAt = wake
+            }
+        }
+        lastFoldedSeq = latest.throughSeq
+        log("snapshot \(latest.id) through seq \(latest.throughSeq): \(users.count) users, \(latest.parts) parts, \(latest.bytes / 1024) KiB, \(owner.count) notifications read back")
+    }
+
+    /// Reads from `events` the content of lean deferred items of `users` due at or before `t`
+    /// (one statement for all of them), so the engine can decide them. Blocking, on its own
+    /// connection; only items restored lean (further than a minute ahead at start-up) need it.
+    func loadContent(users list: some Sequence<String>, upTo t: Instant) throws {
+        var wanted: [Int64: String] = [:]
+        for u in list {
+            guard let record = users[u] else { continue }
+            for seq in record.state.contentNeeded(upTo: t) { wanted[seq] = u }
+        }
+        guard !wanted.isEmpty else { return }
+        var attempt = 0
+        while true {
+            do {
+                if restart.contentConnection?.isOpen != true {
+                    restart.contentConnection = try PGConnection.connect(configuration.databaseURL)
+                }
+                try SnapshotStore.readBodies(restart.contentConnection!, seqs: Array(wanted.keys)) { seq, body in
+                    guard let u = wanted[seq] else { return }
+                    self.users[u]!.state.supplyContent(SubmittedNotification(canonicalBody: body), seq: seq)
+                }
+                restart.contentLoads += 1
+                restart.contentRowsLoaded += wanted.count
+                return
+            } catch {
+                restart.contentConnection?.close()
+                restart.contentConnection = nil
+                attempt += 1
+                // The decision cannot be made without the notification: retry, then give up loudly.
+                guard attempt < 20 else { throw error }
+                log("could not read pending notifications' content (\(error)); retrying")
+                usleep(useconds_t(min(attempt, 10)) * 100_000)
+            }
+        }
+    }
+
+    /// `loadContent` for the loop's paths (timers firing, events folding): a failure there is fatal.
+    func ensureContent(users list: some Sequence<String>, upTo t: Instant) {
+        do {
+            try loadContent(users: list, upTo: t)
+        } catch {
+            fatalError("pending notifications' content could not be read from PostgreSQL (\(error)); restart the service when PostgreSQL is reachable")
+        }
+    }
+}
+
+/// A snapshot's header: format, engine time at capture, the app registry at `through_seq`.
+struct SnapshotHeader {
+    var capturedAt: Instant
+    var apps: AppRegistry
+
+    init(capturedAt: Instant, apps: AppRegistry) { self.capturedAt = capturedAt; self.apps = apps }
+
+    init(reading r: inout SnapshotReader) throws {
+        guard try r.u8() == SnapshotFormat.version else { throw SnapshotFormatError("snapshot format is not \(SnapshotFormat.version)") }
+        capturedAt = try r.instant()
+        apps = try AppRegistry(snapshot: &r)
+    }
+
+    func encode(to w: inout SnapshotWriter) {
+        w.u8(SnapshotFormat.version)
+        w.instant(capturedAt)
+        apps.encodeSnapshot(to: &w)
     }
 }
