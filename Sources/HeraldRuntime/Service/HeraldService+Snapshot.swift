@@ -38,7 +38,7 @@ struct SnapshotPart {
 
 extension HeraldService {
     /// Users encoded per loop turn while capturing: a few milliseconds of loop time.
-    static let snapshotSliceUsers = 2_000
+    nonisolated(unsafe) static var snapshotSliceUsers = 2_000  // tests lower it to interleave capture with events
     /// A part is handed to the writer at this size.
     static let snapshotPartBytes = 4 << 20
     /// Capture pauses while the writer has this much queued.
