@@ -5,7 +5,36 @@ public enum SnapshotFormat {
     public static let version: UInt8 = 1
 }
 
+/// A snapshot's header: format, engine time at capture, the app registry at `through_seq`.
+public struct SnapshotHeader: Sendable {
+    public var capturedAt: Instant
+    public var apps: AppRegistry
+
+    public init(capturedAt: Instant, apps: AppRegistry) { self.capturedAt = capturedAt; self.apps = apps }
+
+    public init(reading r: inout SnapshotReader) throws(SnapshotFormatError) {
+        guard try r.u8() == SnapshotFormat.version else { throw SnapshotFormatError("snapshot format is not \(SnapshotFormat.version)") }
+        capturedAt = try r.instant()
+        apps = try AppRegistry(snapshot: &r)
+    }
+
+    public func encode(to w: inout SnapshotWriter) {
+        w.u8(SnapshotFormat.version)
+        w.instant(capturedAt)
+        apps.encodeSnapshot(to: &w)
+    }
+}
+
 extension UserState {
+    /// One user as a snapshot part holds it: the record's byte length, the runtime's delivery
+    /// ordinal for the user, then `encodeSnapshot`.
+    public func encodeSnapshotRecord(deliveryCount: Int64, to w: inout SnapshotWriter) {
+        var inner = SnapshotWriter(capacity: 256)
+        inner.int(deliveryCount)
+        encodeSnapshot(to: &inner)
+        w.block(inner.bytes)
+    }
+
     /// Encodes every field of the state (docs/restart.md lists them). Notification content is
     /// not copied: pending, snoozable and snooze records carry the seq of their submit, and a
     /// restore reads the content back from `events` (queued, held and snooze records at once,

@@ -171,23 +171,3 @@ extension HeraldService {
         }
     }
 }
-
-/// A snapshot's header: format, engine time at capture, the app registry at `through_seq`.
-struct SnapshotHeader {
-    var capturedAt: Instant
-    var apps: AppRegistry
-
-    init(capturedAt: Instant, apps: AppRegistry) { self.capturedAt = capturedAt; self.apps = apps }
-
-    init(reading r: inout SnapshotReader) throws {
-        guard try r.u8() == SnapshotFormat.version else { throw SnapshotFormatError("snapshot format is not \(SnapshotFormat.version)") }
-        capturedAt = try r.instant()
-        apps = try AppRegistry(snapshot: &r)
-    }
-
-    func encode(to w: inout SnapshotWriter) {
-        w.u8(SnapshotFormat.version)
-        w.instant(capturedAt)
-        apps.encodeSnapshot(to: &w)
-    }
-}

@@ -118,9 +118,6 @@ extension HeraldService {
 
     /// One user in a snapshot part: its byte length, the state, and the runtime's delivery ordinal.
     static func encodeRecord(_ record: UserRecord, to w: inout SnapshotWriter) {
-        var inner = SnapshotWriter(capacity: 256)
-        inner.int(record.deliveryCount)
-        record.state.encodeSnapshot(to: &inner)
-        w.block(inner.bytes)
+        record.state.encodeSnapshotRecord(deliveryCount: record.deliveryCount, to: &w)
     }
 }

@@ -45,11 +45,16 @@ public enum SnapshotStore {
     }
 
     /// Marks snapshot `id` complete and deletes every older snapshot (complete or not), in one transaction.
-    public static func complete(_ conn: PGConnection, id: Int64, users: Int, parts: Int, bytes: Int) throws(StoreError) {
+    /// `throughSeq`, when given, replaces the position set at `begin` (a bench that builds the
+    /// history and the snapshot together learns it only at the end).
+    public static func complete(_ conn: PGConnection, id: Int64, users: Int, parts: Int, bytes: Int,
+                                throughSeq: Int64? = nil) throws(StoreError) {
         try conn.execute("BEGIN")
         do {
-            try conn.execute("UPDATE snapshots SET completed_at = now(), users = $2, parts = $3, bytes = $4 WHERE id = $1",
-                             [String(id), String(users), String(parts), String(bytes)])
+            try conn.execute("""
+                UPDATE snapshots SET completed_at = now(), users = $2, parts = $3, bytes = $4,
+                       through_seq = coalesce($5::bigint, through_seq) WHERE id = $1
+                """, [String(id), String(users), String(parts), String(bytes), throughSeq.map(String.init)])
             try conn.execute("DELETE FROM snapshots WHERE id < $1", [String(id)])
             try conn.execute("COMMIT")
         } catch {
