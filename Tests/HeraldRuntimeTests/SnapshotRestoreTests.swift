@@ -1,6 +1,6 @@
 // Snapshots against real PostgreSQL: snapshot + tail restores exactly the state (and the later deliveries) the whole log folds to.
 import Foundation
-import HeraldCore
+@testable import HeraldCore
 @testable import HeraldRuntime
 import HeraldStore
 import HeraldTestSupport
@@ -274,3 +274,13 @@ import Testing
     }
 }
 
+
+@Suite struct PendingMemoryTests {
+    /// What one pending deferred notification and one user cost inline (printed for docs/restart.md).
+    @Test func layoutIsPrinted() {
+        print("layout: PendingItem \(MemoryLayout<PendingItem>.stride) B, DueTimer \(MemoryLayout<DueTimer>.stride) B, "
+              + "UserState \(MemoryLayout<UserState>.stride) B, UserRecord \(MemoryLayout<UserRecord>.stride) B, "
+              + "SummaryCalendar? \(MemoryLayout<SummaryCalendar?>.stride) B, FocusState \(MemoryLayout<FocusState>.stride) B, RareFields \(MemoryLayout<RareFields>.stride) B, GlobalSettings \(MemoryLayout<GlobalSettings>.stride) B")
+        #expect(MemoryLayout<PendingItem>.stride <= 128)
+    }
+}

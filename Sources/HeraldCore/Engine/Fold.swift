@@ -99,7 +99,7 @@ extension Engine {
                   let until = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:)),
                   let rec = state.recent[app]?.last(where: { $0.id == id }),
                   let content = state.snoozable.last(where: { $0.seq == rec.seq }) else { return }
-            state.snoozes.removeAll { $0.notification.app == app && $0.notification.id == id }
+            if !state.snoozes.isEmpty { state.snoozes.removeAll { $0.notification.app == app && $0.notification.id == id } }
             // An `until` already past alerts again now (at the event's time, not in the past).
             state.snoozes.append(Snooze(notification: content.notification, seq: rec.seq, until: max(until, t),
                                         causeSeq: event.seq))
@@ -164,7 +164,7 @@ extension Engine {
     }
 
     func foldWithdraw(app: String, id: String, seq: Int64, at t: Instant, state: inout UserState, out: inout [Delivery]) {
-        state.snoozes.removeAll { $0.notification.app == app && $0.notification.id == id }
+        if !state.snoozes.isEmpty { state.snoozes.removeAll { $0.notification.app == app && $0.notification.id == id } }
         if let i = state.pending.firstIndex(where: { $0.app == app && $0.id == id }) {
             let p = state.removePending(at: i)
             emitRemoval(p, kind: .withdrawn, reason: Reason.withdrawn, at: t, causeSeq: seq, state: &state, out: &out)
@@ -237,7 +237,7 @@ extension Engine {
         if let v = b["attentionBudget"] {
             if case .int(let n) = v { state.global.attentionBudget = Int32(clamping: n) } else if v == .null {
                 state.global.attentionBudget = nil
-                state.bannerTimes = []
+                if !state.bannerTimes.isEmpty { state.bannerTimes = [] }
             }
         }
     }

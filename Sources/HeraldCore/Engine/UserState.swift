@@ -192,8 +192,6 @@ public struct UserState: Hashable, Sendable {
     /// onto a delivered one, snooze, `opened` and `withdraw`: the last `Engine.recentLimit`
     /// at least (see `rememberDelivered`); older ones are forgotten.
     var recent: [String: [DeliveredRecord]] = [:]
-    var summarySchedule: SummaryCalendar?
-    var focus = FocusState()
     /// Deferred, queued and held notifications, in arrival (seq) order. Change only
     /// through `insertPending` / `removePending` (they keep the counts and deadlines).
     private(set) var pending: [PendingItem] = []
@@ -205,20 +203,90 @@ public struct UserState: Hashable, Sendable {
     var snoozable: [SnoozableRecord] = []
     /// When the next summary fires (set while something is queued).
     var summaryDue: Instant?
-    /// The Focus that holds the `held` items; nil when none are held.
-    var heldFocus: String?
-    /// When to check whether `heldFocus` has ended.
-    var focusCheckAt: Instant?
-    var snoozes: [Snooze] = []
-    /// Banner instants of the last hour (kept only while an attention budget is set).
-    var bannerTimes: [Instant] = []
-    /// (app, id) withdrawn before their submit arrived (bounded).
-    var tombstones: [NotificationKey] = []
+    /// Summary schedule, Focus, snoozes, attention budget and early withdrawals: fields most
+    /// users never set, boxed (nil until one is), so a user costs ~110 bytes inline instead of
+    /// ~250 (docs/restart.md: a million users are a million dictionary values, twice over).
+    var rare = RareFields()
     /// Seq of the last event folded.
     public internal(set) var lastSeq: Int64 = 0
 
     /// A fresh user with every SPEC §3 default.
     public init(user: String) { self.user = user }
+}
+
+/// The rarely set parts of a user's state, in one copy-on-write box (nil = all defaults).
+struct RareFields: Hashable, Sendable {
+    struct Values: Hashable, Sendable {
+        var summarySchedule: SummaryCalendar?
+        var focus = FocusState()
+        /// The Focus that holds the `held` items; nil when none are held.
+        var heldFocus: String?
+        /// When to check whether `heldFocus` has ended.
+        var focusCheckAt: Instant?
+        var snoozes: [Snooze] = []
+        /// Banner instants of the last hour (kept only while an attention budget is set).
+        var bannerTimes: [Instant] = []
+        /// (app, id) withdrawn before their submit arrived (bounded).
+        var tombstones: [NotificationKey] = []
+    }
+
+    /// Immutable once shared; mutated in place only while uniquely referenced.
+    final class Box: @unchecked Sendable {
+        var values: Values
+        init(_ v: Values) { values = v }
+    }
+
+    private var box: Box?
+
+    init() {}
+
+    var values: Values {
+        get { box?.values ?? Values() }
+        _modify {
+            if box == nil { box = Box(Values()) } else if !isKnownUniquelyReferenced(&box!) { box = Box(box!.values) }
+            yield &box!.values
+        }
+    }
+
+    /// Sets a field only when it changes something (a nil or empty write never allocates the box).
+    mutating func set<T: Equatable>(_ path: WritableKeyPath<Values, T>, _ value: T) {
+        if box == nil && Values()[keyPath: path] == value { return }
+        values[keyPath: path] = value
+    }
+
+    static func == (a: RareFields, b: RareFields) -> Bool { a.box === b.box || a.values == b.values }
+    func hash(into h: inout Hasher) { values.hash(into: &h) }
+}
+
+extension UserState {
+    var summarySchedule: SummaryCalendar? {
+        get { rare.values.summarySchedule }
+        set { rare.set(\.summarySchedule, newValue) }
+    }
+    var focus: FocusState {
+        get { rare.values.focus }
+        _modify { yield &rare.values.focus }
+    }
+    var heldFocus: String? {
+        get { rare.values.heldFocus }
+        set { rare.set(\.heldFocus, newValue) }
+    }
+    var focusCheckAt: Instant? {
+        get { rare.values.focusCheckAt }
+        set { rare.set(\.focusCheckAt, newValue) }
+    }
+    var snoozes: [Snooze] {
+        get { rare.values.snoozes }
+        _modify { yield &rare.values.snoozes }
+    }
+    var bannerTimes: [Instant] {
+        get { rare.values.bannerTimes }
+        _modify { yield &rare.values.bannerTimes }
+    }
+    var tombstones: [NotificationKey] {
+        get { rare.values.tombstones }
+        _modify { yield &rare.values.tombstones }
+    }
 }
 
 /// (app, notification id): the idempotency key of a notification.
@@ -317,6 +385,13 @@ extension UserState {
         var seqs: [Int64] = []
         for p in pending where p.content == nil && p.stage == .deferred && p.deadline! <= t { seqs.append(p.seq) }
         return seqs
+    }
+
+    /// Reserves room for `n` more pending items (a snapshot's decoder knows the count: no
+    /// doubling slack, which at ten items a user would be a third of their memory).
+    mutating func reservePending(_ n: Int) {
+        pending.reserveCapacity(pending.count + n)
+        itemDeadlines.reserveCapacity(itemDeadlines.count + n)
     }
 
     /// Seqs of every pending item whose content is not in memory.

@@ -204,11 +204,12 @@ extension UserState {
             focus.definitions.append(FocusDefinition(name: name, allowedPeople: people, allowedApps: allowed,
                                                      allowTimeSensitive: allowTS, calendar: calendar))
         }
-        focus.manual = try r.optString()
-        focus.manualUntil = try r.optInstant()
+        if let m = try r.optString() { focus.manual = m }  // only when set: defaults leave the box unallocated
+        if let u = try r.optInstant() { focus.manualUntil = u }
         for _ in try 0..<r.count() { let n = try r.string(); focus.offUntil[n] = try r.instant() }
 
         let pendingCount = try r.count()
+        if pendingCount > 0 { reservePending(pendingCount) }
         for _ in 0..<pendingCount {
             let seq = try r.int()
             guard let stage = PendingStage(rawValue: try r.u8()) else { throw SnapshotFormatError("bad pending stage") }
