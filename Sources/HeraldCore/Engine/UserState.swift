@@ -197,8 +197,6 @@ public struct UserState: Hashable, Sendable {
     private(set) var pending: [PendingItem] = []
     private(set) var queuedCount: Int32 = 0
     private(set) var heldCount: Int32 = 0
-    /// Deadlines of pending items (deferred decisions, expiries), sorted.
-    private(set) var itemDeadlines: [DueTimer] = []
     /// The content of the last deliveries (all apps), for snooze: at least `Engine.snoozableLimit`.
     var snoozable: [SnoozableRecord] = []
     /// When the next summary fires (set while something is queued).
@@ -313,7 +311,7 @@ extension UserState {
 }
 
 extension UserState {
-    /// Inserts keeping seq order, with its deadline (deferred decision or expiry).
+    /// Inserts keeping seq order.
     mutating func insertPending(_ item: PendingItem) {
         if let last = pending.last, last.seq > item.seq {
             let i = pending.firstIndex { $0.seq > item.seq } ?? pending.count
@@ -326,17 +324,9 @@ extension UserState {
         case .held: heldCount += 1
         case .deferred: break
         }
-        if let d = UserState.deadline(of: item) {
-            var lo = 0, hi = itemDeadlines.count  // first index whose deadline is after d
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if d < itemDeadlines[mid] { hi = mid } else { lo = mid + 1 }
-            }
-            itemDeadlines.insert(d, at: lo)
-        }
     }
 
-    /// Removes the pending item at `i`, with its deadline.
+    /// Removes the pending item at `i`.
     @discardableResult
     mutating func removePending(at i: Int) -> PendingItem {
         let item = pending.remove(at: i)
@@ -345,13 +335,19 @@ extension UserState {
         case .held: heldCount -= 1
         case .deferred: break
         }
-        if let d = UserState.deadline(of: item), let k = itemDeadlines.firstIndex(of: d) { itemDeadlines.remove(at: k) }
         return item
     }
 
-    /// Drops a deadline whose item is gone (defensive: `removePending` keeps them in step).
-    mutating func dropDeadline(_ d: DueTimer) {
-        if let k = itemDeadlines.firstIndex(of: d) { itemDeadlines.remove(at: k) }
+    /// The earliest deadline of a pending item (deferred decision or expiry), by (deadline,
+    /// kind, seq). Derived by a scan, not kept in a sorted side array: that array cost 24 bytes
+    /// and an allocation per pending item (240 MB at 10M timers), and users hold few items.
+    var earliestItemDeadline: DueTimer? {
+        var best: DueTimer?
+        for p in pending {
+            guard let d = UserState.deadline(of: p) else { continue }
+            if best == nil || d < best! { best = d }
+        }
+        return best
     }
 
     /// Removes and returns every pending item of `stage`, in seq order.
@@ -381,7 +377,6 @@ extension UserState {
     /// loads them from `events` and hands them to `supplyContent` before applying an event at
     /// `t` or advancing to `t` (the decision needs the notification). Cheap when none are due.
     public func contentNeeded(upTo t: Instant) -> [Int64] {
-        guard let first = itemDeadlines.first, first.deadline <= t else { return [] }
         var seqs: [Int64] = []
         for p in pending where p.content == nil && p.stage == .deferred && p.deadline! <= t { seqs.append(p.seq) }
         return seqs
@@ -391,7 +386,6 @@ extension UserState {
     /// doubling slack, which at ten items a user would be a third of their memory).
     mutating func reservePending(_ n: Int) {
         pending.reserveCapacity(pending.count + n)
-        itemDeadlines.reserveCapacity(itemDeadlines.count + n)
     }
 
     /// Seqs of every pending item whose content is not in memory.
