@@ -238,6 +238,9 @@ struct RareFields: Hashable, Sendable {
 
     init() {}
 
+    /// Whether any field was ever set (the box exists).
+    var isAllocated: Bool { box != nil }
+
     var values: Values {
         get { box?.values ?? Values() }
         _modify {

@@ -1,4 +1,9 @@
 // The byte writer and reader of the snapshot format: varints, strings, instants (no I/O).
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
 
 /// Appends the snapshot encoding's primitives to a byte array: LEB128 varints (zigzag for
 /// signed values), length-prefixed UTF-8 strings, optionals as a presence byte.
@@ -62,6 +67,7 @@ public struct SnapshotReader {
     /// App names and other repeated strings decoded once and shared (one heap copy for a
     /// million users' "com.example.news").
     public var interned: [String: String] = [:]
+    var lastShared: (bytes: [UInt8], string: String)?
 
     public init(_ bytes: UnsafeRawBufferPointer) { base = bytes }
 
@@ -108,9 +114,16 @@ public struct SnapshotReader {
         String(decoding: try rawBytes(), as: UTF8.self)
     }
 
-    /// A string likely repeated across users (app names, Focus names): one shared copy.
+    /// A string likely repeated across users (app names, Focus names): one shared copy. The
+    /// last one is compared byte for byte first (no hashing: most users share one app).
     public mutating func sharedString() throws(SnapshotFormatError) -> String {
-        let s = try string()
+        let raw = try rawBytes()
+        if let last = lastShared, last.bytes.count == raw.count,
+           raw.count == 0 || last.bytes.withUnsafeBytes({ memcmp($0.baseAddress!, raw.baseAddress!, raw.count) == 0 }) {
+            return last.string
+        }
+        let s = String(decoding: raw, as: UTF8.self)
+        defer { if let shared = interned[s] { lastShared = (Array(raw), shared) } }
         if let known = interned[s] { return known }
         if interned.count < 100_000 { interned[s] = s }
         return s

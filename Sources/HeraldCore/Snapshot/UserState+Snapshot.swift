@@ -250,6 +250,16 @@ extension UserState {
         return seqs
     }
 
+    /// Calls `body` with every seq `snapshotContentNeeded` lists plus the lean deferred items due
+    /// by `keepUntil`, in one pass and without allocating (a million users are decoded at start-up).
+    public func forEachContentNeededAfterSnapshot(keepUntil: Instant, _ body: (Int64) -> Void) {
+        for p in pending where p.content == nil && (p.stage != .deferred || p.deadline! <= keepUntil) { body(p.seq) }
+        for s in snoozable where s.notification.isSnapshotPlaceholder { body(s.seq) }
+        if rare.isAllocated {
+            for s in snoozes where s.notification.isSnapshotPlaceholder { body(s.seq) }
+        }
+    }
+
     /// Supplies content to every record that references `seq` (pending, snoozable, snooze).
     public mutating func supplySnapshotContent(_ n: SubmittedNotification, seq: Int64) {
         supplyContent(n, seq: seq)

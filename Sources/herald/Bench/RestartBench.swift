@@ -29,6 +29,8 @@ struct RestartBench: ParsableCommand {
         snapshot the timed restarts then load), `direct` (written while the history is built, from the same \
         states: for sizes whose whole-log fold would take minutes), `none` (every start folds the whole log).
         """) var snapshot = "service"
+    @Flag(help: "Reuse the history (and snapshot) a previous run left in the scratch database: only the restarts are timed.")
+    var reuse = false
     @Flag(help: "Print JSON instead of a table.") var json = false
 
     static let start = Instant(rfc3339: "2026-11-23T06:00:00Z")!
@@ -40,7 +42,8 @@ struct RestartBench: ParsableCommand {
             }
             let location = try database.resolve()
             defer { location.close() }
-            let url = try scratchDatabase(location, name: "herald_bench_restart")
+            let url = reuse ? try Self.existingDatabase(location, name: "herald_bench_restart")
+                            : try scratchDatabase(location, name: "herald_bench_restart")
             let perUser = max(0, timers / max(1, users))
 
             // --snapshot direct: every user's state as the service would snapshot it after folding this log.
@@ -62,7 +65,7 @@ struct RestartBench: ParsableCommand {
                 if part.bytes.count >= 4 << 20 { closePart() }
                 lastHistory = history
             }
-            let log = try SyntheticLog.build(url: url, label: "restart: building \(users) users × \(perUser) timers", users: users,
+            let log = reuse ? try Self.existing(url) : try SyntheticLog.build(url: url, label: "restart: building \(users) users × \(perUser) timers", users: users,
                                              start: Self.start, time: { _ in Self.start },
                                              requests: { SyntheticWorkloads.timersUser($0, timers: perUser, from: Self.start) },
                                              each: each)
@@ -96,7 +99,7 @@ struct RestartBench: ParsableCommand {
             let copySeconds = copyWatch.seconds
 
             var first: (serving: Double, rss: Int, peak: Int, stats: JSONValue?, snapshotSeconds: Double)?
-            if snapshot == "service" {
+            if snapshot == "service" && !reuse {
                 Log.info("restart: first start (no snapshot yet): folding \(Fmt.int(events)) events, then writing the snapshot")
                 let f = try Self.timeRestart(url: url, extra: ["--snapshot-every", "1"], waitForSnapshot: reader)
                 first = (f.serving, f.rss, f.peak, f.stats, f.snapshotSeconds)
@@ -203,6 +206,23 @@ struct RestartBench: ParsableCommand {
             }
             usleep(5_000)
         }
+    }
+
+    /// The scratch database of a previous run, as it was left.
+    static func existingDatabase(_ location: DatabaseLocation, name: String) throws -> String {
+        let admin = try PGConnection.connect(location.url)
+        let db = try admin.execute("SELECT current_database()").string(0, 0) ?? "postgres"
+        admin.close()
+        return location.url.replacingOccurrences(of: "dbname=\(db)", with: "dbname=\(name)")
+    }
+
+    /// What a previous run built, read back (the build times are not known: zero).
+    static func existing(_ url: String) throws -> SyntheticLog {
+        let conn = try PGConnection.connect(url)
+        defer { conn.close() }
+        let events = try conn.execute("SELECT seq FROM event_head").int64(0, 0) ?? 0
+        guard events > 0 else { throw StoreError.configuration("--reuse: the scratch database holds no history; run once without --reuse") }
+        return SyntheticLog(seconds: 0.001, events: Int(events), deliveries: 0, copySeconds: 0, finishSeconds: 0)
     }
 
     /// A TCP port nothing listens on now (bound to port 0 and released).
