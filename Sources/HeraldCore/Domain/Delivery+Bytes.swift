@@ -9,70 +9,55 @@ extension Delivery {
     }
 
     /// Appends `bodyBytes` to `out` (e.g. after `{"op":"delivery","cursor":n,` — see `writeBody(to:prefix:)`).
+    ///
+    /// Keys in UTF-8 order: app, at, causeSeq, content, focus, items, kind, notification,
+    /// presentation, provisional, reason, replaces, rulesVersion, snoozed, summaryAt,
+    /// timeSensitiveIntro, user. `at` is always present, so every key after it is written
+    /// with its comma as one literal (this runs for every delivery the service stores and
+    /// every one replay compares).
     public func writeBody(to out: inout ByteSink) {
-        out.append(UInt8(ascii: "{"))
-        var first = true
-        func key(_ k: StaticString) {
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            out.append(UInt8(ascii: "\""))
-            k.withUTF8Buffer { out.append(UnsafeRawBufferPointer($0)) }
-            out.append(UInt8(ascii: "\""))
-            out.append(UInt8(ascii: ":"))
+        if let app {
+            out.append("{\"app\":")
+            writeString(app, to: &out)
+            out.append(",\"at\":")
+        } else {
+            out.append("{\"at\":")
         }
-        func string(_ s: String) { writeString(s, to: &out) }
-        func bool(_ b: Bool) { out.append(b ? "true" : "false") }
-        // Keys in UTF-8 order: app, at, causeSeq, content, focus, items, kind, notification,
-        // presentation, provisional, reason, replaces, rulesVersion, snoozed, summaryAt,
-        // timeSensitiveIntro, user.
-        if let app { key("app"); string(app) }
-        key("at"); at.writeRFC3339String(to: &out)
-        key("causeSeq"); writeInt(causeSeq, to: &out)
-        if let notification { key("content"); notification.writeContent(previews: previews, to: &out) }
-        if let focus { key("focus"); string(focus) }
+        at.writeRFC3339String(to: &out)
+        out.append(",\"causeSeq\":"); writeInt(causeSeq, to: &out)
+        if let notification { out.append(",\"content\":"); notification.writeContent(previews: previews, to: &out) }
+        if let focus { out.append(",\"focus\":"); writeString(focus, to: &out) }
         if kind == .summary || kind == .focusDigest {
-            key("items")
-            out.append(UInt8(ascii: "["))
+            out.append(",\"items\":[")
             for (i, item) in items.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                item.json.write(to: &out)
+                item.write(to: &out)
             }
             out.append(UInt8(ascii: "]"))
         }
-        key("kind"); string(kind.rawValue)
-        if let notificationId { key("notification"); string(notificationId) }
+        out.append(",\"kind\":"); writeString(kind.rawValue, to: &out)
+        if let notificationId { out.append(",\"notification\":"); writeString(notificationId, to: &out) }
         if let p = presentation {
-            key("presentation")
-            out.append(UInt8(ascii: "{"))
-            var pFirst = true
-            func pkey(_ k: StaticString, _ v: Bool) {
-                if !pFirst { out.append(UInt8(ascii: ",")) }
-                pFirst = false
-                out.append(UInt8(ascii: "\""))
-                k.withUTF8Buffer { out.append(UnsafeRawBufferPointer($0)) }
-                out.append("\":")
-                bool(v)
-            }
             if let b = p.badge {
-                pFirst = false
-                out.append("\"badge\":")
+                out.append(",\"presentation\":{\"badge\":")
                 writeInt(Int64(b), to: &out)
+                out.append(p.banner ? ",\"banner\":true" : ",\"banner\":false")
+            } else {
+                out.append(p.banner ? ",\"presentation\":{\"banner\":true" : ",\"presentation\":{\"banner\":false")
             }
-            pkey("banner", p.banner)
-            pkey("lockScreen", p.lockScreen)
-            pkey("notificationCenter", p.notificationCenter)
-            pkey("overrideSilent", p.overrideSilent)
-            pkey("sound", p.sound)
-            out.append(UInt8(ascii: "}"))
+            out.append(p.lockScreen ? ",\"lockScreen\":true" : ",\"lockScreen\":false")
+            out.append(p.notificationCenter ? ",\"notificationCenter\":true" : ",\"notificationCenter\":false")
+            out.append(p.overrideSilent ? ",\"overrideSilent\":true" : ",\"overrideSilent\":false")
+            out.append(p.sound ? ",\"sound\":true}" : ",\"sound\":false}")
         }
-        if provisional { key("provisional"); bool(true) }
-        key("reason"); string(reason)
-        if let replaces { key("replaces"); string(replaces) }
-        key("rulesVersion"); string(rulesVersion)
-        if snoozed { key("snoozed"); bool(true) }
-        if let summaryAt { key("summaryAt"); summaryAt.writeRFC3339String(to: &out) }
-        if timeSensitiveIntro { key("timeSensitiveIntro"); bool(true) }
-        key("user"); string(user)
+        if provisional { out.append(",\"provisional\":true") }
+        out.append(",\"reason\":"); writeString(reason, to: &out)
+        if let replaces { out.append(",\"replaces\":"); writeString(replaces, to: &out) }
+        out.append(",\"rulesVersion\":"); writeString(rulesVersion, to: &out)
+        if snoozed { out.append(",\"snoozed\":true") }
+        if let summaryAt { out.append(",\"summaryAt\":"); summaryAt.writeRFC3339String(to: &out) }
+        if timeSensitiveIntro { out.append(",\"timeSensitiveIntro\":true") }
+        out.append(",\"user\":"); writeString(user, to: &out)
         out.append(UInt8(ascii: "}"))
     }
 }
@@ -82,21 +67,19 @@ extension SubmittedNotification {
     /// intermediate dictionaries): encoding deliveries is on the hot path of the service and
     /// of replay. Byte-identical to the `JSONValue` form (tested).
     public func writeContent(previews: ShowPreviews, to out: inout ByteSink) {
+        // Each key is one literal with a leading `,"`; the first one's comma becomes the `{`.
         var first = true
-        func key(_ k: StaticString) {
-            out.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
-            first = false
-            out.append(UInt8(ascii: "\""))
-            k.withUTF8Buffer { out.append(UnsafeRawBufferPointer($0)) }
-            out.append(UInt8(ascii: "\""))
-            out.append(UInt8(ascii: ":"))
+        @inline(__always) func key(_ k: StaticString) {
+            let at = out.count
+            out.append(k)
+            if first { out.base[at] = UInt8(ascii: "{"); first = false }
         }
         let hidden = previews == .never
         let placeholder = hiddenPreviewsBodyPlaceholder ?? "Notification"
         // Keys in UTF-8 order: actions, body, communication, data, hiddenPreviewsBodyPlaceholder,
         // interruptionLevel, relevanceScore, sound, subtitle, threadId, title.
         if !actions.isEmpty {
-            key("actions")
+            key(",\"actions\":")
             out.append(UInt8(ascii: "["))
             for (i, a) in actions.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
@@ -109,22 +92,45 @@ extension SubmittedNotification {
             }
             out.append(UInt8(ascii: "]"))
         }
-        if hidden { key("body"); writeString(placeholder, to: &out) } else if let body { key("body"); writeString(body, to: &out) }
+        let texts = storage.fields.texts
+        if hidden { key(",\"body\":"); writeString(placeholder, to: &out) } else if texts.has(.body) { key(",\"body\":"); texts.write(.body, to: &out) }
         if !hidden, let communication {
-            key("communication")
+            key(",\"communication\":")
             out.append(UInt8(ascii: "{"))
             if let g = communication.group { out.append("\"group\":"); writeString(g, to: &out); out.append(UInt8(ascii: ",")) }
             out.append("\"sender\":"); writeString(communication.sender, to: &out)
             out.append(UInt8(ascii: "}"))
         }
-        if let data { key("data"); data.write(to: &out) }
-        if previews == .whenUnlocked { key("hiddenPreviewsBodyPlaceholder"); writeString(placeholder, to: &out) }
-        key("interruptionLevel"); writeString(level.rawValue, to: &out)
-        if !hidden, let relevanceScore { key("relevanceScore"); JSONValue.double(relevanceScore).write(to: &out) }
-        if let sound { key("sound"); writeString(sound, to: &out) }
-        if !hidden, let subtitle { key("subtitle"); writeString(subtitle, to: &out) }
-        if let threadId { key("threadId"); writeString(threadId, to: &out) }
-        if !hidden, let title { key("title"); writeString(title, to: &out) }
+        if let data { key(",\"data\":"); data.write(to: &out) }
+        if previews == .whenUnlocked { key(",\"hiddenPreviewsBodyPlaceholder\":"); writeString(placeholder, to: &out) }
+        key(",\"interruptionLevel\":"); writeString(level.rawValue, to: &out)
+        if !hidden, let relevanceScore { key(",\"relevanceScore\":"); JSONValue.double(relevanceScore).write(to: &out) }
+        if let sound { key(",\"sound\":"); writeString(sound, to: &out) }
+        if !hidden, texts.has(.subtitle) { key(",\"subtitle\":"); texts.write(.subtitle, to: &out) }
+        if let threadId { key(",\"threadId\":"); writeString(threadId, to: &out) }
+        if !hidden, texts.has(.title) { key(",\"title\":"); texts.write(.title, to: &out) }
+        out.append(UInt8(ascii: "}"))
+    }
+}
+
+extension DeliveryItem {
+    /// `json.canonicalBytes`, written directly (keys in UTF-8 order: app, content, notification,
+    /// relevanceScore, threadId): a summary carries one per queued notification.
+    func write(to out: inout ByteSink) {
+        out.append("{\"app\":")
+        writeString(notification.app, to: &out)
+        out.append(",\"content\":")
+        notification.writeContent(previews: previews, to: &out)
+        out.append(",\"notification\":")
+        writeString(notification.id, to: &out)
+        if let r = notification.relevanceScore {
+            out.append(",\"relevanceScore\":")
+            JSONValue.double(r).write(to: &out)
+        }
+        if let t = notification.threadId {
+            out.append(",\"threadId\":")
+            writeString(t, to: &out)
+        }
         out.append(UInt8(ascii: "}"))
     }
 }

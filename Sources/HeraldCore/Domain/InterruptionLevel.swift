@@ -20,3 +20,15 @@ public enum InterruptionLevel: String, Hashable, Sendable, CaseIterable {
     /// Column "alerts (banner/sound) when delivered normally" of the §2 table.
     public var alertsWhenDeliveredNormally: Bool { self != .passive }
 }
+
+extension InterruptionLevel {
+    /// The level a raw value's UTF-8 bytes name (nil for anything else), without building a String.
+    init?(utf8 raw: UnsafeRawBufferPointer) {
+        func named(_ name: StaticString) -> Bool {
+            name.utf8CodeUnitCount == raw.count && raw.elementsEqual(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        }
+        if named("active") { self = .active } else if named("passive") { self = .passive }
+        else if named("timeSensitive") { self = .timeSensitive } else if named("critical") { self = .critical }
+        else { return nil }
+    }
+}

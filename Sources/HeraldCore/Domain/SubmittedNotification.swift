@@ -36,9 +36,8 @@ public struct SubmittedNotification: Hashable, Sendable {
         var id: String = ""
         var app: String = ""
         var level: InterruptionLevel = .active
-        var title: String? = nil
-        var subtitle: String? = nil
-        var body: String? = nil
+        /// Title, subtitle and body, as JSON string bytes (see `NotificationTexts`).
+        var texts = NotificationTexts()
         var hiddenPreviewsBodyPlaceholder: String? = nil
         var threadId: String? = nil
         var collapseId: String? = nil
@@ -59,7 +58,8 @@ public struct SubmittedNotification: Hashable, Sendable {
         init(_ f: Fields) { fields = f }
     }
 
-    private var storage: Storage
+    /// Internal for the byte writers (`Delivery+Bytes.swift`).
+    private(set) var storage: Storage
 
     /// Creates one from its fields.
     public init(id: String, app: String, level: InterruptionLevel = .active) {
@@ -93,16 +93,16 @@ public struct SubmittedNotification: Hashable, Sendable {
         set { unique().fields.level = newValue }
     }
     public var title: String? {
-        get { storage.fields.title }
-        set { unique().fields.title = newValue }
+        get { storage.fields.texts.string(.title) }
+        set { unique().fields.texts.set(.title, newValue) }
     }
     public var subtitle: String? {
-        get { storage.fields.subtitle }
-        set { unique().fields.subtitle = newValue }
+        get { storage.fields.texts.string(.subtitle) }
+        set { unique().fields.texts.set(.subtitle, newValue) }
     }
     public var body: String? {
-        get { storage.fields.body }
-        set { unique().fields.body = newValue }
+        get { storage.fields.texts.string(.body) }
+        set { unique().fields.texts.set(.body, newValue) }
     }
     public var hiddenPreviewsBodyPlaceholder: String? {
         get { storage.fields.hiddenPreviewsBodyPlaceholder }
@@ -173,7 +173,9 @@ extension SubmittedNotification {
     /// as an empty one. Start-up and replay decode every stored submit this way.
     public init(canonicalBody bytes: UnsafeRawBufferPointer) {
         var f = Fields()
-        if !JSONValue.visitCanonicalObject(bytes, { key, v in Self.assign(key, v, to: &f) }) {
+        let canonical = JSONValue.visitCanonicalObject(bytes, { key, v in Self.assign(key, v, to: &f) },
+                                                       plainString: { key, raw in Self.assign(key, plain: raw, to: &f) })
+        if !canonical {
             f = Fields()
             if case .object(let o)? = try? JSONValue.parse(bytes) {
                 for (key, v) in o { Self.assign(key, v, to: &f) }
@@ -190,6 +192,29 @@ extension SubmittedNotification {
         key.withUTF8 { assign(UnsafeRawBufferPointer($0), v, to: &f) }
     }
 
+    /// A member whose value is a string without escapes, as its bytes: the texts are kept as
+    /// they are; any other member is assigned as the string the bytes spell.
+    private static func assign(_ key: UnsafeRawBufferPointer, plain raw: UnsafeRawBufferPointer, to f: inout Fields) {
+        func named(_ name: StaticString) -> Bool {
+            name.utf8CodeUnitCount == key.count && memcmp(name.utf8Start, key.baseAddress!, key.count) == 0
+        }
+        func text() -> String { String(decoding: raw, as: UTF8.self) }
+        switch key.count {
+        case 2 where named("id"): f.id = text()
+        case 3 where named("app"): f.app = text()
+        case 4 where named("body"): f.texts.setEscaped(.body, raw)
+        case 5 where named("title"): f.texts.setEscaped(.title, raw)
+        case 5 where named("sound"): f.sound = text()
+        case 8 where named("subtitle"): f.texts.setEscaped(.subtitle, raw)
+        case 8 where named("threadId"): f.threadId = text()
+        case 10 where named("collapseId"): f.collapseId = text()
+        case 17 where named("interruptionLevel"):
+            if let level = InterruptionLevel(utf8: raw) { f.level = level }
+        case 29 where named("hiddenPreviewsBodyPlaceholder"): f.hiddenPreviewsBodyPlaceholder = text()
+        default: assign(key, .string(text()), to: &f)
+        }
+    }
+
     private static func assign(_ key: UnsafeRawBufferPointer, _ v: JSONValue, to f: inout Fields) {
         func named(_ name: StaticString) -> Bool {
             name.utf8CodeUnitCount == key.count && memcmp(name.utf8Start, key.baseAddress!, key.count) == 0
@@ -198,12 +223,12 @@ extension SubmittedNotification {
         case 2: if named("id") { f.id = v.stringValue ?? "" }
         case 3: if named("app") { f.app = v.stringValue ?? "" }
         case 4:
-            if named("body") { f.body = v.stringValue } else if named("data") { f.data = v }
+            if named("body") { f.texts.set(.body, v.stringValue) } else if named("data") { f.data = v }
         case 5:
-            if named("title") { f.title = v.stringValue } else if named("sound") { f.sound = v.stringValue }
+            if named("title") { f.texts.set(.title, v.stringValue) } else if named("sound") { f.sound = v.stringValue }
         case 7: if named("actions") { f.actions = Self.actions(v) }
         case 8:
-            if named("threadId") { f.threadId = v.stringValue } else if named("subtitle") { f.subtitle = v.stringValue }
+            if named("threadId") { f.threadId = v.stringValue } else if named("subtitle") { f.texts.set(.subtitle, v.stringValue) }
         case 9:
             if named("deliverAt") { f.deliverAt = v.stringValue.flatMap(Instant.init(rfc3339:)) }
             else if named("expiresAt") { f.expiresAt = v.stringValue.flatMap(Instant.init(rfc3339:)) }

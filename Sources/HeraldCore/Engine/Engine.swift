@@ -17,11 +17,16 @@ public struct StoredEvent: Hashable, Sendable {
     /// nil (as after a read from the store) means "parse `body`"; it must equal
     /// `SubmittedNotification(body: body)` and is ignored by `==` and `hash`.
     public var decoded: SubmittedNotification?
+    /// For a `withdraw` or `opened` read from the store: the app and notification id its body
+    /// names (all the fold reads of it), so replay and start-up need not build the body's
+    /// dictionary. A cache like `decoded`: nil means "read `body`".
+    public var target: NotificationTarget?
 
     /// Creates one from its fields.
     public init(seq: Int64, user: String?, type: String, body: JSONValue, at: Instant,
-                decoded: SubmittedNotification? = nil) {
+                decoded: SubmittedNotification? = nil, target: NotificationTarget? = nil) {
         self.seq = seq; self.user = user; self.type = type; self.body = body; self.at = at; self.decoded = decoded
+        self.target = target
     }
 
     /// A stored event from a draft, with its seq and engine time (keeps the decoded cache).
@@ -114,5 +119,26 @@ public struct Engine: Sendable {
             }
         }
         apps.register(app, entitlements: ents)
+    }
+}
+
+/// The notification a `withdraw` or `opened` event names: its app and (when given) its id.
+public struct NotificationTarget: Hashable, Sendable {
+    public var app: String
+    public var id: String?
+    public init(app: String, id: String?) { self.app = app; self.id = id }
+
+    /// Reads `app` and `id` from a canonical stored body without building its dictionary; nil
+    /// when the body is not canonical or has no string `app` (then the body is parsed instead).
+    public init?(canonicalBody bytes: UnsafeRawBufferPointer) {
+        var app: String?, id: String?
+        func take(_ key: UnsafeRawBufferPointer, _ value: @autoclosure () -> String?) {
+            if key.count == 3, key.elementsEqual("app".utf8) { app = value() }
+            else if key.count == 2, key.elementsEqual("id".utf8) { id = value() }
+        }
+        let canonical = JSONValue.visitCanonicalObject(bytes, { key, v in take(key, v.stringValue) },
+                                                       plainString: { key, raw in take(key, String(decoding: raw, as: UTF8.self)) })
+        guard canonical, let app else { return nil }
+        self.init(app: app, id: id)
     }
 }

@@ -10,7 +10,8 @@ extension Engine {
         case "submit":
             foldSubmit(event.decoded ?? SubmittedNotification(body: b), seq: event.seq, at: t, state: &state, apps: apps, out: &out)
         case "withdraw":
-            guard let app = b["app"]?.stringValue, let id = b["id"]?.stringValue else { return }
+            guard let app = event.target?.app ?? b["app"]?.stringValue,
+                  let id = event.target.map({ $0.id }) ?? b["id"]?.stringValue else { return }
             foldWithdraw(app: app, id: id, seq: event.seq, at: t, state: &state, out: &out)
         case "authorization":
             guard let app = b["app"]?.stringValue,
@@ -104,8 +105,8 @@ extension Engine {
             state.snoozes.append(Snooze(notification: content.notification, seq: rec.seq, until: max(until, t),
                                         causeSeq: event.seq))
         case "opened":
-            guard let app = b["app"]?.stringValue else { return }
-            let id = b["id"]?.stringValue
+            guard let app = event.target?.app ?? b["app"]?.stringValue else { return }
+            let id = event.target.map({ $0.id }) ?? b["id"]?.stringValue
             var lower = true
             if let id, let i = state.recent[app]?.lastIndex(where: { $0.id == id }) {
                 lower = state.recent[app]![i].counted

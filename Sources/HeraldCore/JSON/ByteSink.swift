@@ -22,6 +22,9 @@ public struct ByteSink {
     /// Forgets the contents, keeps the memory.
     public mutating func removeAll() { count = 0 }
 
+    /// Forgets what was written after the first `count` bytes.
+    public mutating func truncate(to count: Int) { self.count = min(self.count, max(0, count)) }
+
     /// The bytes written so far (valid until the next append or `deallocate`).
     public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 
@@ -55,6 +58,14 @@ public struct ByteSink {
 
     public mutating func append(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { append($0) }
+    }
+
+    /// Lets `body` write at most `maximum` bytes straight into the buffer; it returns how many
+    /// it wrote. For fixed-width fields (timestamps): one capacity check, no per-byte append.
+    @inline(__always)
+    public mutating func appendInPlace(maximum: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int) {
+        if count + maximum > capacity { grow(to: count + maximum) }
+        count += body(base + count)
     }
 
     @inline(never)

@@ -45,11 +45,24 @@ extension JSONValue {
     /// Visits the members of a canonical object (plain ASCII keys in increasing order) without
     /// building it; false when `bytes` are anything else — then whatever was visited must be
     /// discarded and `parse` used.
+    ///
+    /// With `plainString`, a member whose value is a string without escapes is handed over as
+    /// the bytes between its quotes (valid UTF-8, no control character: exactly the string's
+    /// UTF-8 and exactly what `writeString` would write back) instead of as a `.string`.
+    static func visitCanonicalObject(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = 32,
+                                     _ visit: (UnsafeRawBufferPointer, JSONValue) -> Void,
+                                     plainString: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void) -> Bool {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return false }
+        var parser = JSONParser(base: base.assumingMemoryBound(to: UInt8.self), count: bytes.count, maxDepth: maxDepth)
+        return (try? parser.visitCanonicalObject(visit, wantsPlain: true, plainString: plainString)) ?? false
+    }
+
+    /// `visitCanonicalObject` handing every member over as a `JSONValue`.
     static func visitCanonicalObject(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = 32,
                                      _ visit: (UnsafeRawBufferPointer, JSONValue) -> Void) -> Bool {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return false }
         var parser = JSONParser(base: base.assumingMemoryBound(to: UInt8.self), count: bytes.count, maxDepth: maxDepth)
-        return (try? parser.visitCanonicalObject(visit)) ?? false
+        return (try? parser.visitCanonicalObject(visit, wantsPlain: false, plainString: { _, _ in })) ?? false
     }
 
     /// Parses exactly one JSON value from UTF-8 bytes. See `parse(_:maxDepth:)` on raw buffers.
@@ -151,7 +164,8 @@ private struct JSONParser {
     /// goes: the key as its bytes, without building a String or the object's dictionary.
     /// Returns false for any other input, valid or not; the caller then discards what it was
     /// visited with and takes the general path (`parse`).
-    mutating func visitCanonicalObject(_ visit: (UnsafeRawBufferPointer, JSONValue) -> Void) throws(JSONParseError) -> Bool {
+    mutating func visitCanonicalObject(_ visit: (UnsafeRawBufferPointer, JSONValue) -> Void, wantsPlain: Bool,
+                                       plainString: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void) throws(JSONParseError) -> Bool {
         skipWhitespace()
         guard i < end, p[i] == openBrace else { return false }
         try enterContainer(at: i)
@@ -165,6 +179,7 @@ private struct JSONParser {
                 guard i < end, p[i] == quote else { return false }
                 let keyStart = i + 1
                 var k = keyStart
+                while k + 8 <= end, !needsAttention(UnsafeRawPointer(p + k).loadUnaligned(as: UInt64.self)) { k += 8 }
                 while k < end, p[k] != quote {
                     guard p[k] >= 0x20, p[k] < 0x80, p[k] != backslash else { return false }
                     k += 1
@@ -178,7 +193,11 @@ private struct JSONParser {
                 guard i < end, p[i] == colon else { return false }
                 i += 1
                 skipWhitespace()
-                visit(key, try parseValue())
+                if wantsPlain, i < end, p[i] == quote, let raw = try scanPlainString() {
+                    plainString(key, raw)
+                } else {
+                    visit(key, try parseValue())
+                }
                 skipWhitespace()
                 guard i < end else { return false }
                 if p[i] == comma { i += 1; skipWhitespace(); continue }
@@ -408,6 +427,32 @@ private struct JSONParser {
                 scratch.append(contentsOf: UnsafeBufferPointer(start: p + start, count: i - start))
                 return try parseStringWithEscapes(open: open)
             }
+            if c < 0x20 { throw controlCharacter(at: i) }
+            if c < 0x80 { i += 1 } else { try skipUTF8Sequence() }
+        }
+        throw fail(open, "A string that is never closed", "add the closing double quote")
+    }
+
+    /// At an opening quote: the bytes of a string without escapes, up to its closing quote
+    /// (which is consumed), validated as `parseString` validates them. nil, with nothing
+    /// consumed, when the string has an escape.
+    mutating func scanPlainString() throws(JSONParseError) -> UnsafeRawBufferPointer? {
+        let open = i
+        i += 1
+        let start = i
+        while true {
+            while i + 8 <= end {
+                let x = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
+                guard !needsAttention(x) else { break }
+                i += 8
+            }
+            guard i < end else { break }
+            let c = p[i]
+            if c == quote {
+                i += 1
+                return UnsafeRawBufferPointer(start: p + start, count: i - 1 - start)
+            }
+            if c == backslash { i = open; return nil }
             if c < 0x20 { throw controlCharacter(at: i) }
             if c < 0x80 { i += 1 } else { try skipUTF8Sequence() }
         }

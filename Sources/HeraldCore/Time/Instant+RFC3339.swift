@@ -31,23 +31,35 @@ extension Instant {
         let days = totalSeconds >= 0 ? totalSeconds / 86_400 : -((-totalSeconds + 86_399) / 86_400)
         let secondOfDay = Int(totalSeconds - days * 86_400)
         let (y, m, d) = CivilDate.fromDaysSinceEpoch(days)
-        func digits(_ v: Int, _ width: Int) {
-            var divisor = 1
-            for _ in 1..<width { divisor *= 10 }
-            var rest = v
-            while divisor > 0 {
-                out.append(UInt8(truncatingIfNeeded: rest / divisor) &+ 0x30)
-                rest %= divisor
-                divisor /= 10
-            }
+        guard (0...9999).contains(y) else {
+            var text = String(y) + "-" + pad(m) + "-" + pad(d) + "T" + pad(secondOfDay / 3600) + ":"
+            text += pad(secondOfDay / 60 % 60) + ":" + pad(secondOfDay % 60)
+            if millis != 0 { text += "." + String(String(millis + 1000).dropFirst()) }
+            text += "Z"
+            text.withUTF8 { out.append(UnsafeRawBufferPointer($0)) }
+            return
         }
-        if (0...9999).contains(y) { digits(Int(y), 4) } else { var text = String(y); text.withUTF8 { out.append(UnsafeRawBufferPointer($0)) } }
-        out.append(0x2D); digits(m, 2); out.append(0x2D); digits(d, 2)
-        out.append(0x54); digits(secondOfDay / 3600, 2); out.append(0x3A); digits(secondOfDay / 60 % 60, 2)
-        out.append(0x3A); digits(secondOfDay % 60, 2)
-        if millis != 0 { out.append(0x2E); digits(millis, 3) }
-        out.append(0x5A)
+        // YYYY-MM-DDTHH:MM:SS[.mmm]Z written in place: this runs twice per delivery line.
+        out.appendInPlace(maximum: 24) { p in
+            @inline(__always) func two(_ v: Int, _ at: Int) {
+                p[at] = UInt8(truncatingIfNeeded: v / 10) &+ 0x30
+                p[at + 1] = UInt8(truncatingIfNeeded: v % 10) &+ 0x30
+            }
+            let year = Int(y)
+            two(year / 100, 0); two(year % 100, 2)
+            p[4] = 0x2D; two(m, 5); p[7] = 0x2D; two(d, 8)
+            p[10] = 0x54; two(secondOfDay / 3600, 11); p[13] = 0x3A; two(secondOfDay / 60 % 60, 14)
+            p[16] = 0x3A; two(secondOfDay % 60, 17)
+            guard millis != 0 else { p[19] = 0x5A; return 20 }
+            p[19] = 0x2E
+            p[20] = UInt8(truncatingIfNeeded: millis / 100) &+ 0x30
+            two(millis % 100, 21)
+            p[23] = 0x5A
+            return 24
+        }
     }
+
+    private func pad(_ v: Int) -> String { v < 10 ? "0\(v)" : String(v) }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`. `t`/`z` and a space for `T` are
     /// accepted; digits past milliseconds are truncated. Leap seconds (`:60`) are rejected.

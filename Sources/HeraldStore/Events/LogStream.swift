@@ -34,6 +34,9 @@ public final class LogStream {
                 return StoredEvent(seq: seq, user: user, type: type, body: .null, at: engineTime,
                                    decoded: SubmittedNotification(canonicalBody: body))
             }
+            if type == "withdraw" || type == "opened", let target = NotificationTarget(canonicalBody: body) {
+                return StoredEvent(seq: seq, user: user, type: type, body: .null, at: engineTime, target: target)
+            }
             return StoredEvent(seq: seq, user: user, type: type,
                                body: (try? JSONValue.parse(body)) ?? .object([:]), at: engineTime)
         }

@@ -67,6 +67,9 @@ import HeraldCore
             #" {"app":"a","id":"n1"} "#,                    // whitespace
             #"{"é":1,"id":"n1"}"#,                          // non-ASCII key: general path
             #"[1,2]"#, "", "{", #"{"id":"n1"} x"#,
+            // Texts with escapes, non-ASCII and control characters (kept as escaped bytes or decoded).
+            #"{"body":"a\"b\\c\n\u0001","subtitle":"é😀","title":"\u00e9t\u00E9"}"#,
+            #"{"body":"plain","subtitle":"x\/y","title":"T"}"#,
         ]
         for text in inputs {
             let general = SubmittedNotification(body: (try? JSONValue.parse(text)) ?? .object([:]))
@@ -74,6 +77,47 @@ import HeraldCore
             let direct = bytes.withUnsafeMutableBytes { SubmittedNotification(canonicalBody: UnsafeRawBufferPointer($0)) }
             #expect(direct == general, "\(text)")
             #expect(direct.id == general.id && direct.title == general.title && direct.data == general.data, "\(text)")
+            #expect(direct.body == general.body && direct.subtitle == general.subtitle, "\(text)")
+            for previews in ShowPreviews.allCases {
+                var a = ByteSink(capacity: 16), b = ByteSink(capacity: 16)
+                direct.writeContent(previews: previews, to: &a)
+                general.writeContent(previews: previews, to: &b)
+                #expect(Array(a.bytes) == Array(b.bytes), "\(text) \(previews)")
+                #expect(String(decoding: a.bytes, as: UTF8.self) == direct.contentJSON(previews: previews).canonicalString, "\(text)")
+                a.deallocate(); b.deallocate()
+            }
+        }
+    }
+
+    /// Title, subtitle and body are kept as escaped bytes in one canonical layout: however they
+    /// were set, equal texts make equal notifications and equal content bytes.
+    @Test func textsSetInAnyOrderGiveEqualNotifications() {
+        var a = SubmittedNotification(id: "n", app: "a"), b = a
+        a.title = "T \"x\""; a.subtitle = "S"; a.body = "B\n"
+        b.body = "old"; b.subtitle = "S"; b.title = "T \"x\""; b.body = "B\n"
+        #expect(a == b && a.hashValue == b.hashValue)
+        #expect(a.title == "T \"x\"" && b.body == "B\n")
+        var c = a
+        c.subtitle = nil
+        #expect(c != a && c.subtitle == nil && c.title == a.title && c.body == a.body)
+    }
+
+    /// `withdraw` and `opened` read from the store carry (app, id) read in place; it must be
+    /// what the general parse gives, and nil whenever the fast read cannot be sure.
+    @Test func notificationTargetReadsWhatTheBodySays() {
+        let cases: [(String, NotificationTarget?)] = [
+            (#"{"app":"a","id":"n1","user":"u"}"#, NotificationTarget(app: "a", id: "n1")),
+            (#"{"app":"a","user":"u"}"#, NotificationTarget(app: "a", id: nil)),
+            (#"{"app":"a\"b","id":"n\u00e9"}"#, NotificationTarget(app: "a\"b", id: "né")),
+            (#"{"app":"a","id":7}"#, NotificationTarget(app: "a", id: nil)),
+            (#"{"id":"n1","app":"a"}"#, nil),   // not canonical: parse the body instead
+            (#"{"app":1,"id":"n1"}"#, nil),
+            ("", nil),
+        ]
+        for (text, expected) in cases {
+            var bytes = Array(text.utf8)
+            let target = bytes.withUnsafeMutableBytes { NotificationTarget(canonicalBody: UnsafeRawBufferPointer($0)) }
+            #expect(target == expected, "\(text)")
         }
     }
 }

@@ -1,0 +1,99 @@
+// A notification's title, subtitle and body kept as JSON string bytes, copied in and out without decoding.
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
+
+/// The three free texts of a notification (body, subtitle, title), each stored as it appears
+/// between the quotes of a JSON string (`writeString`'s escaping), back to back in one buffer.
+///
+/// Why: these are the largest fields and the engine never reads them. Start-up and replay
+/// decode every stored submit and write every delivery; keeping the texts as the stored bytes
+/// turns both into copies (no `String` built, no escaping scanned again) and costs one
+/// allocation per notification instead of one per long text.
+///
+/// The layout is canonical — slots in key order (body, subtitle, title), contiguous — so equal
+/// texts have equal bytes and the synthesized `==`/`hash` compare what a delivery would carry.
+struct NotificationTexts: Hashable, Sendable {
+    /// A text's place, in the canonical key order of the content object.
+    enum Slot: Int, CaseIterable {
+        case body = 0, subtitle, title
+    }
+
+    /// The escaped texts, back to back.
+    private var bytes: [UInt8] = []
+    /// Start and end offset per slot in `bytes` (−1, −1 when absent).
+    private var spans = SIMD8<Int32>(repeating: -1)
+
+    init() {}
+
+    func has(_ slot: Slot) -> Bool { spans[2 * slot.rawValue] >= 0 }
+
+    /// The decoded text of a slot (nil when absent).
+    func string(_ slot: Slot) -> String? {
+        guard has(slot) else { return nil }
+        return withEscaped(slot) { raw in
+            if !raw.contains(0x5C) { return String(decoding: raw, as: UTF8.self) }
+            var quoted: [UInt8] = [0x22]
+            quoted.append(contentsOf: raw)
+            quoted.append(0x22)
+            return (try? JSONValue.parse(quoted))?.stringValue ?? ""
+        }
+    }
+
+    /// Writes a present slot as a JSON string (quotes included).
+    func write(_ slot: Slot, to out: inout ByteSink) {
+        out.append(0x22)
+        withEscaped(slot) { out.append($0) }
+        out.append(0x22)
+    }
+
+    private func withEscaped<R>(_ slot: Slot, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        let start = Int(spans[2 * slot.rawValue]), end = Int(spans[2 * slot.rawValue + 1])
+        return bytes.withUnsafeBytes { all in
+            body(UnsafeRawBufferPointer(rebasing: all[max(0, start)..<max(0, end)]))
+        }
+    }
+
+    /// Appends a slot's escaped bytes (as found between the quotes of a canonical JSON string).
+    /// In key order this is a plain append; otherwise the buffer is rebuilt in canonical order.
+    mutating func setEscaped(_ slot: Slot, _ raw: UnsafeRawBufferPointer) {
+        let later = Slot.allCases.contains { $0.rawValue >= slot.rawValue && has($0) }
+        if later {
+            var copy: [Slot: [UInt8]] = [:]
+            for s in Slot.allCases where has(s) && s != slot { copy[s] = withEscaped(s) { Array($0) } }
+            copy[slot] = Array(raw)
+            rebuild(copy)
+            return
+        }
+        if bytes.isEmpty { bytes.reserveCapacity(raw.count * 2) }
+        spans[2 * slot.rawValue] = Int32(bytes.count)
+        bytes.append(contentsOf: raw)
+        spans[2 * slot.rawValue + 1] = Int32(bytes.count)
+    }
+
+    /// Sets (or with nil removes) a slot from its decoded text.
+    mutating func set(_ slot: Slot, _ value: String?) {
+        var copy: [Slot: [UInt8]] = [:]
+        for s in Slot.allCases where has(s) && s != slot { copy[s] = withEscaped(s) { Array($0) } }
+        if let value {
+            var escaped = withSink { writeString(value, to: &$0) }
+            escaped.removeFirst()
+            escaped.removeLast()
+            copy[slot] = escaped
+        }
+        rebuild(copy)
+    }
+
+    private mutating func rebuild(_ texts: [Slot: [UInt8]]) {
+        bytes = []
+        spans = SIMD8<Int32>(repeating: -1)
+        for s in Slot.allCases {
+            guard let t = texts[s] else { continue }
+            spans[2 * s.rawValue] = Int32(bytes.count)
+            bytes.append(contentsOf: t)
+            spans[2 * s.rawValue + 1] = Int32(bytes.count)
+        }
+    }
+}
