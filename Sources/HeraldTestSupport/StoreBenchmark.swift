@@ -24,6 +24,9 @@ public struct StoreBenchmark {
         public var copyRowsPerSecond: Double
         /// The same COPY into a table with a primary key on seq and the unique idempotency key.
         public var copyIndexedRowsPerSecond: Double
+        /// The same COPY into a table with the indexes of the log since migration 004: primary key on
+        /// seq and a unique 16-byte idempotency key (the rows carry the key, as the writer's COPY does).
+        public var copyKeyIndexedRowsPerSecond: Double
         /// The first COPY with rows formatted by String interpolation (this benchmark's baseline until 002).
         public var copyStringFormattedRowsPerSecond: Double
         public var transactions: Int
@@ -34,7 +37,8 @@ public struct StoreBenchmark {
         public var walSyncsPerThousandEvents: Double
         /// WAL bytes written during the group-commit phase, per event.
         public var walBytesPerEvent: Double
-        /// Round trips to PostgreSQL per event: one per transaction (each is one pipelined write and one wait).
+        /// Round trips to PostgreSQL per event (`GroupCommitWriter.roundTrips`: one per pipelined
+        /// transaction, two per COPY transaction, three when deliveries or acks share it).
         public var roundTripsPerEvent: Double
         public var ratio: Double { groupCommitEventsPerSecond / copyRowsPerSecond }
     }
@@ -85,6 +89,7 @@ public struct StoreBenchmark {
         let groupSeconds = elapsedMs() / 1000
         latencies.sort()
         let transactions = writer.transactionsCommitted
+        let roundTrips = writer.roundTrips
         // Closing the writer's connection makes its backend report its WAL statistics.
         writer.connection.close()
         usleep(700_000)
@@ -101,6 +106,11 @@ public struct StoreBenchmark {
             "ALTER TABLE bench_copy_indexed ADD PRIMARY KEY (seq)",
             "CREATE UNIQUE INDEX ON bench_copy_indexed (user_id, app, notification_id)",
         ], chunks: Self.copyChunks(rows))
+        let keyIndexedRate = try Self.timedCopy(conn, table: "bench_copy_key_indexed", indexes: [
+            "ALTER TABLE bench_copy_key_indexed ADD PRIMARY KEY (seq)",
+            "ALTER TABLE bench_copy_key_indexed ADD COLUMN idempotency_key uuid",
+            "CREATE UNIQUE INDEX ON bench_copy_key_indexed (idempotency_key)",
+        ], chunks: Self.copyChunks(rows, withKey: true))
         let stringRate = try Self.timedCopy(conn, table: "bench_copy_strings", indexes: [], chunks: Self.stringCopyChunks(rows))
 
         func percentile(_ p: Double) -> Double {
@@ -110,6 +120,7 @@ public struct StoreBenchmark {
             groupCommitEventsPerSecond: Double(acked) / groupSeconds,
             copyRowsPerSecond: copyRate,
             copyIndexedRowsPerSecond: indexedRate,
+            copyKeyIndexedRowsPerSecond: keyIndexedRate,
             copyStringFormattedRowsPerSecond: stringRate,
             transactions: transactions,
             meanRowsPerTransaction: Double(acked) / Double(max(1, transactions)),
@@ -117,7 +128,7 @@ public struct StoreBenchmark {
             ackLatencyP99Ms: percentile(0.99),
             walSyncsPerThousandEvents: Double(walAfter.syncs - walBefore.syncs) * 1000 / Double(max(1, acked)),
             walBytesPerEvent: Double(walAfter.bytes - walBefore.bytes) / Double(max(1, acked)),
-            roundTripsPerEvent: Double(transactions) / Double(max(1, acked))
+            roundTripsPerEvent: Double(roundTrips) / Double(max(1, acked))
         )
     }
 
@@ -140,7 +151,7 @@ public struct StoreBenchmark {
 
     /// COPY text rows formatted at the byte level, as a tuned loader would: the ceiling should
     /// measure the database, not String interpolation (which held the old baseline to ~50k rows/s).
-    static func copyChunks(_ rows: [EventRow]) -> some Sequence<[UInt8]> {
+    static func copyChunks(_ rows: [EventRow], withKey: Bool = false) -> some Sequence<[UInt8]> {
         stride(from: 0, to: rows.count, by: 1000).lazy.map { start -> [UInt8] in
             var buffer: [UInt8] = []
             buffer.reserveCapacity(400 * 1000)
@@ -152,7 +163,17 @@ public struct StoreBenchmark {
                 appendCopyField(r.app, to: &buffer); buffer.append(9)
                 appendCopyField(r.notificationId, to: &buffer); buffer.append(9)
                 appendCopyField(r.body, to: &buffer); buffer.append(9)
-                appendCopyField(r.engineTime.rfc3339, to: &buffer); buffer.append(10)
+                appendCopyField(r.engineTime.rfc3339, to: &buffer)
+                if withKey {
+                    buffer.append(9)
+                    if let key = IdempotencyKey.bytes(user: r.user, app: r.app, id: r.notificationId) {
+                        let digits = Array("0123456789abcdef".utf8)
+                        for b in key { buffer.append(digits[Int(b >> 4)]); buffer.append(digits[Int(b & 15)]) }
+                    } else {
+                        buffer.append(92); buffer.append(78)
+                    }
+                }
+                buffer.append(10)
             }
             return buffer
         }

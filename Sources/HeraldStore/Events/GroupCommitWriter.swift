@@ -1,12 +1,17 @@
-// Group commit over one pipelined libpq connection: all work that queued while a transaction was in flight goes into the next.
+// Group commit over one libpq connection (pipeline mode, COPY for events): all work that queued while a transaction was in flight goes into the next.
 import CLibPQ
 import HeraldCore
 import DequeModule
 
 /// The store's single writer. Work (event appends, delivery appends, consumer acks) queues up
 /// while a transaction is in flight; when it completes, everything queued is sent as the next
-/// transaction: `BEGIN; <one batch statement per kind>; COMMIT; Sync` in one write (pipeline
-/// mode, one round trip). The batch statements are prepared once per connection and take
+/// transaction. With events in it (and `Limits.copyEvents`, the default), it leaves pipeline mode:
+/// `BEGIN; UPDATE event_head … RETURNING; COPY events … FROM STDIN (FORMAT binary)[; COMMIT]`,
+/// the rows encoded at the claimed positions once the base arrives (two round trips), then any
+/// deliveries and acks with COMMIT as one pipeline segment; a stored key rolls the COPY back and
+/// the transaction goes again through the append function, which reports duplicates. Otherwise:
+/// `BEGIN; <one batch statement per kind>; COMMIT; Sync` in one write (pipeline mode, one round
+/// trip). Appends made by completions join the next transaction. The batch statements are prepared once per connection and take
 /// binary array parameters; the session is set up (`StoreSQL.writerSessionSetup`) in a pipeline
 /// segment of its own queued by `init`, ahead of the first transaction. Completions run only
 /// after COMMIT succeeded — or with an error, never with a false success. Loop-agnostic: the owner watches `socket` for reading always
@@ -19,7 +24,13 @@ public final class GroupCommitWriter {
     /// Limits of one transaction, and how many may be in flight at once (1 = classic group commit).
     public struct Limits: Sendable {
         public var maxRowsPerTransaction: Int = 10_000
+        /// Pipelined transactions in flight. A COPY transaction runs alone (COPY cannot be
+        /// pipelined), so with `copyEvents` transactions go one at a time whatever this says.
         public var maxTransactionsInFlight: Int = 1
+        /// Events go by `COPY … FROM STDIN (FORMAT binary)` at positions claimed first in the same
+        /// transaction; a stored key makes the batch go again through `herald_append_events`.
+        /// Off: every batch goes through the function (the path before migration 004).
+        public var copyEvents: Bool = true
         public init() {}
     }
 
@@ -49,11 +60,32 @@ public final class GroupCommitWriter {
         /// The first result of each statement, in order.
         var results: [PGResult] = []
         var currentStatementHasResult = false
-        /// The session set-up segment queued by `init` (no BEGIN/COMMIT, no waiters).
+        /// The session set-up segment queued by `init`, or a lone ROLLBACK after a failed
+        /// transaction (no BEGIN/COMMIT, no waiters).
         var isSetup = false
+        /// The events were stored by COPY at base + 1 … in this transaction (a tail segment).
+        var copyBase: Int64?
+        /// A COPY transaction (simple query, outside pipeline mode), with the rows it still needs:
+        /// the events to encode once the base is known and, for the tail or a fallback, the deliveries.
+        var copy: CopyState?
     }
 
-    private enum Statement { case begin, events, deliveries, ack(Int), commit, setup }
+    /// Where a COPY transaction stands. The simple query is `BEGIN; UPDATE event_head … RETURNING;
+    /// COPY …` (+ `COMMIT` when nothing else shares the transaction).
+    private struct CopyState {
+        var events: [EventRow]
+        var deliveries: [DeliveryRow]
+        /// COMMIT is part of the simple query (no deliveries or acks follow in a pipeline segment).
+        var commitsInQuery: Bool
+        var base: Int64?
+        /// COPY data sent (the COPY_IN result arrived).
+        var dataSent = false
+        /// Successful results after the data: the COPY's, then COMMIT's.
+        var okAfterData = 0
+        var error: StoreError?
+    }
+
+    private enum Statement: Equatable { case begin, events, deliveries, ack(Int), commit, setup, rollback }
 
     public let connection: PGConnection
     public var limits: Limits
@@ -62,6 +94,12 @@ public final class GroupCommitWriter {
     private var broken: StoreError?
     /// The set-up segment is still in flight (it does not count against `maxTransactionsInFlight`).
     private var setupPending = false
+    /// Results are being read and completions run: `pump` waits until they are all done.
+    private var draining = false
+    /// A COPY met a stored key: batches go through the function (which reports duplicates at no
+    /// extra cost) until one comes back without any, so a storm of client retries after an outage
+    /// does not pay for a failed COPY in every batch.
+    private var functionUntilACleanBatch = false
 
     /// FAULT INJECTION FOR TESTS ONLY (nil in production): called each time a transaction's
     /// COMMIT has been flushed to the socket, before its reply is read, with the socket and the
@@ -75,6 +113,9 @@ public final class GroupCommitWriter {
     /// Counters for `stats` and benchmarks.
     public private(set) var transactionsCommitted = 0
     public private(set) var rowsCommitted = 0
+    /// Waits for PostgreSQL's answer (round trips): one per pipeline segment, two per COPY (its
+    /// start, then its data), counted as they are sent, set-up and ROLLBACK segments included.
+    public private(set) var roundTrips = 0
 
     /// Takes a connected connection and puts it in non-blocking pipeline mode.
     public init(connection: PGConnection, limits: Limits = Limits()) throws(StoreError) {
@@ -100,6 +141,7 @@ public final class GroupCommitWriter {
         guard ok else { throw .unavailable(connection.lastErrorMessage) }
         tx.statements = [.setup, .setup, .setup]
         inFlight.append(tx)
+        roundTrips += 1
         setupPending = true
         flush()
         if let broken { throw broken }
@@ -172,8 +214,13 @@ public final class GroupCommitWriter {
 
     /// Sends the next transaction(s) if the pipeline has room, then flushes.
     public func pump() {
-        guard broken == nil else { return }
-        while inFlight.count - (setupPending ? 1 : 0) < limits.maxTransactionsInFlight, !queue.isEmpty {
+        // Appends made by completions while results are read join the next transaction, sent
+        // once the reading is done (`socketReadable` pumps then), rather than a 1-row one each time.
+        guard broken == nil, !draining else { return }
+        // With COPY every transaction waits for the previous one (and for the set-up segment):
+        // COPY needs the connection out of pipeline mode, which libpq allows only when idle.
+        let limit = limits.copyEvents ? 1 : limits.maxTransactionsInFlight
+        while limits.copyEvents ? inFlight.isEmpty : inFlight.count - (setupPending ? 1 : 0) < limit, !queue.isEmpty {
             if !sendNextTransaction() { return }
         }
         flush()
@@ -230,12 +277,29 @@ public final class GroupCommitWriter {
         }
         tx.eventRowCount = events.count
         tx.deliveryRowCount = deliveries.count
+        if limits.copyEvents && !functionUntilACleanBatch && !events.isEmpty {
+            return sendCopyTransaction(tx, events: events, deliveries: deliveries)
+        }
+        return sendPipelined(tx, events: events, deliveries: deliveries, rollbackFirst: false)
+    }
 
-        var ok = connection.send("BEGIN")
-        tx.statements.append(.begin)
-        if !events.isEmpty {
-            ok = ok && connection.sendPrepared(name: StoreSQL.appendEventsName, EventBatch.parameters(events))
-            tx.statements.append(.events)
+    /// Sends `tx` as one pipeline segment: `[ROLLBACK;] BEGIN; <events through the function>;
+    /// <deliveries>; <acks>; COMMIT; Sync`. With `tx.copyBase` set the events are in the open
+    /// transaction already (stored by COPY) and only the rest follows: `<deliveries>; <acks>; COMMIT; Sync`.
+    private func sendPipelined(_ tx: Transaction, events: [EventRow], deliveries: [DeliveryRow], rollbackFirst: Bool) -> Bool {
+        var tx = tx
+        var ok = true
+        if rollbackFirst {
+            ok = connection.send("ROLLBACK")
+            tx.statements.append(.rollback)
+        }
+        if tx.copyBase == nil {
+            ok = ok && connection.send("BEGIN")
+            tx.statements.append(.begin)
+            if !events.isEmpty {
+                ok = ok && connection.sendPrepared(name: StoreSQL.appendEventsName, EventBatch.parameters(events))
+                tx.statements.append(.events)
+            }
         }
         if !deliveries.isEmpty {
             ok = ok && connection.sendPrepared(name: StoreSQL.appendDeliveriesName, DeliveryBatch.parameters(deliveries))
@@ -249,7 +313,30 @@ public final class GroupCommitWriter {
         tx.statements.append(.commit)
         ok = ok && connection.sendSync()
         inFlight.append(tx)
+        roundTrips += 1
         if commitFlushedForTesting != nil { unflushedCommits.append(tx.eventRowCount) }
+        if !ok { fail(.unavailable(connection.lastErrorMessage)); return false }
+        return true
+    }
+
+    /// Starts a COPY transaction (nothing else is in flight): leaves pipeline mode and sends the
+    /// simple query that claims `events.count` positions and starts the COPY. The data follows
+    /// when the COPY_IN result arrives with the base (`drainCopy`): two round trips in all, three
+    /// when deliveries or acks share the transaction (their pipeline segment ends it).
+    private func sendCopyTransaction(_ tx: Transaction, events: [EventRow], deliveries: [DeliveryRow]) -> Bool {
+        var tx = tx
+        let commitsInQuery = deliveries.isEmpty && tx.acks.isEmpty
+        tx.copy = CopyState(events: events, deliveries: deliveries, commitsInQuery: commitsInQuery)
+        do {
+            try connection.exitPipelineMode()
+        } catch {
+            inFlight.append(tx)
+            fail(error)
+            return false
+        }
+        let ok = connection.sendSimpleQuery(EventCopy.startQuery(count: events.count, commit: commitsInQuery))
+        inFlight.append(tx)
+        roundTrips += 1
         if !ok { fail(.unavailable(connection.lastErrorMessage)); return false }
         return true
     }
@@ -257,7 +344,12 @@ public final class GroupCommitWriter {
     // MARK: Reading results
 
     private func drainResults() {
+        draining = true
+        defer { draining = false }
         while broken == nil, !inFlight.isEmpty {
+            if inFlight[0].copy != nil {
+                if drainCopy() { continue } else { return }
+            }
             switch connection.nextResult() {
             case .wouldBlock:
                 return
@@ -275,13 +367,123 @@ public final class GroupCommitWriter {
         }
     }
 
+    /// Reads the results of the COPY transaction at the head of `inFlight` (outside pipeline mode:
+    /// one result per statement of the simple query, then nil once the server is ready again).
+    /// Sends the COPY data as soon as the COPY_IN result arrives. Returns false when it must wait
+    /// for more input.
+    private func drainCopy() -> Bool {
+        while broken == nil {
+            switch connection.nextResult() {
+            case .wouldBlock:
+                return false
+            case .result(let result):
+                var state = inFlight[0].copy!
+                defer { if broken == nil, !inFlight.isEmpty { inFlight[0].copy = state } }
+                if result.status == PGRES_COPY_IN {
+                    guard let base = state.base, state.error == nil, !state.dataSent else {
+                        // Cannot happen (the UPDATE precedes the COPY); end the COPY with an error so
+                        // the server rolls the transaction back.
+                        state.error = state.error ?? .unavailable("the event head was not claimed before COPY")
+                        state.dataSent = true
+                        guard let h = connection.rawHandle, PQputCopyEnd(h, "herald: no positions") == 1 else {
+                            fail(.unavailable(connection.lastErrorMessage)); return true
+                        }
+                        flush()
+                        continue
+                    }
+                    let data = EventCopy.encode(state.events, base: base)
+                    state.dataSent = true
+                    roundTrips += 1
+                    let ok = data.withUnsafeBytes { connection.putCopyData($0) } && connection.putCopyEnd()
+                    guard ok else { fail(.unavailable(connection.lastErrorMessage)); return true }
+                    if state.commitsInQuery, commitFlushedForTesting != nil { unflushedCommits.append(state.events.count) }
+                    flush()
+                } else if let error = result.error {
+                    if state.error == nil { state.error = error }
+                } else if !state.dataSent {
+                    // BEGIN, then the UPDATE's one row: the position before the batch.
+                    if result.status == PGRES_TUPLES_OK { state.base = result.int64(0, 0) }
+                } else {
+                    state.okAfterData += 1
+                }
+            case .endOfStatement:
+                // The whole simple query is done (ReadyForQuery): decide, and go back to pipeline mode.
+                let tx = inFlight.removeFirst()
+                finishCopy(tx)
+                return true
+            }
+        }
+        return false
+    }
+
+    /// The simple query of a COPY transaction ended: complete it (COMMIT was in the query), send its
+    /// tail (deliveries, acks, COMMIT), or — when the COPY met a stored key — roll back and send
+    /// the whole transaction again through the append function, which reports duplicates.
+    private func finishCopy(_ tx: Transaction) {
+        let state = tx.copy!
+        do {
+            try connection.enterPipelineMode()
+        } catch {
+            complete(tx, with: error)
+            fail(error)
+            return
+        }
+        var plain = tx
+        plain.copy = nil
+        let succeeded = state.error == nil && state.dataSent && state.base != nil
+        if succeeded && state.commitsInQuery {
+            guard state.okAfterData == 2 else {
+                complete(tx, with: .unavailable("the COPY transaction did not commit"))
+                rollBackIfNeeded()
+                return
+            }
+            transactionsCommitted += 1
+            rowsCommitted += tx.eventRowCount
+            let base = state.base!
+            let outcomes = (0..<tx.eventRowCount).map { AppendOutcome.appended(seq: base + Int64($0) + 1) }
+            for (range, completion) in tx.events { completion(.success(Array(outcomes[range]))) }
+            return
+        }
+        if succeeded {
+            // The events are in the open transaction; the deliveries, acks and COMMIT follow.
+            plain.copyBase = state.base
+            _ = sendPipelined(plain, events: [], deliveries: state.deliveries, rollbackFirst: false)
+            return
+        }
+        if case .duplicate = state.error {
+            // A stored key (or one repeated in the batch): nothing of the COPY is stored. The
+            // function's careful path reports duplicates and conflicts with their original seq.
+            functionUntilACleanBatch = true
+            _ = sendPipelined(plain, events: state.events, deliveries: state.deliveries,
+                              rollbackFirst: connection.isInFailedTransaction)
+            return
+        }
+        complete(tx, with: state.error ?? .unavailable("the COPY transaction did not complete"))
+        rollBackIfNeeded()
+    }
+
+    /// After a failed transaction inside BEGIN, the session waits for a ROLLBACK before it runs
+    /// anything else: send one, in a segment of its own (its failure breaks the writer).
+    private func rollBackIfNeeded() {
+        guard broken == nil, connection.isInFailedTransaction else { return }
+        var tx = Transaction()
+        tx.isSetup = true
+        tx.statements = [.rollback]
+        guard connection.send("ROLLBACK"), connection.sendSync() else {
+            fail(.unavailable(connection.lastErrorMessage))
+            return
+        }
+        inFlight.append(tx)
+        roundTrips += 1
+    }
+
     /// Completes a transaction whose Sync arrived: success only if every statement, COMMIT included, succeeded.
     private func finish(_ tx: Transaction) {
         let firstError = tx.results.lazy.compactMap { r -> StoreError? in
             r.status == PGRES_PIPELINE_ABORTED ? nil : r.error
         }.first
         if tx.isSetup {
-            setupPending = false
+            if tx.statements != [.rollback] { setupPending = false }
             if let error = firstError ?? (tx.results.count == tx.statements.count ? nil
                                           : .unavailable("the writer's session set-up did not complete")) {
                 fail(error)
@@ -294,19 +496,27 @@ public final class GroupCommitWriter {
         guard committed else {
             let error = firstError ?? .unavailable("the transaction did not commit")
             complete(tx, with: error)
+            rollBackIfNeeded()
             return
         }
         transactionsCommitted += 1
         rowsCommitted += tx.eventRowCount + tx.deliveryRowCount + tx.acks.count
+        if let base = tx.copyBase {
+            // The events went by COPY at base + 1 … in this transaction, now committed.
+            let outcomes = (0..<tx.eventRowCount).map { AppendOutcome.appended(seq: base + Int64($0) + 1) }
+            for (range, completion) in tx.events { completion(.success(Array(outcomes[range]))) }
+        }
         for (index, statement) in tx.statements.enumerated() {
             let result = tx.results[index]
             switch statement {
-            case .begin, .commit, .setup:
+            case .begin, .commit, .setup, .rollback:
                 break
             case .events:
                 var outcomes = [AppendOutcome?](repeating: nil, count: tx.eventRowCount)
                 if let base = Self.wholeBatchBase(result) {
-                    // The whole batch was appended at base + ord (see herald_append_events).
+                    // The whole batch was appended at base + ord (see herald_append_events): no
+                    // stored key in it, so the next batch may try COPY again.
+                    functionUntilACleanBatch = false
                     for i in 0..<tx.eventRowCount { outcomes[i] = .appended(seq: base + Int64(i) + 1) }
                 } else {
                     for r in 0..<result.rowCount {
@@ -405,6 +615,15 @@ enum EventBatch {
         p.appendText(rows.lazy.map(\.notificationId))
         p.appendText(rows.lazy.map(\.body))
         p.appendTimestamptz(rows.lazy.map(\.engineTime.millisecondsSinceEpoch))
+        // The idempotency keys, computed here as the COPY path does (not by SQL per row).
+        var hasher = IdempotencyKey.Hasher()
+        p.appendUUID(rows.map { r -> [UInt8]? in
+            guard let user = r.user, let app = r.app, let id = r.notificationId else { return nil }
+            var key: [UInt8] = []
+            key.reserveCapacity(16)
+            hasher.appendKey(user: user, app: app, id: id, to: &key)
+            return key
+        })
         return p
     }
 }

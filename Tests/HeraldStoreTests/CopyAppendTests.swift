@@ -1,0 +1,188 @@
+// The COPY append path against a real PostgreSQL: its fallback, its tail, its recovery, and migration 004.
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+@Suite struct CopyAppendTests {
+    static func event(_ i: Int, user: String = "u1", id: String? = nil, body: String? = nil) -> EventRow {
+        EventStoreTests.event(i, user: user, id: id, body: body)
+    }
+
+    static func delivery(_ i: Int64, user: String = "u1") -> DeliveryRow {
+        DeliveryRow(user: user, userIndex: i, causeSeq: i, kind: "alert", app: "a", notificationId: "n\(i)",
+                    reason: "normal", at: Instant(millisecondsSinceEpoch: 1000 * i), rulesVersion: "1",
+                    trace: #"[{"rule":"normal"}]"#, body: #"{"kind":"alert"}"#)
+    }
+
+    static func writer(_ url: String, copy: Bool = true) throws -> GroupCommitWriter {
+        var limits = GroupCommitWriter.Limits()
+        limits.copyEvents = copy
+        return try GroupCommitWriter(connection: PGConnection.connect(url), limits: limits)
+    }
+
+    @Test func theSwiftIdempotencyKeyIsTheDatabasesKey() throws {
+        let url = try TestPostgres.freshDatabase()
+        let conn = try PGConnection.connect(url)
+        let long = String(repeating: "ü-é-λ-", count: 40)   // several SHA-256 blocks
+        let cases: [(String?, String?, String?)] = [
+            ("u1", "com.example.mail", "n-1"), ("", "", ""), ("user with spaces", "a", "ü→😀"),
+            (long, "com.example.mail", long), ("u", nil, "n"), (nil, "a", "n"), ("u", "a", nil),
+            ("ab", "c", "d"), ("a", "bc", "d"),   // separators keep these apart
+        ]
+        var seen: Set<[UInt8]> = []
+        for (user, app, id) in cases {
+            let swift = IdempotencyKey.bytes(user: user, app: app, id: id)
+            let sql = try conn.execute("SELECT decode(replace(herald_idempotency_key($1, $2, $3)::text, '-', ''), 'hex')",
+                                       [user, app, id]).bytes(0, 0)
+            // The bytea comes back in text form (\x…): compare as hex.
+            let sqlHex = sql.map { String(decoding: $0, as: UTF8.self) }
+            let swiftHex = swift.map { "\\x" + $0.map { String(format: "%02x", $0) }.joined() }
+            #expect(swiftHex == sqlHex, "\(String(describing: user)) \(String(describing: app)) \(String(describing: id))")
+            if let swift { #expect(seen.insert(swift).inserted, "distinct keys get distinct digests") }
+        }
+    }
+
+    @Test func aKeyRepeatedInsideOneBatchIsStoredOnceAndTheRepeatIsADuplicate() throws {
+        for copy in [true, false] {
+            let url = try TestPostgres.freshDatabase()
+            let writer = try Self.writer(url, copy: copy)
+            _ = try EventStoreTests.appendAll(writer, [Self.event(1)])
+            let batch = [Self.event(2), Self.event(3), Self.event(2), Self.event(3, body: #"{"other":1}"#), Self.event(1), Self.event(4)]
+            let outcomes = try EventStoreTests.appendAll(writer, batch)
+            #expect(outcomes == [.appended(seq: 2), .appended(seq: 3), .duplicate(seq: 2), .conflict(seq: 3),
+                                 .duplicate(seq: 1), .appended(seq: 4)], "copy: \(copy)")
+            let stored = try EventReader.events(PGConnection.connect(url), after: 0)
+            #expect(stored.map(\.seq) == [1, 2, 3, 4], "no gap, nothing stored twice (copy: \(copy))")
+            #expect(stored.map(\.row) == [Self.event(1), Self.event(2), Self.event(3), Self.event(4)])
+        }
+    }
+
+    @Test func separateAppendsInOneCopyBatchEachHearTheirOwnOutcome() throws {
+        // Several appends share one COPY; one of them re-sends a stored id. The COPY fails as a
+        // whole, the batch goes again through the function, and every append gets its own answer.
+        let url = try TestPostgres.freshDatabase()
+        let writer = try Self.writer(url)
+        _ = try EventStoreTests.appendAll(writer, [Self.event(1), Self.event(2)])
+        var results: [Int: [AppendOutcome]] = [:]
+        writer.append(events: [Self.event(3)]) { results[0] = try? $0.get() }
+        writer.append(events: [Self.event(3)]) { results[99] = try? $0.get() }   // alone: it waits for the first
+        #expect(writer.runUntilIdle())
+        for (n, rows) in [(1, [Self.event(4), Self.event(5)]), (2, [Self.event(2)]), (3, [Self.event(6)])] {
+            writer.append(events: rows) { results[n] = try? $0.get() }
+        }
+        #expect(writer.runUntilIdle())
+        #expect(results[0] == [.appended(seq: 3)])
+        #expect(results[99] == [.duplicate(seq: 3)])
+        #expect(results[1] == [.appended(seq: 4), .appended(seq: 5)])
+        #expect(results[2] == [.duplicate(seq: 2)], "acked duplicate with the original seq")
+        #expect(results[3] == [.appended(seq: 6)])
+        #expect(try EventReader.events(PGConnection.connect(url), after: 0).map(\.seq) == [1, 2, 3, 4, 5, 6])
+    }
+
+    @Test func eventsDeliveriesAndAcksShareOneCopyTransaction() throws {
+        let url = try TestPostgres.freshDatabase()
+        let writer = try Self.writer(url)
+        _ = try EventStoreTests.appendAll(writer, [Self.event(1)])   // alone; what follows queues behind
+        writer.append(events: [Self.event(2)]) { _ in }
+        var events: [AppendOutcome] = [], cursors: [Int64] = [], acked: Int64 = 0
+        writer.append(events: [Self.event(3), Self.event(4)]) { events = (try? $0.get()) ?? [] }
+        writer.append(deliveries: [Self.delivery(1), Self.delivery(2)]) { cursors = (try? $0.get()) ?? [] }
+        writer.ack(consumer: "push", cursor: 2) { acked = (try? $0.get()) ?? -1 }
+        let before = writer.transactionsCommitted
+        #expect(writer.runUntilIdle())
+        #expect(events == [.appended(seq: 3), .appended(seq: 4)])
+        #expect(cursors == [1, 2])
+        #expect(acked == 2)
+        #expect(writer.transactionsCommitted - before <= 2, "queued work shares commits")
+
+        // The same mix with a stored key: the whole transaction goes again through the function.
+        events = []; cursors = []
+        writer.append(events: [Self.event(5)]) { _ in }
+        writer.append(events: [Self.event(6), Self.event(2)]) { events = (try? $0.get()) ?? [] }
+        writer.append(deliveries: [Self.delivery(3), Self.delivery(2)]) { cursors = (try? $0.get()) ?? [] }
+        writer.ack(consumer: "push", cursor: 3) { acked = (try? $0.get()) ?? -1 }
+        #expect(writer.runUntilIdle())
+        #expect(events == [.appended(seq: 6), .duplicate(seq: 2)])
+        #expect(cursors == [3, 0], "the re-derived delivery is skipped")
+        #expect(acked == 3)
+        let conn = try PGConnection.connect(url)
+        #expect(try EventReader.events(conn, after: 0).map(\.seq) == [1, 2, 3, 4, 5, 6])
+        #expect(try EventReader.deliveries(conn, after: 0).map(\.cursor) == [1, 2, 3])
+    }
+
+    @Test func aCopyThatFailsForAnotherReasonFailsOnlyItsBatch() throws {
+        // Not JSON: the COPY is refused (not a key problem), the batch's waiters get the error, the
+        // transaction is rolled back, and the next batch appends at the next free position.
+        let url = try TestPostgres.freshDatabase()
+        let writer = try Self.writer(url)
+        _ = try EventStoreTests.appendAll(writer, [Self.event(1)])
+        var bad: Result<[AppendOutcome], StoreError>?
+        writer.append(events: [Self.event(2), Self.event(3, body: "{not json")]) { bad = $0 }
+        #expect(writer.runUntilIdle())
+        #expect(throws: StoreError.self) { try bad?.get() }
+        #expect(writer.failure == nil, "the writer stays usable")
+        #expect(try EventStoreTests.appendAll(writer, [Self.event(4), Self.event(2)]) == [.appended(seq: 2), .appended(seq: 3)])
+        #expect(try EventReader.events(PGConnection.connect(url), after: 0).map(\.seq) == [1, 2, 3])
+    }
+
+    @Test func aCopyBatchAfterAReconnectContinuesTheLogAndFindsDuplicates() throws {
+        let url = try TestPostgres.freshDatabase()
+        let first = try Self.writer(url)
+        _ = try EventStoreTests.appendAll(first, (1...20).map { Self.event($0) })
+        try PGConnection.connect(url).execute("SELECT pg_terminate_backend($1)", [String(first.connection.backendPID)])
+        var lost: Result<[AppendOutcome], StoreError>?
+        first.append(events: [Self.event(21)]) { lost = $0 }
+        first.runUntilIdle(timeoutMilliseconds: 10_000)
+        #expect(throws: StoreError.self) { try lost?.get() }
+        #expect(first.failure?.isRetryable == true)
+
+        let second = try Self.writer(url)   // what StoreLink does after a reconnect
+        let outcomes = try EventStoreTests.appendAll(second, [Self.event(21), Self.event(5), Self.event(22)])
+        #expect(outcomes == [.appended(seq: 21), .duplicate(seq: 5), .appended(seq: 22)])
+        // After a fallback the next batch goes through the function (one round trip); once one
+        // comes back without a stored key, batches go by COPY again (two round trips).
+        var trips = second.roundTrips
+        #expect(try EventStoreTests.appendAll(second, [Self.event(23)]) == [.appended(seq: 23)])
+        #expect(second.roundTrips - trips == 1, "through the function after a fallback")
+        trips = second.roundTrips
+        #expect(try EventStoreTests.appendAll(second, [Self.event(24)]) == [.appended(seq: 24)])
+        #expect(second.roundTrips - trips == 2, "by COPY again after a batch without a stored key")
+        #expect(try EventReader.events(PGConnection.connect(url), after: 0).map(\.seq) == (1...24).map(Int64.init))
+    }
+
+    @Test func migration004UpgradesALogWrittenBeforeIt() throws {
+        // Apply 001–003 only, append through the old function, then migrate: the old rows get their
+        // keys, and a re-sent old id is a duplicate with its original seq.
+        let url = try TestPostgres.freshDatabase(migrated: false)
+        let conn = try PGConnection.connect(url)
+        try conn.execute("""
+            CREATE TABLE herald_migrations (name text PRIMARY KEY, checksum text NOT NULL,
+                                            applied_at timestamptz NOT NULL DEFAULT now())
+            """)
+        for m in Migrator.available.prefix(while: { $0.name < "004" }) {
+            try conn.executeScript(m.sql)
+            try conn.execute("INSERT INTO herald_migrations (name, checksum) VALUES ($1, md5($2))", [m.name, m.sql])
+        }
+        // Rows as the 002 function stored them (body_hash included); today's writer speaks 004's.
+        for i in 1...31 {
+            let r = Self.event(i, user: "u\(i % 3)")
+            try conn.execute("""
+                INSERT INTO events (seq, user_id, type, app, notification_id, body, body_hash, engine_time)
+                VALUES ($1, $2, $3, $4, $5, $6::json, sha256(convert_to($6::text, 'UTF8')), $7)
+                """, [String(i), r.user, i == 31 ? "opened" : "submit", r.app, i == 31 ? nil : r.notificationId, r.body,
+                     r.engineTime.rfc3339])
+        }
+        try conn.execute("UPDATE event_head SET seq = 31")
+
+        let applied = try Migrator.migrate(conn)
+        #expect(applied.contains { $0.hasPrefix("004") })
+        #expect(try conn.execute("SELECT count(*) FROM events WHERE idempotency_key IS NULL").int64(0, 0) == 1)
+        let writer = try Self.writer(url)
+        let outcomes = try EventStoreTests.appendAll(writer, [Self.event(32), Self.event(7, user: "u1"), Self.event(8, user: "u2", body: "{}")])
+        #expect(outcomes == [.appended(seq: 32), .duplicate(seq: 7), .conflict(seq: 8)])
+        #expect(try conn.execute("SELECT count(*) FROM herald_settings_current").int64(0, 0) == 0, "the operator views still work")
+        #expect(throws: StoreError.self) { try conn.execute("UPDATE events SET type = 'x'") }
+    }
+}
