@@ -34,6 +34,8 @@ public final class SyntheticHistory {
     public private(set) var finishSeconds = 0.0
     /// Rows buffered before a COPY.
     public var batchRows = 50_000
+    /// Deliveries the last `user(_:_:at:)` call derived (that user's delivery ordinal).
+    public private(set) var lastUserDeliveries: Int64 = 0
 
     private var events: [UInt8] = []
     private var deliveries: [UInt8] = []
@@ -93,6 +95,7 @@ public final class SyntheticHistory {
             }
         }
         try flushIfFull()
+        lastUserDeliveries = ordinal
         return state
     }
 

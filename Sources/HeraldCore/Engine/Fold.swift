@@ -100,7 +100,7 @@ extension Engine {
                   let until = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:)),
                   let rec = state.recent[app]?.last(where: { $0.id == id }),
                   let content = state.snoozable.last(where: { $0.seq == rec.seq }) else { return }
-            state.snoozes.removeAll { $0.notification.app == app && $0.notification.id == id }
+            if !state.snoozes.isEmpty { state.snoozes.removeAll { $0.notification.app == app && $0.notification.id == id } }
             // An `until` already past alerts again now (at the event's time, not in the past).
             state.snoozes.append(Snooze(notification: content.notification, seq: rec.seq, until: max(until, t),
                                         causeSeq: event.seq))
@@ -111,9 +111,9 @@ extension Engine {
             if let id, let i = state.recent[app]?.lastIndex(where: { $0.id == id }) {
                 lower = state.recent[app]![i].counted
                 state.recent[app]![i].counted = false
-            } else if let id, let p = state.pending.first(where: { $0.notification.app == app && $0.notification.id == id }) {
+            } else if let id, let p = state.pending.first(where: { $0.app == app && $0.id == id }) {
                 lower = p.counted  // opened from "upcoming summary" or while held
-                state.setCounted(false) { $0.notification.app == app && $0.notification.id == id }
+                state.setCounted(false) { $0.app == app && $0.id == id }
             }
             if lower { state.withApp(app) { $0.badge = max(0, $0.badge - 1) } }
         case "badgeClear":
@@ -123,7 +123,7 @@ extension Engine {
                 return a.flags.contains(.badge)
             }
             if let n = state.recent[app]?.count { for i in 0..<n { state.recent[app]![i].counted = false } }
-            state.setCounted(false) { $0.notification.app == app }
+            state.setCounted(false) { $0.app == app }
             var d = Delivery(kind: .cleared, user: state.user, app: app, notificationId: nil, at: t,
                              reason: Reason.badgeCleared, rulesVersion: rulesVersion, causeSeq: event.seq)
             if badgeOn { d.presentation = Presentation(badge: 0) }
@@ -139,7 +139,7 @@ extension Engine {
         // Idempotency is the runtime's ((app, id) unique forever: a duplicate is acked and
         // never stored). As a cheap second line of defence a duplicate of a pending one is ignored.
         if !state.pending.isEmpty,
-           state.pending.contains(where: { $0.seq != seq && $0.notification.id == n.id && $0.notification.app == n.app }) {
+           state.pending.contains(where: { $0.seq != seq && $0.id == n.id && $0.app == n.app }) {
             return
         }
         // Collapse: a pending notification with the same (user, app, collapseId) is replaced now.
@@ -147,7 +147,7 @@ extension Engine {
             var i = 0
             while i < state.pending.count {
                 let p = state.pending[i]
-                if p.notification.app == n.app && p.notification.collapseId == cid {
+                if p.app == n.app && p.collapseId == cid {
                     state.removePending(at: i)
                     emitRemoval(p, kind: .replaced, reason: Reason.replacedByNewer, at: t, causeSeq: seq,
                                 state: &state, out: &out)
@@ -165,8 +165,8 @@ extension Engine {
     }
 
     func foldWithdraw(app: String, id: String, seq: Int64, at t: Instant, state: inout UserState, out: inout [Delivery]) {
-        state.snoozes.removeAll { $0.notification.app == app && $0.notification.id == id }
-        if let i = state.pending.firstIndex(where: { $0.notification.app == app && $0.notification.id == id }) {
+        if !state.snoozes.isEmpty { state.snoozes.removeAll { $0.notification.app == app && $0.notification.id == id } }
+        if let i = state.pending.firstIndex(where: { $0.app == app && $0.id == id }) {
             let p = state.removePending(at: i)
             emitRemoval(p, kind: .withdrawn, reason: Reason.withdrawn, at: t, causeSeq: seq, state: &state, out: &out)
             afterPendingRemoval(&state, at: t)
@@ -191,13 +191,13 @@ extension Engine {
     /// Lowers the badge if it counted, and carries the new count.
     func emitRemoval(_ p: PendingItem, kind: DeliveryKind, reason: String, at t: Instant, causeSeq: Int64,
                      state: inout UserState, out: inout [Delivery]) {
-        let badgeOn = state.withApp(p.notification.app) { a -> Bool in
+        let badgeOn = state.withApp(p.app) { a -> Bool in
             if p.counted { a.badge = max(0, a.badge - 1) }
             return a.flags.contains(.badge)
         }
-        var d = Delivery(kind: kind, user: state.user, app: p.notification.app, notificationId: p.notification.id,
+        var d = Delivery(kind: kind, user: state.user, app: p.app, notificationId: p.id,
                          at: t, reason: reason, rulesVersion: rulesVersion, causeSeq: causeSeq)
-        if badgeOn && p.counted { d.presentation = Presentation(badge: Int(state.apps[p.notification.app]!.badge)) }
+        if badgeOn && p.counted { d.presentation = Presentation(badge: Int(state.apps[p.app]!.badge)) }
         d.ruleTrace = RuleTrace(reason == Reason.expired ? .expired : (kind == .replaced ? .collapse : .withdrawn), .decided)
         out.append(d)
     }
@@ -238,7 +238,7 @@ extension Engine {
         if let v = b["attentionBudget"] {
             if case .int(let n) = v { state.global.attentionBudget = Int32(clamping: n) } else if v == .null {
                 state.global.attentionBudget = nil
-                state.bannerTimes = []
+                if !state.bannerTimes.isEmpty { state.bannerTimes = [] }
             }
         }
     }

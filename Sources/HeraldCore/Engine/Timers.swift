@@ -22,7 +22,7 @@ struct DueTimer: Hashable, Comparable, Sendable {
 extension UserState {
     /// The earliest deadline of this user, by (deadline, kind, seq).
     func earliestTimer() -> DueTimer? {
-        var best = itemDeadlines.first
+        var best = earliestItemDeadline
         func consider(_ t: DueTimer) { if best == nil || t < best! { best = t } }
         if let s = summaryDue { consider(DueTimer(deadline: s, kind: .summary, seq: 0)) }
         if let f = focusCheckAt { consider(DueTimer(deadline: f, kind: .focusChange, seq: 0)) }
@@ -47,10 +47,7 @@ extension Engine {
         let t = timer.deadline
         switch timer.kind {
         case .expiry:
-            guard let i = state.pending.firstIndex(where: { $0.seq == timer.seq && $0.stage != .deferred }) else {
-                state.dropDeadline(timer)
-                return
-            }
+            guard let i = state.pending.firstIndex(where: { $0.seq == timer.seq && $0.stage != .deferred }) else { return }
             let p = state.removePending(at: i)
             emitRemoval(p, kind: .expired, reason: Reason.expired, at: t, causeSeq: p.seq, state: &state, out: &out)
             afterPendingRemoval(&state, at: t)
@@ -72,10 +69,7 @@ extension Engine {
             out.append(d)
             for item in items.sorted(by: { $0.seq < $1.seq }) { state.remember(item) }
         case .deferred:
-            guard let i = state.pending.firstIndex(where: { $0.seq == timer.seq && $0.stage == .deferred }) else {
-                state.dropDeadline(timer)
-                return
-            }
+            guard let i = state.pending.firstIndex(where: { $0.seq == timer.seq && $0.stage == .deferred }) else { return }
             let p = state.removePending(at: i)
             decide(p.notification, seq: p.seq, at: t, carriedCount: nil, state: &state, apps: apps, out: &out)
         case .snooze:

@@ -55,14 +55,14 @@ extension UserState {
             o["manualFocus"] = .object(mo)
         }
         o["pending"] = .array(pending.map { p in
-            var po: [String: JSONValue] = ["app": .string(p.notification.app), "notification": .string(p.notification.id),
+            var po: [String: JSONValue] = ["app": .string(p.app), "notification": .string(p.id),
                                            "stage": .string("\(p.stage)"), "seq": .int(p.seq)]
             switch p.stage {
-            case .deferred: po["decideAt"] = p.notification.deliverAt.map { .string($0.rfc3339) } ?? .null
+            case .deferred: po["decideAt"] = p.deadline.map { .string($0.rfc3339) } ?? .null
             case .queued: po["summaryAt"] = summaryDue.map { .string($0.rfc3339) } ?? .null
             case .held: po["focus"] = heldFocus.map(JSONValue.string) ?? .null
             }
-            if let e = p.notification.expiresAt { po["expiresAt"] = .string(e.rfc3339) }
+            if let e = p.expiresAt { po["expiresAt"] = .string(e.rfc3339) }
             return .object(po)
         })
         o["snoozes"] = .array(snoozes.map {

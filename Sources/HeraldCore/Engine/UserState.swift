@@ -43,11 +43,64 @@ enum PendingStage: UInt8, Hashable, Sendable {
 }
 
 /// A notification not yet in its final place.
-struct PendingItem: Hashable, Sendable {
-    var notification: SubmittedNotification
+///
+/// Lean by design (docs/restart.md): what matching and the timers need is kept inline — the
+/// key (app, id), the collapse id, the deadline, the expiry — and the notification itself
+/// (`content`) is optional for a **deferred** item: nil means its content stays in `events`
+/// at `seq`, and the runtime loads it (`UserState.contentNeeded(upTo:)`, `supplyContent`)
+/// before the decision at `deliverAt` needs it. Queued and held items always carry content
+/// (a summary or digest lists it). `content` is a cache for deferred items: `==` ignores it
+/// there (the stored submit at `seq` decides it).
+struct PendingItem: Sendable {
     var seq: Int64
+    var app: String
+    var id: String
+    var collapseId: String?
+    /// Deferred: `deliverAt` (the decision). Queued, held: the first expired millisecond
+    /// (`expiresAt` + 1 ms), nil without an expiry.
+    var deadline: Instant?
+    var expiresAt: Instant?
     var stage: PendingStage
     var counted: Bool
+    /// The notification; nil only for a deferred item whose content is left in `events`.
+    var content: SubmittedNotification?
+
+    init(notification n: SubmittedNotification, seq: Int64, stage: PendingStage, counted: Bool) {
+        self.seq = seq; app = n.app; id = n.id; collapseId = n.collapseId
+        expiresAt = n.expiresAt
+        switch stage {
+        case .deferred: deadline = n.deliverAt ?? .epoch
+        case .queued, .held: deadline = n.expiresAt.map { $0.adding(.init(milliseconds: 1)) }
+        }
+        self.stage = stage; self.counted = counted; content = n
+    }
+
+    /// A lean deferred item (restored from a snapshot): content left in `events` at `seq`.
+    init(leanDeferred seq: Int64, app: String, id: String, collapseId: String?, deliverAt: Instant,
+         expiresAt: Instant?, counted: Bool) {
+        self.seq = seq; self.app = app; self.id = id; self.collapseId = collapseId
+        deadline = deliverAt; self.expiresAt = expiresAt; stage = .deferred; self.counted = counted; content = nil
+    }
+
+    /// The notification: present for queued and held items, and for deferred ones once loaded.
+    var notification: SubmittedNotification {
+        guard let content else {
+            preconditionFailure("pending item \(seq) (\(app), \(id)) decided without its content: the runtime must supply it first (UserState.contentNeeded)")
+        }
+        return content
+    }
+}
+
+extension PendingItem: Hashable {
+    static func == (a: PendingItem, b: PendingItem) -> Bool {
+        a.seq == b.seq && a.app == b.app && a.id == b.id && a.collapseId == b.collapseId && a.deadline == b.deadline
+            && a.expiresAt == b.expiresAt && a.stage == b.stage && a.counted == b.counted
+            && (a.stage == .deferred || a.content == b.content)
+    }
+
+    func hash(into h: inout Hasher) {
+        h.combine(seq); h.combine(app); h.combine(id); h.combine(stage); h.combine(counted)
+    }
 }
 
 /// A delivered notification that alerts again once at `until`.
@@ -139,33 +192,102 @@ public struct UserState: Hashable, Sendable {
     /// onto a delivered one, snooze, `opened` and `withdraw`: the last `Engine.recentLimit`
     /// at least (see `rememberDelivered`); older ones are forgotten.
     var recent: [String: [DeliveredRecord]] = [:]
-    var summarySchedule: SummaryCalendar?
-    var focus = FocusState()
     /// Deferred, queued and held notifications, in arrival (seq) order. Change only
     /// through `insertPending` / `removePending` (they keep the counts and deadlines).
     private(set) var pending: [PendingItem] = []
     private(set) var queuedCount: Int32 = 0
     private(set) var heldCount: Int32 = 0
-    /// Deadlines of pending items (deferred decisions, expiries), sorted.
-    private(set) var itemDeadlines: [DueTimer] = []
     /// The content of the last deliveries (all apps), for snooze: at least `Engine.snoozableLimit`.
     var snoozable: [SnoozableRecord] = []
     /// When the next summary fires (set while something is queued).
     var summaryDue: Instant?
-    /// The Focus that holds the `held` items; nil when none are held.
-    var heldFocus: String?
-    /// When to check whether `heldFocus` has ended.
-    var focusCheckAt: Instant?
-    var snoozes: [Snooze] = []
-    /// Banner instants of the last hour (kept only while an attention budget is set).
-    var bannerTimes: [Instant] = []
-    /// (app, id) withdrawn before their submit arrived (bounded).
-    var tombstones: [NotificationKey] = []
+    /// Summary schedule, Focus, snoozes, attention budget and early withdrawals: fields most
+    /// users never set, boxed (nil until one is), so a user costs ~110 bytes inline instead of
+    /// ~250 (docs/restart.md: a million users are a million dictionary values, twice over).
+    var rare = RareFields()
     /// Seq of the last event folded.
     public internal(set) var lastSeq: Int64 = 0
 
     /// A fresh user with every SPEC §3 default.
     public init(user: String) { self.user = user }
+}
+
+/// The rarely set parts of a user's state, in one copy-on-write box (nil = all defaults).
+struct RareFields: Hashable, Sendable {
+    struct Values: Hashable, Sendable {
+        var summarySchedule: SummaryCalendar?
+        var focus = FocusState()
+        /// The Focus that holds the `held` items; nil when none are held.
+        var heldFocus: String?
+        /// When to check whether `heldFocus` has ended.
+        var focusCheckAt: Instant?
+        var snoozes: [Snooze] = []
+        /// Banner instants of the last hour (kept only while an attention budget is set).
+        var bannerTimes: [Instant] = []
+        /// (app, id) withdrawn before their submit arrived (bounded).
+        var tombstones: [NotificationKey] = []
+    }
+
+    /// Immutable once shared; mutated in place only while uniquely referenced.
+    final class Box: @unchecked Sendable {
+        var values: Values
+        init(_ v: Values) { values = v }
+    }
+
+    private var box: Box?
+
+    init() {}
+
+    /// Whether any field was ever set (the box exists).
+    var isAllocated: Bool { box != nil }
+
+    var values: Values {
+        get { box?.values ?? Values() }
+        _modify {
+            if box == nil { box = Box(Values()) } else if !isKnownUniquelyReferenced(&box!) { box = Box(box!.values) }
+            yield &box!.values
+        }
+    }
+
+    /// Sets a field only when it changes something (a nil or empty write never allocates the box).
+    mutating func set<T: Equatable>(_ path: WritableKeyPath<Values, T>, _ value: T) {
+        if box == nil && Values()[keyPath: path] == value { return }
+        values[keyPath: path] = value
+    }
+
+    static func == (a: RareFields, b: RareFields) -> Bool { a.box === b.box || a.values == b.values }
+    func hash(into h: inout Hasher) { values.hash(into: &h) }
+}
+
+extension UserState {
+    var summarySchedule: SummaryCalendar? {
+        get { rare.values.summarySchedule }
+        set { rare.set(\.summarySchedule, newValue) }
+    }
+    var focus: FocusState {
+        get { rare.values.focus }
+        _modify { yield &rare.values.focus }
+    }
+    var heldFocus: String? {
+        get { rare.values.heldFocus }
+        set { rare.set(\.heldFocus, newValue) }
+    }
+    var focusCheckAt: Instant? {
+        get { rare.values.focusCheckAt }
+        set { rare.set(\.focusCheckAt, newValue) }
+    }
+    var snoozes: [Snooze] {
+        get { rare.values.snoozes }
+        _modify { yield &rare.values.snoozes }
+    }
+    var bannerTimes: [Instant] {
+        get { rare.values.bannerTimes }
+        _modify { yield &rare.values.bannerTimes }
+    }
+    var tombstones: [NotificationKey] {
+        get { rare.values.tombstones }
+        _modify { yield &rare.values.tombstones }
+    }
 }
 
 /// (app, notification id): the idempotency key of a notification.
@@ -187,12 +309,12 @@ extension UserState {
     public func activeFocus(at t: Instant) -> String? { focus.active(at: t)?.name }
     /// Pending notifications as (app, id, stage) for `herald pending`-style listings.
     public var pendingList: [(app: String, id: String, stage: String)] {
-        pending.map { ($0.notification.app, $0.notification.id, "\($0.stage)") }
+        pending.map { ($0.app, $0.id, "\($0.stage)") }
     }
 }
 
 extension UserState {
-    /// Inserts keeping seq order, with its deadline (deferred decision or expiry).
+    /// Inserts keeping seq order.
     mutating func insertPending(_ item: PendingItem) {
         if let last = pending.last, last.seq > item.seq {
             let i = pending.firstIndex { $0.seq > item.seq } ?? pending.count
@@ -205,17 +327,9 @@ extension UserState {
         case .held: heldCount += 1
         case .deferred: break
         }
-        if let d = UserState.deadline(of: item) {
-            var lo = 0, hi = itemDeadlines.count  // first index whose deadline is after d
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if d < itemDeadlines[mid] { hi = mid } else { lo = mid + 1 }
-            }
-            itemDeadlines.insert(d, at: lo)
-        }
     }
 
-    /// Removes the pending item at `i`, with its deadline.
+    /// Removes the pending item at `i`.
     @discardableResult
     mutating func removePending(at i: Int) -> PendingItem {
         let item = pending.remove(at: i)
@@ -224,13 +338,19 @@ extension UserState {
         case .held: heldCount -= 1
         case .deferred: break
         }
-        if let d = UserState.deadline(of: item), let k = itemDeadlines.firstIndex(of: d) { itemDeadlines.remove(at: k) }
         return item
     }
 
-    /// Drops a deadline whose item is gone (defensive: `removePending` keeps them in step).
-    mutating func dropDeadline(_ d: DueTimer) {
-        if let k = itemDeadlines.firstIndex(of: d) { itemDeadlines.remove(at: k) }
+    /// The earliest deadline of a pending item (deferred decision or expiry), by (deadline,
+    /// kind, seq). Derived by a scan, not kept in a sorted side array: that array cost 24 bytes
+    /// and an allocation per pending item (240 MB at 10M timers), and users hold few items.
+    var earliestItemDeadline: DueTimer? {
+        var best: DueTimer?
+        for p in pending {
+            guard let d = UserState.deadline(of: p) else { continue }
+            if best == nil || d < best! { best = d }
+        }
+        return best
     }
 
     /// Removes and returns every pending item of `stage`, in seq order.
@@ -250,12 +370,41 @@ extension UserState {
     /// The deadline a pending item arms: its decision (deferred) or its expiry (queued,
     /// held: expired means t > expiresAt, so the first such millisecond).
     static func deadline(of p: PendingItem) -> DueTimer? {
-        switch p.stage {
-        case .deferred:
-            return DueTimer(deadline: p.notification.deliverAt ?? .epoch, kind: .deferred, seq: p.seq)
-        case .queued, .held:
-            guard let e = p.notification.expiresAt else { return nil }
-            return DueTimer(deadline: e.adding(.init(milliseconds: 1)), kind: .expiry, seq: p.seq)
+        guard let d = p.deadline else { return nil }
+        return DueTimer(deadline: d, kind: p.stage == .deferred ? .deferred : .expiry, seq: p.seq)
+    }
+}
+
+extension UserState {
+    /// Seqs of deferred items due at or before `t` whose content is not in memory: the runtime
+    /// loads them from `events` and hands them to `supplyContent` before applying an event at
+    /// `t` or advancing to `t` (the decision needs the notification). Cheap when none are due.
+    public func contentNeeded(upTo t: Instant) -> [Int64] {
+        var seqs: [Int64] = []
+        for p in pending where p.content == nil && p.stage == .deferred && p.deadline! <= t { seqs.append(p.seq) }
+        return seqs
+    }
+
+    /// Reserves room for `n` more pending items (a snapshot's decoder knows the count: no
+    /// doubling slack, which at ten items a user would be a third of their memory).
+    mutating func reservePending(_ n: Int) {
+        pending.reserveCapacity(pending.count + n)
+    }
+
+    /// Seqs of every pending item whose content is not in memory.
+    public var contentMissing: [Int64] { pending.compactMap { $0.content == nil ? $0.seq : nil } }
+
+    /// Supplies the content of the pending item at `seq` (the stored submit, decoded).
+    public mutating func supplyContent(_ n: SubmittedNotification, seq: Int64) {
+        guard let i = pending.firstIndex(where: { $0.seq == seq }), pending[i].content == nil else { return }
+        pending[i].content = n
+    }
+
+    /// Drops the content of deferred items due after `t` (it stays in `events` at their seq):
+    /// what a far-future deferred notification costs in memory is then its key and deadline.
+    public mutating func dropDeferredContent(dueAfter t: Instant) {
+        for i in pending.indices where pending[i].stage == .deferred && pending[i].content != nil && pending[i].deadline! > t {
+            pending[i].content = nil
         }
     }
 }

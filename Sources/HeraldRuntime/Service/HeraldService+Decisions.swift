@@ -27,6 +27,7 @@ extension HeraldService {
         }
         let ordinal = ensureRecord(for: user)
         lastFoldedSeq = max(lastFoldedSeq, event.seq)
+        ensureContent(due: CollectionOfOne((ordinal, event.at)))  // lean deferred items due by now (docs/restart.md)
         let outcome = engine.apply(event, to: &users[ordinal].state, apps: &apps)
         take(outcome, ordinal: ordinal, collect: collect)
     }
@@ -101,6 +102,8 @@ extension HeraldService {
     /// carry later times, and an event folded for a user still waiting here advances the user's
     /// timers itself first (`Engine.apply`), so every user sees timers and events in replay's order.
     func fireDueSlice() {
+        // One read for every lean item due in this slice (docs/restart.md).
+        ensureContent(due: dueUsers.prefix(configuration.timerSliceUsers).lazy.map { (Int($0.0), $0.1) })
         var fired = 0
         while fired < configuration.timerSliceUsers, unsentDeliveries.count < 2 * configuration.deliveryAppendRows,
               let (ordinal, horizon) = dueUsers.popFirst() {

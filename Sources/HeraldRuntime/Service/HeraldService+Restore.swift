@@ -1,40 +1,182 @@
-// Start-up: rebuild every user's state and the timing wheel by folding the stored events.
+// Start-up: rebuild every user's state and the timing wheel from the latest snapshot plus the events after it.
+import Glibc
 import HeraldCore
 import HeraldStore
 
 extension HeraldService {
-    /// Folds the whole log (before serving: blocking reads are fine here). Deliveries the log
-    /// implies but the deliveries table lacks — decided before a crash, not yet committed — are
-    /// re-derived and queued; already stored ones are recognised by (user, user_index).
+    /// Loads the latest complete snapshot (if any, and if readable), then folds the events after
+    /// it (before serving: blocking reads are fine here). Without a snapshot the whole log is
+    /// folded, as before. Deliveries the log implies but the deliveries table lacks — decided
+    /// before a crash, not yet committed — are re-derived and queued; already stored ones are
+    /// recognised by (user, user_index). Deferred content due more than a minute ahead is left in
+    /// `events` (loaded when it comes due): a pending timer costs its key and deadline.
     func restore(from conn: PGConnection) throws {
         let started = now()
+        let keepUntil = started.adding(.init(milliseconds: RestartState.keepContentAheadMilliseconds))
         var stored: [String: Int64] = [:]
         let r = try conn.execute("SELECT user_id, max(user_index) FROM deliveries GROUP BY user_id")
         for i in 0..<r.rowCount { if let u = r.string(i, 0), let n = r.int64(i, 1) { stored[u] = n } }
         deliveryHead = try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) ?? 0
         ringFirstCursor = deliveryHead + 1
 
-        var first = true
-        var folded = 0
+        var through: Int64 = 0
+        var fromSnapshot = false
+        let t0 = ClientConnection.monotonicMilliseconds()
+        /// The latest engine time the restored state has seen (a manual clock resumes there).
+        var latestTime = Instant.epoch
+        if configuration.restoreFromSnapshots, let latest = try SnapshotStore.latest(conn) {
+            do {
+                latestTime = try loadSnapshot(latest, conn: conn, started: started, keepUntil: keepUntil)
+                through = latest.throughSeq
+                fromSnapshot = true
+            } catch {
+                log("snapshot \(latest.id) could not be loaded (\(error)); folding the whole log instead")
+                users = []
+                userOrdinals = [:]
+                apps = AppRegistry()
+                timers.wheel = TimingWheel(start: started)
+            }
+        }
+
+        var first = !fromSnapshot
+        var folded = 0, skipped = 0
         // One binary COPY in seq order: the server streams while the fold runs.
-        let stream = try LogStream(conn, deliveries: false)
+        let stream = try LogStream(conn, after: through, deliveries: false)
+        let t1 = ClientConnection.monotonicMilliseconds()
         while case .event(let e)? = try stream.next() {
+            latestTime = max(latestTime, e.engineTime)
             if first {
                 timers.wheel = TimingWheel(start: min(e.engineTime, started))
                 first = false
             }
+            if fromSnapshot, let u = e.user, let o = userOrdinals[u], e.seq <= users[o].state.lastSeq {
+                // Captured after this event (a later slice of the snapshot): already in the state.
+                lastFoldedSeq = max(lastFoldedSeq, e.seq)
+                skipped += 1
+                continue
+            }
+            if let u = e.user, let o = userOrdinals[u] { try loadContent(due: [(o, e.engineTime)]) }
             applyCommitted(e.storedEvent) { d, index in
                 if index > stored[d.user, default: 0] { self.unsentDeliveries.append(Self.row(d, index: index)) }
             }
+            if let u = e.user, let o = userOrdinals[u] { users[o].state.dropDeferredContent(dueAfter: keepUntil) }
             folded += 1
         }
         if first { timers.wheel = TimingWheel(start: started) }
+        lastFoldedSeq = max(lastFoldedSeq, through)
         // A manual clock resumes where the last run left it: engine time never goes back.
+        // The events' latest time is known from the fold (and the snapshot's capture time): no scan of
+        // `events` (a sequential scan of 11M rows was seconds of start-up).
         if let manual = manualNow {
-            let last = try conn.execute("SELECT (extract(epoch FROM greatest((SELECT max(engine_time) FROM events), (SELECT max(at) FROM deliveries))) * 1000)::bigint")
-            if let ms = last.int64(0, 0) { manualNow = max(manual, Instant(millisecondsSinceEpoch: ms)) }
+            manualNow = max(manual, latestTime)
+            let last = try conn.execute("SELECT (extract(epoch FROM (SELECT max(at) FROM deliveries)) * 1000)::bigint")
+            if let ms = last.int64(0, 0) { manualNow = max(manualNow!, Instant(millisecondsSinceEpoch: ms)) }
         }
         eventsCommitted = folded
-        log("restored \(folded) events, \(users.count) users, \(timers.wheel.count) timers; \(unsentDeliveries.count) deliveries re-derived")
+        // The next snapshot is due once as many events were folded since this one as the interval says.
+        restart.eventsAtLastSnapshot = 0
+        let source = fromSnapshot ? "snapshot through seq \(through) + \(folded) events after it (\(skipped) already in it)" : "\(folded) events (no snapshot)"
+        let t2 = ClientConnection.monotonicMilliseconds()
+        log("restored \(source), \(users.count) users, \(timers.wheel.count) timers; \(unsentDeliveries.count) deliveries re-derived (snapshot \(t1 - t0) ms, events after it \(t2 - t1) ms)")
+    }
+
+    /// Decodes every user of snapshot `latest` into `users`, loads the content its queued, held
+    /// and snoozed records need, and arms each user's earliest deadline in the wheel.
+    /// Returns the engine time at capture.
+    func loadSnapshot(_ latest: SnapshotStore.Latest, conn: PGConnection, started: Instant, keepUntil: Instant) throws -> Instant {
+        let header = try latest.header.withUnsafeBytes { b in
+            var reader = SnapshotReader(b)
+            return try SnapshotHeader(reading: &reader)
+        }
+        apps = header.apps
+        timers.wheel = TimingWheel(start: min(header.capturedAt, started))
+        users.reserveCapacity(Int(latest.users))
+        userOrdinals.reserveCapacity(Int(latest.users))
+        var owner: [Int64: Int] = [:]
+        var interned: [String: String] = [:]
+        try SnapshotStore.readParts(conn, id: latest.id) { part in
+            var reader = SnapshotReader(part)
+            reader.interned = interned
+            interned = [:]
+            while !reader.isAtEnd {
+                let length = try reader.count()
+                let end = reader.position + length
+                let deliveryCount = try reader.int()
+                let state = try UserState(snapshot: &reader)
+                guard reader.position == end else { throw SnapshotFormatError("a user's state is \(length) bytes but decodes to \(reader.position - end + length)") }
+                let user = state.user
+                let ordinal = users.count
+                state.forEachContentNeededAfterSnapshot(keepUntil: keepUntil) { owner[$0] = ordinal }
+                var record = UserRecord(state: state, index: UInt64(ordinal))
+                record.deliveryCount = deliveryCount
+                // The wheel now, from the local copy (not three lookups in `users` later).
+                if let wake = state.nextDeadline() {
+                    record.wakeHandle = timers.wheel.schedule(at: wake, payload: record.index)
+                    record.wakeAt = wake
+                }
+                guard userOrdinals.updateValue(ordinal, forKey: user) == nil else { throw SnapshotFormatError("user \(user) twice in the snapshot") }
+                users.append(record)
+            }
+            interned = reader.interned
+        }
+        if !owner.isEmpty {
+            var found = 0
+            try SnapshotStore.readBodies(conn, seqs: Array(owner.keys)) { seq, body in
+                guard let o = owner[seq] else { return }
+                users[o].state.supplySnapshotContent(SubmittedNotification(canonicalBody: body), seq: seq)
+                found += 1
+            }
+            guard found == owner.count else {
+                throw SnapshotFormatError("\(owner.count - found) notifications the snapshot refers to are not in events")
+            }
+        }
+        // Content read back may only add what was missing: the deadlines armed above stand.
+        lastFoldedSeq = latest.throughSeq
+        defer { log("snapshot \(latest.id) through seq \(latest.throughSeq): \(users.count) users, \(latest.parts) parts, \(latest.bytes / 1024) KiB, \(owner.count) notifications read back") }
+        return header.capturedAt
+    }
+
+    /// Reads from `events` the content of lean deferred items of the users (by ordinal) due at
+    /// or before each one's instant (one statement for all of them), so the engine can decide
+    /// them. Blocking, on its own connection; only items restored lean (further than a minute
+    /// ahead at start-up) need it.
+    func loadContent(due list: some Sequence<(Int, Instant)>) throws {
+        var wanted: [Int64: Int] = [:]
+        for (o, t) in list where o < users.count {
+            for seq in users[o].state.contentNeeded(upTo: t) { wanted[seq] = o }
+        }
+        guard !wanted.isEmpty else { return }
+        var attempt = 0
+        while true {
+            do {
+                if restart.contentConnection?.isOpen != true {
+                    restart.contentConnection = try PGConnection.connect(configuration.databaseURL)
+                }
+                try SnapshotStore.readBodies(restart.contentConnection!, seqs: Array(wanted.keys)) { seq, body in
+                    guard let o = wanted[seq] else { return }
+                    self.users[o].state.supplyContent(SubmittedNotification(canonicalBody: body), seq: seq)
+                }
+                restart.contentLoads += 1
+                restart.contentRowsLoaded += wanted.count
+                return
+            } catch {
+                restart.contentConnection?.close()
+                restart.contentConnection = nil
+                attempt += 1
+                // The decision cannot be made without the notification: retry, then give up loudly.
+                guard attempt < 20 else { throw error }
+                log("could not read pending notifications' content (\(error)); retrying")
+                usleep(useconds_t(min(attempt, 10)) * 100_000)
+            }
+        }
+    }
+
+    /// `loadContent` for the loop's paths (timers firing, events folding): a failure there is fatal.
+    func ensureContent(due list: some Sequence<(Int, Instant)>) {
+        do {
+            try loadContent(due: list)
+        } catch {
+            fatalError("pending notifications' content could not be read from PostgreSQL (\(error)); restart the service when PostgreSQL is reachable")
+        }
     }
 }

@@ -36,6 +36,8 @@ public final class HeraldService: ConnectionDelegate {
     /// The sink each delivery's stored body and trace are written into.
     let rowScratch = ScratchSink()
     var timers: WheelDriver!
+    /// Snapshots and lean-content loading (HeraldService+Snapshot, +Restore; docs/restart.md).
+    let restart = RestartState()
     /// A zero-delay event that runs `fireTimers` once per loop turn (see `fireTimersSoon`).
     var timerCheck: LoopEvent?
     let store: StoreLink
@@ -203,6 +205,7 @@ public final class HeraldService: ConnectionDelegate {
         }
         signal(SIGPIPE, SIG_IGN)
         fireTimers()
+        startSnapshots()
         let plainNote = plaintextListener.map { ", plaintext on \(configuration.plaintextListen!.host):\($0.port)" } ?? ""
         log("listening on \(configuration.host):\(listener.port)\(tls == nil ? "" : " (TLS)")\(plainNote), clock \(manualNow.map { "manual at \($0)" } ?? "system")")
         return listener.port
@@ -308,6 +311,7 @@ public final class HeraldService: ConnectionDelegate {
         let idle = (store.writer?.isIdle ?? true) && unsentDeliveries.isEmpty && !deliveriesInFlight && dueUsers.isEmpty
         if idle || !store.isReady {
             for c in connections.values { c.close(reason: "server shutting down") }
+            stopSnapshots()
             loop.stop()
         } else {
             shutdownTimer?.arm(afterMilliseconds: 10)

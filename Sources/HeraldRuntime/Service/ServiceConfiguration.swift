@@ -50,6 +50,11 @@ public struct ServiceConfiguration: Sendable {
     public var handleHangup: Bool?
     /// Serve even when fsync or synchronous_commit is off (acknowledged events may be lost in a crash).
     public var allowUnsafeDurability = false
+    /// Write a snapshot of every user's state after this many events were folded since the last
+    /// one (start-up's fold counts); nil never writes one (docs/restart.md).
+    public var snapshotEveryEvents: Int? = 250_000
+    /// Start from the latest complete snapshot (false: fold the whole log, as before snapshots).
+    public var restoreFromSnapshots = true
 
     /// NEGATIVE CONTROL FOR TESTS ONLY — never set it in production. Acknowledges every
     /// state-changing request as soon as it is admitted, before its append is even sent to

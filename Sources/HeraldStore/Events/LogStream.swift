@@ -64,19 +64,19 @@ public final class LogStream {
 
     private let copy: PGCopyOut
 
-    /// Streams events with `seq <= through` (and, with `deliveries`, the stored deliveries caused
-    /// by them) in position order.
-    public init(_ connection: PGConnection, through: Int64 = .max, deliveries: Bool) throws(StoreError) {
+    /// Streams events with `after < seq <= through` (and, with `deliveries`, the stored deliveries
+    /// caused by them) in position order. Start-up passes a snapshot's position as `after`.
+    public init(_ connection: PGConnection, after: Int64 = 0, through: Int64 = .max, deliveries: Bool) throws(StoreError) {
         let events = """
             SELECT seq, user_id, type, app, notification_id, body, engine_time, NULL::bigint, NULL::text
-            FROM events WHERE seq <= \(through)
+            FROM events WHERE seq > \(after) AND seq <= \(through)
             """
         let sql = deliveries
             ? """
               COPY (\(events)
                     UNION ALL
                     SELECT cause_seq, user_id, kind, app, notification_id, body, at, user_index, reason
-                    FROM deliveries WHERE cause_seq <= \(through)
+                    FROM deliveries WHERE cause_seq > \(after) AND cause_seq <= \(through)
                     ORDER BY 1) TO STDOUT (FORMAT binary)
               """
             : "COPY (\(events) ORDER BY seq) TO STDOUT (FORMAT binary)"

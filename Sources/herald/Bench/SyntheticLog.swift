@@ -14,14 +14,16 @@ struct SyntheticLog {
     /// Writes the app's registration, then `users` users' requests (`requests(u)`, at `time(u)`),
     /// through `SyntheticHistory` into the database at `url`, with a progress bar labelled `label`.
     static func build(url: String, label: String, users: Int, start: Instant,
-                      time: (Int) -> Instant, requests: (Int) -> [(op: String, body: JSONValue)]) throws -> SyntheticLog {
+                      time: (Int) -> Instant, requests: (Int) -> [(op: String, body: JSONValue)],
+                      each: ((UserState, Int64, SyntheticHistory) throws -> Void)? = nil) throws -> SyntheticLog {
         let watch = Stopwatch()
         let history = try SyntheticHistory(databaseURL: url)
         defer { history.connection.close() }
         let bar = ProgressBar(label, total: users)
         try history.global(SyntheticWorkloads.registerApp().op, SyntheticWorkloads.registerApp().body, at: start)
         for u in 0..<users {
-            try history.user("user-\(u)", requests(u), at: time(u))
+            let state = try history.user("user-\(u)", requests(u), at: time(u))
+            try each?(state, history.lastUserDeliveries, history)
             if u % 1000 == 0 { bar.update(u) }
         }
         bar.update(users); bar.finish()

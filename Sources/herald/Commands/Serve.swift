@@ -21,6 +21,8 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("plain-listen"), help: "With TLS: also serve plaintext on this loopback HOST:PORT (local tools).")
     var plainListen: String?
     @Option(help: "Maximum client connections.") var maxConnections = 10_000
+    @Option(help: "Write a snapshot of every user's state after this many events (0: never); start-up loads the latest and folds only the events after it.")
+    var snapshotEvery = 250_000
     @Flag(help: "Serve even if PostgreSQL runs with fsync or synchronous_commit off (acknowledged events may be lost).")
     var unsafeDurability = false
     /// The reliability experiments' negative control; hidden, and never for production.
@@ -40,6 +42,7 @@ struct Serve: ParsableCommand {
             config.host = String(parts[0])
             config.port = port
             config.maxConnections = maxConnections
+            config.snapshotEveryEvents = snapshotEvery > 0 ? snapshotEvery : nil
             config.allowUnsafeDurability = unsafeDurability
             if acknowledgeBeforeCommitForTesting {
                 Log.info("WARNING: --unsafe-acknowledge-before-commit-for-testing: requests are acknowledged before they are stored; acknowledged events WILL be lost in a crash. Only for testing the reliability checker.")

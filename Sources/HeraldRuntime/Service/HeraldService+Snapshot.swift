@@ -1,0 +1,121 @@
+// Periodic snapshots of every user's state, captured a slice per loop turn and stored by SnapshotWriter.
+import HeraldCore
+import HeraldStore
+
+/// The service's restart-related state (one stored property of `HeraldService`): the
+/// snapshot capture in progress, its writer thread, and the connection that loads the content
+/// of lean pending items (docs/restart.md).
+final class RestartState {
+    var writer: SnapshotPersister?
+    /// Checks once a second whether enough events were folded since the last snapshot.
+    var checkTimer: LoopEvent?
+    /// Runs the next capture slice (zero delay, re-armed while a capture runs).
+    var sliceTimer: LoopEvent?
+    /// `eventsCommitted` when the last snapshot began (the start-up fold counts too).
+    var eventsAtLastSnapshot = 0
+    var capture: Capture?
+    /// A blocking connection for content reads (lean deferred items coming due).
+    var contentConnection: PGConnection?
+    var contentLoads = 0
+    var contentRowsLoaded = 0
+    /// Deferred content further than this ahead is left in `events` (start-up and snapshots).
+    static let keepContentAheadMilliseconds: Int64 = 60_000
+
+    struct Capture {
+        var userCount: Int
+        var cursor = 0
+        var part = SnapshotPart()
+        var partIndex = 0
+        var bytes = 0
+    }
+}
+
+/// The part being filled during a capture.
+struct SnapshotPart {
+    var writer = SnapshotWriter(capacity: 1 << 20)
+    var users = 0
+}
+
+extension HeraldService {
+    /// Users encoded per loop turn while capturing: a few milliseconds of loop time.
+    nonisolated(unsafe) static var snapshotSliceUsers = 2_000  // tests lower it to interleave capture with events
+    /// A part is handed to the writer at this size.
+    static let snapshotPartBytes = 4 << 20
+    /// Capture pauses while the writer has this much queued.
+    static let snapshotQueueBytes = 32 << 20
+
+    /// Arms the periodic check (after start-up; `configuration.snapshotEveryEvents` nil: never).
+    func startSnapshots() {
+        guard let every = configuration.snapshotEveryEvents, every > 0 else { return }
+        let log = self.log
+        nonisolated(unsafe) let unsafeLog = log
+        restart.writer = SnapshotPersister(url: configuration.databaseURL) { unsafeLog($0) }
+        restart.sliceTimer = loop.timer { [weak self] in self?.captureSlice() }
+        restart.checkTimer = loop.timer { [weak self] in
+            guard let self else { return }
+            self.maybeBeginSnapshot()
+            self.restart.checkTimer?.arm(afterMilliseconds: 1_000)
+        }
+        restart.checkTimer?.arm(afterMilliseconds: 0)
+    }
+
+    func stopSnapshots() {
+        restart.writer?.stop()
+    }
+
+    func maybeBeginSnapshot() {
+        guard let every = configuration.snapshotEveryEvents, restart.capture == nil,
+              eventsCommitted - restart.eventsAtLastSnapshot >= every,
+              restart.writer?.isBusy == false, !shuttingDown else { return }
+        beginSnapshot()
+    }
+
+    /// Starts a capture at the current position (`lastFoldedSeq`): the header now, the users a slice per turn.
+    func beginSnapshot() {
+        guard let writer = restart.writer, restart.capture == nil else { return }
+        restart.eventsAtLastSnapshot = eventsCommitted
+        var header = SnapshotWriter()
+        SnapshotHeader(capturedAt: now(), apps: apps).encode(to: &header)
+        writer.enqueue(.begin(throughSeq: lastFoldedSeq, header: header.bytes))
+        restart.capture = RestartState.Capture(userCount: users.count)
+        restart.sliceTimer?.arm(afterMilliseconds: 0)
+    }
+
+    /// Encodes the next slice of users at the current position; at the end, completes the
+    /// snapshot once every delivery decided so far is committed (a snapshot must never hold a
+    /// state whose deliveries could be lost: restore would not re-derive them).
+    func captureSlice() {
+        guard var c = restart.capture, let writer = restart.writer else { return }
+        if writer.queuedBytes > Self.snapshotQueueBytes {
+            restart.sliceTimer?.arm(afterMilliseconds: 5)
+            return
+        }
+        let end = min(c.userCount, c.cursor + Self.snapshotSliceUsers)
+        while c.cursor < end {
+            Self.encodeRecord(users[c.cursor], to: &c.part.writer)
+            c.part.users += 1
+            c.cursor += 1
+        }
+        if c.part.writer.bytes.count >= Self.snapshotPartBytes || (c.cursor == c.userCount && c.part.users > 0) {
+            c.bytes += c.part.writer.bytes.count
+            writer.enqueue(.part(index: c.partIndex, users: c.part.users, data: c.part.writer.bytes))
+            c.partIndex += 1
+            c.part = SnapshotPart()
+        }
+        if c.cursor < c.userCount {
+            restart.capture = c
+            restart.sliceTimer?.arm(afterMilliseconds: 0)
+            return
+        }
+        restart.capture = nil
+        let (count, parts, bytes) = (c.userCount, c.partIndex, c.bytes)
+        flushDeliveries {
+            writer.enqueue(.complete(users: count, parts: parts, bytes: bytes))
+        }
+    }
+
+    /// One user in a snapshot part: its byte length, the state, and the runtime's delivery ordinal.
+    static func encodeRecord(_ record: UserRecord, to w: inout SnapshotWriter) {
+        record.state.encodeSnapshotRecord(deliveryCount: record.deliveryCount, to: &w)
+    }
+}

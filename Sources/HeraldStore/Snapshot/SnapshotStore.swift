@@ -1,0 +1,128 @@
+// Snapshots in PostgreSQL (schema/005): begin, parts by binary COPY, complete, find the latest, read back.
+import CLibPQ
+import HeraldCore
+
+/// Blocking reads and writes of the `snapshots` and `snapshot_parts` tables. The service's
+/// snapshot writer runs these on its own connection and thread; start-up and tools call them
+/// directly. A snapshot counts only once `complete` committed (docs/restart.md).
+public enum SnapshotStore {
+    /// The latest complete snapshot.
+    public struct Latest: Sendable {
+        public var id: Int64
+        public var throughSeq: Int64
+        public var format: Int
+        public var header: [UInt8]
+        public var users: Int64
+        public var parts: Int
+        public var bytes: Int64
+    }
+
+    /// Starts a snapshot at `throughSeq`; returns its id.
+    public static func begin(_ conn: PGConnection, throughSeq: Int64, header: [UInt8]) throws(StoreError) -> Int64 {
+        let r = try conn.execute("INSERT INTO snapshots (through_seq, format, header) VALUES ($1, $2, decode($3, 'hex')) RETURNING id",
+                                 [String(throughSeq), String(SnapshotFormat.version), hex(header)])
+        guard let id = r.int64(0, 0) else { throw .rejected(sqlstate: "", message: "no snapshot id returned", detail: nil, hint: nil) }
+        return id
+    }
+
+    /// Stores parts of snapshot `id` with one binary COPY.
+    public static func writeParts(_ conn: PGConnection, id: Int64, parts: [(part: Int, users: Int, data: [UInt8])]) throws(StoreError) {
+        guard !parts.isEmpty else { return }
+        var chunks: [[UInt8]] = []
+        var head: [UInt8] = Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00] + [0, 0, 0, 0] + [0, 0, 0, 0]
+        for p in parts {
+            head += be16(4)
+            head += be32(8) + be64(UInt64(bitPattern: id))
+            head += be32(4) + be32(UInt32(truncatingIfNeeded: p.part))
+            head += be32(4) + be32(UInt32(truncatingIfNeeded: p.users))
+            head += be32(UInt32(p.data.count))
+            chunks.append(head)
+            chunks.append(p.data)
+            head = []
+        }
+        chunks.append(head + be16(0xFFFF))
+        try conn.copyIn("COPY snapshot_parts (snapshot_id, part, users, data) FROM STDIN (FORMAT binary)", chunks: chunks)
+    }
+
+    /// Marks snapshot `id` complete and deletes every older snapshot (complete or not), in one transaction.
+    /// `throughSeq`, when given, replaces the position set at `begin` (a bench that builds the
+    /// history and the snapshot together learns it only at the end).
+    public static func complete(_ conn: PGConnection, id: Int64, users: Int, parts: Int, bytes: Int,
+                                throughSeq: Int64? = nil) throws(StoreError) {
+        try conn.execute("BEGIN")
+        do {
+            try conn.execute("""
+                UPDATE snapshots SET completed_at = now(), users = $2, parts = $3, bytes = $4,
+                       through_seq = coalesce($5::bigint, through_seq) WHERE id = $1
+                """, [String(id), String(users), String(parts), String(bytes), throughSeq.map(String.init)])
+            try conn.execute("DELETE FROM snapshots WHERE id < $1", [String(id)])
+            try conn.execute("COMMIT")
+        } catch {
+            _ = try? conn.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Deletes an incomplete snapshot (a writer that gave up).
+    public static func abandon(_ conn: PGConnection, id: Int64) throws(StoreError) {
+        try conn.execute("DELETE FROM snapshots WHERE id = $1 AND completed_at IS NULL", [String(id)])
+    }
+
+    /// The latest complete snapshot of this build's format, if any. A database migrated before
+    /// 005 simply has none.
+    public static func latest(_ conn: PGConnection) throws(StoreError) -> Latest? {
+        let r = try conn.execute("""
+            SELECT id, through_seq, format, encode(header, 'hex'), users, parts, bytes FROM snapshots
+            WHERE completed_at IS NOT NULL AND format = $1 ORDER BY id DESC LIMIT 1
+            """, [String(SnapshotFormat.version)])
+        guard r.rowCount == 1, let id = r.int64(0, 0), let through = r.int64(0, 1) else { return nil }
+        return Latest(id: id, throughSeq: through, format: Int(r.int64(0, 2) ?? 0), header: unhex(r.string(0, 3) ?? ""),
+                      users: r.int64(0, 4) ?? 0, parts: Int(r.int64(0, 5) ?? 0), bytes: r.int64(0, 6) ?? 0)
+    }
+
+    /// Streams the parts of snapshot `id` in order; `body` gets each part's bytes (valid during the call).
+    public static func readParts(_ conn: PGConnection, id: Int64,
+                                 _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        let copy = try PGCopyOut(conn, sql: "COPY (SELECT data FROM snapshot_parts WHERE snapshot_id = \(id) ORDER BY part) TO STDOUT (FORMAT binary)")
+        while let row = try copy.next() {
+            try body(row.bytes(0) ?? UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+    }
+
+    /// The stored submit bodies at `seqs` (canonical JSON; any order), 10,000 per statement.
+    public static func readBodies(_ conn: PGConnection, seqs: [Int64],
+                                  _ body: (Int64, UnsafeRawBufferPointer) -> Void) throws(StoreError) {
+        var i = 0
+        while i < seqs.count {
+            let slice = seqs[i..<min(seqs.count, i + 10_000)]
+            i += slice.count
+            let list = slice.map(String.init).joined(separator: ",")
+            let copy = try PGCopyOut(conn, sql: "COPY (SELECT seq, body FROM events WHERE seq = ANY('{\(list)}'::bigint[])) TO STDOUT (FORMAT binary)")
+            while let row = try copy.next() {
+                if let seq = row.int64(0) { body(seq, row.bytes(1) ?? UnsafeRawBufferPointer(start: nil, count: 0)) }
+            }
+        }
+    }
+
+    static func be16(_ v: UInt16) -> [UInt8] { [UInt8(v >> 8), UInt8(v & 0xFF)] }
+    static func be32(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (24 - 8 * $0)) } }
+    static func be64(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> (56 - 8 * $0)) } }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func unhex(_ s: String) -> [UInt8] {
+        func v(_ c: UInt8) -> UInt8 { c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x61 + 10 }
+        let u = Array(s.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(u.count / 2)
+        var i = 0
+        while i + 1 < u.count { out.append(v(u[i]) << 4 | v(u[i + 1])); i += 2 }
+        return out
+    }
+}
