@@ -107,31 +107,32 @@ import Testing
     /// with no event after it) is ahead of the log's fold until start-up fires what is due by
     /// now, which both do first here (as `start()` does).
     static func expectSame(_ a: HeraldService, _ b: HeraldService, advanceTo: String) throws {
-        #expect(Set(a.users.keys) == Set(b.users.keys))
+        #expect(Set(a.userOrdinals.keys) == Set(b.userOrdinals.keys))
         #expect(a.apps == b.apps)
         #expect(a.lastFoldedSeq == b.lastFoldedSeq)
         let now = a.now()
         #expect(now == b.now())
-        for u in a.users.keys.sorted() {
-            guard b.users[u] != nil else { continue }
-            try a.loadContent(users: [u], upTo: now)
-            try b.loadContent(users: [u], upTo: now)
-            let firedA = a.engine.advance(&a.users[u]!.state, to: now, apps: a.apps).deliveries
-            let firedB = b.engine.advance(&b.users[u]!.state, to: now, apps: b.apps).deliveries
+        for u in a.userOrdinals.keys.sorted() {
+            guard let oa = a.userOrdinals[u], let ob = b.userOrdinals[u] else { continue }
+            try a.loadContent(due: [(oa, now)])
+            try b.loadContent(due: [(ob, now)])
+            let firedA = a.engine.advance(&a.users[oa].state, to: now, apps: a.apps).deliveries
+            let firedB = b.engine.advance(&b.users[ob].state, to: now, apps: b.apps).deliveries
             // Decided before the snapshot (B) or re-derived now (A): the same ordinal either way.
-            #expect(a.users[u]!.deliveryCount + Int64(firedA.count) == b.users[u]!.deliveryCount + Int64(firedB.count), "delivery ordinal of \(u)")
-            let ra = a.users[u]!, rb = b.users[u]!
+            #expect(a.users[oa].deliveryCount + Int64(firedA.count) == b.users[ob].deliveryCount + Int64(firedB.count), "delivery ordinal of \(u)")
+            let ra = a.users[oa], rb = b.users[ob]
             #expect(ra.state == rb.state, "state of \(u)")
             #expect(ra.state.json == rb.state.json, "state view of \(u)")
             #expect(ra.state.nextDeadline() == rb.state.nextDeadline(), "wake of \(u)")
         }
         let later = Instant(rfc3339: advanceTo)!
         var firedA: [String] = [], firedB: [String] = []
-        for u in a.users.keys.sorted() {
-            try a.loadContent(users: [u], upTo: later)
-            try b.loadContent(users: [u], upTo: later)
-            firedA += a.engine.advance(&a.users[u]!.state, to: later, apps: a.apps).deliveries.map { String(decoding: $0.bodyBytes, as: UTF8.self) }
-            firedB += b.engine.advance(&b.users[u]!.state, to: later, apps: b.apps).deliveries.map { String(decoding: $0.bodyBytes, as: UTF8.self) }
+        for u in a.userOrdinals.keys.sorted() {
+            guard let oa = a.userOrdinals[u], let ob = b.userOrdinals[u] else { continue }
+            try a.loadContent(due: [(oa, later)])
+            try b.loadContent(due: [(ob, later)])
+            firedA += a.engine.advance(&a.users[oa].state, to: later, apps: a.apps).deliveries.map { String(decoding: $0.bodyBytes, as: UTF8.self) }
+            firedB += b.engine.advance(&b.users[ob].state, to: later, apps: b.apps).deliveries.map { String(decoding: $0.bodyBytes, as: UTF8.self) }
         }
         #expect(firedA.count > 10)
         #expect(firedA == firedB)
