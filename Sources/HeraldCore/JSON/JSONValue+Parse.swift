@@ -407,6 +407,29 @@ private struct JSONParser {
         let open = i
         i += 1
         let start = i
+        if try scanUnescaped(open: open) {
+            return String(decoding: UnsafeBufferPointer(start: p + start, count: i - 1 - start), as: UTF8.self)
+        }
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: UnsafeBufferPointer(start: p + start, count: i - start))
+        return try parseStringWithEscapes(open: open)
+    }
+
+    /// At an opening quote: the bytes of a string without escapes, up to its closing quote
+    /// (which is consumed), validated as `parseString` validates them. nil, with nothing
+    /// consumed, when the string has an escape.
+    mutating func scanPlainString() throws(JSONParseError) -> UnsafeRawBufferPointer? {
+        let open = i
+        i += 1
+        let start = i
+        guard try scanUnescaped(open: open) else { i = open; return nil }
+        return UnsafeRawBufferPointer(start: p + start, count: i - 1 - start)
+    }
+
+    /// Inside a string: validates bytes up to its closing quote (true, the quote consumed) or
+    /// its first backslash (false, `i` at the backslash). Control characters, invalid UTF-8 and
+    /// a missing closing quote are errors.
+    mutating func scanUnescaped(open: Int) throws(JSONParseError) -> Bool {
         while true {
             // Eight plain ASCII bytes at a time (no quote, backslash, control or non-ASCII
             // byte); the byte loop below handles everything else.
@@ -417,42 +440,8 @@ private struct JSONParser {
             }
             guard i < end else { break }
             let c = p[i]
-            if c == quote {
-                let s = String(decoding: UnsafeBufferPointer(start: p + start, count: i - start), as: UTF8.self)
-                i += 1
-                return s
-            }
-            if c == backslash {
-                scratch.removeAll(keepingCapacity: true)
-                scratch.append(contentsOf: UnsafeBufferPointer(start: p + start, count: i - start))
-                return try parseStringWithEscapes(open: open)
-            }
-            if c < 0x20 { throw controlCharacter(at: i) }
-            if c < 0x80 { i += 1 } else { try skipUTF8Sequence() }
-        }
-        throw fail(open, "A string that is never closed", "add the closing double quote")
-    }
-
-    /// At an opening quote: the bytes of a string without escapes, up to its closing quote
-    /// (which is consumed), validated as `parseString` validates them. nil, with nothing
-    /// consumed, when the string has an escape.
-    mutating func scanPlainString() throws(JSONParseError) -> UnsafeRawBufferPointer? {
-        let open = i
-        i += 1
-        let start = i
-        while true {
-            while i + 8 <= end {
-                let x = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
-                guard !needsAttention(x) else { break }
-                i += 8
-            }
-            guard i < end else { break }
-            let c = p[i]
-            if c == quote {
-                i += 1
-                return UnsafeRawBufferPointer(start: p + start, count: i - 1 - start)
-            }
-            if c == backslash { i = open; return nil }
+            if c == quote { i += 1; return true }
+            if c == backslash { return false }
             if c < 0x20 { throw controlCharacter(at: i) }
             if c < 0x80 { i += 1 } else { try skipUTF8Sequence() }
         }
