@@ -80,17 +80,7 @@ extension SubmittedNotification {
         // interruptionLevel, relevanceScore, sound, subtitle, threadId, title.
         if !actions.isEmpty {
             key(",\"actions\":")
-            out.append(UInt8(ascii: "["))
-            for (i, a) in actions.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                out.append("{\"destructive\":")
-                out.append(a.destructive ? "true" : "false")
-                if let icon = a.icon { out.append(",\"icon\":"); writeString(icon, to: &out) }
-                out.append(",\"id\":"); writeString(a.id, to: &out)
-                out.append(",\"title\":"); writeString(a.title, to: &out)
-                out.append(UInt8(ascii: "}"))
-            }
-            out.append(UInt8(ascii: "]"))
+            writeActions(actions, to: &out)
         }
         let texts = storage.fields.texts
         if hidden { key(",\"body\":"); writeString(placeholder, to: &out) } else if texts.has(.body) { key(",\"body\":"); texts.write(.body, to: &out) }
@@ -133,4 +123,20 @@ extension DeliveryItem {
         }
         out.append(UInt8(ascii: "}"))
     }
+}
+
+/// An actions array as canonical JSON (each action's keys in UTF-8 order: destructive, icon,
+/// id, title): the same bytes in a delivery's content and in a stored submit body.
+func writeActions(_ actions: [NotificationAction], to out: inout ByteSink) {
+    out.append(UInt8(ascii: "["))
+    for (i, a) in actions.enumerated() {
+        if i > 0 { out.append(UInt8(ascii: ",")) }
+        out.append("{\"destructive\":")
+        out.append(a.destructive ? "true" : "false")
+        if let icon = a.icon { out.append(",\"icon\":"); writeString(icon, to: &out) }
+        out.append(",\"id\":"); writeString(a.id, to: &out)
+        out.append(",\"title\":"); writeString(a.title, to: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+    out.append(UInt8(ascii: "]"))
 }

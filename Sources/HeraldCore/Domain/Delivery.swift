@@ -66,29 +66,8 @@ public enum RuleCode: UInt8, CaseIterable, Sendable {
     case withdrawn, expired, notAuthorized, silenceAll, marketing, critical, timeSensitiveSetting, provisional,
          muted, collapse, communication, summary, focus, normal, attentionBudget, timeSensitiveIntro, snooze, badgeClear
 
-    /// The stable snake_case code.
-    public var text: String {
-        switch self {
-        case .withdrawn: "withdrawn"
-        case .expired: "expired"
-        case .notAuthorized: "not_authorized"
-        case .silenceAll: "silence_all"
-        case .marketing: "marketing"
-        case .critical: "critical"
-        case .timeSensitiveSetting: "time_sensitive_setting"
-        case .provisional: "provisional"
-        case .muted: "muted"
-        case .collapse: "collapse"
-        case .communication: "communication"
-        case .summary: "summary"
-        case .focus: "focus"
-        case .normal: "normal"
-        case .attentionBudget: "attention_budget"
-        case .timeSensitiveIntro: "time_sensitive_intro"
-        case .snooze: "snooze"
-        case .badgeClear: "badge_clear"
-        }
-    }
+    /// The stable snake_case code (`staticText`, in Delivery+Row.swift, is the one list of them).
+    public var text: String { staticText.description }
 }
 
 /// What a rule did in a decision.

@@ -224,17 +224,7 @@ extension Engine {
         }
         if !n.actions.isEmpty {
             key("actions")
-            out.append(UInt8(ascii: "["))
-            for (i, a) in n.actions.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                out.append("{\"destructive\":")
-                out.append(a.destructive ? "true" : "false")
-                if let icon = a.icon { out.append(",\"icon\":"); writeString(icon, to: &out) }
-                out.append(",\"id\":"); writeString(a.id, to: &out)
-                out.append(",\"title\":"); writeString(a.title, to: &out)
-                out.append(UInt8(ascii: "}"))
-            }
-            out.append(UInt8(ascii: "]"))
+            writeActions(n.actions, to: &out)
         }
         let texts = n.storage.fields.texts  // title, subtitle, body: already canonical JSON string bytes
         key("app"); writeString(n.app, to: &out)
