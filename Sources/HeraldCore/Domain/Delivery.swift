@@ -74,18 +74,8 @@ public enum RuleCode: UInt8, CaseIterable, Sendable {
 public enum RuleOutcome: UInt8, CaseIterable, Sendable {
     case pass, decided, applied, downgraded, breaksThrough, ended, fired
 
-    /// The stable snake_case code.
-    public var text: String {
-        switch self {
-        case .pass: "pass"
-        case .decided: "decided"
-        case .applied: "applied"
-        case .downgraded: "downgraded"
-        case .breaksThrough: "breaks_through"
-        case .ended: "ended"
-        case .fired: "fired"
-        }
-    }
+    /// The stable snake_case code (`staticText`, in Delivery+Row.swift, is the one list of them).
+    public var text: String { staticText.description }
 }
 
 /// A decision's trace, stored inline (one byte a step, up to 24 steps): building it costs

@@ -7,37 +7,53 @@ public enum SHA256 {
     /// The 32-byte digest of `message`.
     public static func digest(_ message: some Sequence<UInt8>) -> [UInt8] {
         var bytes = Array(message)
+        pad(&bytes)
+        var w = [UInt32](repeating: 0, count: 64)
+        let h = bytes.withUnsafeBufferPointer { m in w.withUnsafeMutableBufferPointer { words(ofPadded: m, schedule: $0) } }
+        return (0..<8).flatMap { i in (0..<4).map { UInt8(truncatingIfNeeded: h[i] >> UInt32(24 - 8 * $0)) } }
+    }
+
+    /// Appends the FIPS 180-4 padding to a message in place: 0x80, zeros, the length in bits.
+    public static func pad(_ bytes: inout [UInt8]) {
         let bitLength = UInt64(bytes.count) &* 8
         bytes.append(0x80)
         while bytes.count % 64 != 56 { bytes.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        withUnsafeBytes(of: bitLength.bigEndian) { bytes.append(contentsOf: $0) }
+    }
 
-        var h: [UInt32] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
-        var w = [UInt32](repeating: 0, count: 64)
-        for chunk in stride(from: 0, to: bytes.count, by: 64) {
-            for i in 0..<16 {
-                let j = chunk + i * 4
-                w[i] = UInt32(bytes[j]) << 24 | UInt32(bytes[j + 1]) << 16 | UInt32(bytes[j + 2]) << 8 | UInt32(bytes[j + 3])
+    /// The eight digest words of a padded message (`pad`), with `w` (64 words) as the message
+    /// schedule: no allocation, so a caller hashing many short messages (the writer's idempotency
+    /// keys) reuses its buffers.
+    public static func words(ofPadded m: UnsafeBufferPointer<UInt8>, schedule w: UnsafeMutableBufferPointer<UInt32>) -> SIMD8<UInt32> {
+        var h0: UInt32 = 0x6a09e667, h1: UInt32 = 0xbb67ae85, h2: UInt32 = 0x3c6ef372, h3: UInt32 = 0xa54ff53a
+        var h4: UInt32 = 0x510e527f, h5: UInt32 = 0x9b05688c, h6: UInt32 = 0x1f83d9ab, h7: UInt32 = 0x5be0cd19
+        k.withUnsafeBufferPointer { k in
+            var chunk = 0
+            while chunk + 64 <= m.count {
+                for i in 0..<16 {
+                    let j = chunk + i * 4
+                    w[i] = UInt32(m[j]) << 24 | UInt32(m[j + 1]) << 16 | UInt32(m[j + 2]) << 8 | UInt32(m[j + 3])
+                }
+                for i in 16..<64 {
+                    let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
+                    let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
+                    w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+                }
+                var a = h0, b = h1, c = h2, d = h3, e = h4, f = h5, g = h6, hh = h7
+                for i in 0..<64 {
+                    let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
+                    let ch = (e & f) ^ (~e & g)
+                    let t1 = hh &+ s1 &+ ch &+ k[i] &+ w[i]
+                    let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
+                    let maj = (a & b) ^ (a & c) ^ (b & c)
+                    hh = g; g = f; f = e; e = d &+ t1; d = c; c = b; b = a; a = t1 &+ s0 &+ maj
+                }
+                h0 = h0 &+ a; h1 = h1 &+ b; h2 = h2 &+ c; h3 = h3 &+ d
+                h4 = h4 &+ e; h5 = h5 &+ f; h6 = h6 &+ g; h7 = h7 &+ hh
+                chunk += 64
             }
-            for i in 16..<64 {
-                let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
-                let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
-                w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
-            }
-            var (a, b, c, d, e, f, g, hh) = (h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7])
-            for i in 0..<64 {
-                let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
-                let ch = (e & f) ^ (~e & g)
-                let t1 = hh &+ s1 &+ ch &+ k[i] &+ w[i]
-                let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
-                let maj = (a & b) ^ (a & c) ^ (b & c)
-                let t2 = s0 &+ maj
-                (hh, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
-            }
-            h[0] = h[0] &+ a; h[1] = h[1] &+ b; h[2] = h[2] &+ c; h[3] = h[3] &+ d
-            h[4] = h[4] &+ e; h[5] = h[5] &+ f; h[6] = h[6] &+ g; h[7] = h[7] &+ hh
         }
-        return h.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - 8 * $0)) } }
+        return SIMD8(h0, h1, h2, h3, h4, h5, h6, h7)
     }
 
     /// The digest as 64 lowercase hex digits.
