@@ -32,3 +32,15 @@ extension InterruptionLevel {
         else { return nil }
     }
 }
+
+extension InterruptionLevel {
+    /// The raw value as a quoted JSON string literal, for the byte writers (no `String` built).
+    var quotedJSON: StaticString {
+        switch self {
+        case .passive: "\"passive\""
+        case .active: "\"active\""
+        case .timeSensitive: "\"timeSensitive\""
+        case .critical: "\"critical\""
+        }
+    }
+}

@@ -77,7 +77,23 @@ public struct Replayer {
             var state: UserState
             var delivered: Int64 = 0
         }
-        var replicas: [String: Replica] = [:]
+        /// By user ordinal (`names`): one cheap lookup of the stored bytes per record.
+        var replicas: [Replica] = []
+        var names = NameTable()
+        /// Per ordinal: whether `users` (if given) includes the user.
+        var included: [Bool] = []
+        func ordinal(_ bytes: UnsafeRawBufferPointer) -> Int {
+            let o = names.ordinal(of: bytes)
+            if o == replicas.count {
+                replicas.append(Replica(state: UserState(user: names.names[o])))
+                included.append(users.map { $0.contains(names.names[o]) } ?? true)
+            }
+            return o
+        }
+        func ordinal(_ user: String) -> Int {
+            var user = user
+            return user.withUTF8 { ordinal(UnsafeRawBufferPointer($0)) }
+        }
         var apps = AppRegistry()
         var matcher = DeliveryMatcher(recordsDecisions: !injections.isEmpty)
         var horizon = Instant.epoch
@@ -100,7 +116,7 @@ public struct Replayer {
                 pendingInjections.removeFirst()
                 guard let user = next.draft.user else { continue }
                 let event = StoredEvent(seq: seq, user: user, type: next.draft.type, body: next.draft.body, at: next.at)
-                fold(event, into: &replicas[user, default: Replica(state: UserState(user: user))])
+                fold(event, into: &replicas[ordinal(user)])
             }
         }
 
@@ -108,10 +124,11 @@ public struct Replayer {
         while let record = try stream.next() {
             switch record {
             case .delivery(let d):
-                if let users, !users.contains(d.user) { continue }
+                let o = ordinal(d.userBytes)
+                if !included[o] { continue }
                 if case .time(let t) = limit, d.at > t { continue }
                 horizon = max(horizon, d.at)
-                matcher.stored(d)
+                matcher.stored(d, user: names.names[o])
             case .event(let e):
                 inject(upTo: e.engineTime, seq: lastSeq)
                 lastSeq = e.seq
@@ -119,22 +136,23 @@ public struct Replayer {
                 if report.eventsRead % 16_384 == 0 { progress(report.eventsRead, head) }
                 horizon = max(horizon, e.engineTime)
                 if e.kind == .clock { continue }
-                guard let user = e.user else {
+                guard let userBytes = e.userBytes else {
                     var scratch = UserState(user: "")
-                    _ = engine.apply(e.storedEvent, to: &scratch, apps: &apps)
+                    _ = engine.apply(e.storedEvent(user: nil), to: &scratch, apps: &apps)
                     continue
                 }
-                if let users, !users.contains(user) { continue }
-                fold(e.storedEvent, into: &replicas[user, default: Replica(state: UserState(user: user))])
+                let o = ordinal(userBytes)
+                if !included[o] { continue }
+                fold(e.storedEvent(user: names.names[o]), into: &replicas[o])
             }
         }
         progress(report.eventsRead, head)
         // Timers that fired after each user's last event, up to the replay's horizon.
         if case .time(let t) = limit { horizon = t }
         inject(upTo: horizon, seq: lastSeq)
-        for user in replicas.keys.sorted() {
-            let outcome = engine.advance(&replicas[user]!.state, to: horizon, apps: apps)
-            take(outcome, into: &replicas[user]!)
+        for o in replicas.indices.sorted(by: { names.names[$0] < names.names[$1] }) where included[o] {
+            let outcome = engine.advance(&replicas[o].state, to: horizon, apps: apps)
+            take(outcome, into: &replicas[o])
         }
 
         matcher.finish()

@@ -14,7 +14,9 @@ public final class LogStream {
 
     public struct Event {
         public var seq: Int64
-        public var user: String?
+        /// The user's id as stored (nil for a global event), valid until the next `next()`.
+        public var userBytes: UnsafeRawBufferPointer?
+        public var user: String? { userBytes.map { String(decoding: $0, as: UTF8.self) } }
         public var type: String
         /// `type`, decoded.
         public var kind: EventKind
@@ -31,7 +33,11 @@ public final class LogStream {
         /// submit arrives decoded, its `body` left null: the engine folds the decoded notification
         /// and reads nothing else of a submit. An unreadable body (only possible by editing the
         /// table by hand) folds as an empty object.
-        public var storedEvent: StoredEvent {
+        public var storedEvent: StoredEvent { storedEvent(user: user) }
+
+        /// `storedEvent` with the user's id given as a string the caller already holds (replay
+        /// keeps one per user: no string built per event).
+        public func storedEvent(user: String?) -> StoredEvent {
             if kind == .submit {
                 return StoredEvent(seq: seq, user: user, kind: kind, type: type, body: .null, at: engineTime,
                                    decoded: SubmittedNotification(canonicalBody: body))
@@ -50,7 +56,9 @@ public final class LogStream {
     }
 
     public struct Delivery {
-        public var user: String
+        /// The user's id as stored, valid until the next `next()`.
+        public var userBytes: UnsafeRawBufferPointer
+        public var user: String { String(decoding: userBytes, as: UTF8.self) }
         public var userIndex: Int64
         public var causeSeq: Int64
         public var at: Instant
@@ -92,13 +100,13 @@ public final class LogStream {
         let time = Instant(millisecondsSinceEpoch: r.timestampMilliseconds(6) ?? 0)
         let body = r.bytes(5) ?? UnsafeRawBufferPointer(start: nil, count: 0)
         if let userIndex = r.int64(7) {
-            return .delivery(Delivery(user: r.string(1) ?? "", userIndex: userIndex, causeSeq: position,
+            return .delivery(Delivery(userBytes: r.bytes(1) ?? UnsafeRawBufferPointer(start: nil, count: 0), userIndex: userIndex, causeSeq: position,
                                       at: time, row: r, body: body))
         }
         let typeBytes = r.bytes(2) ?? UnsafeRawBufferPointer(start: nil, count: 0)
         let kind = EventKind(utf8: typeBytes)
         let type = kind == .other ? String(decoding: typeBytes, as: UTF8.self) : kind.name.description
-        return .event(Event(seq: position, user: r.string(1), type: type, kind: kind, appBytes: r.bytes(3),
+        return .event(Event(seq: position, userBytes: r.bytes(1), type: type, kind: kind, appBytes: r.bytes(3),
                             notificationIdBytes: r.bytes(4), body: body, engineTime: time))
     }
 
