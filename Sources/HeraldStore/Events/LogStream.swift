@@ -28,6 +28,8 @@ public final class LogStream {
         /// The stored canonical JSON, valid until the next `next()`.
         public var body: UnsafeRawBufferPointer
         public var engineTime: Instant
+        /// The stream's cache of repeated long strings (app ids…), shared by its decoded submits.
+        var interner: StringInterner?
 
         /// The event as the engine folds it (the body read straight from the COPY buffer). A
         /// submit arrives decoded, its `body` left null: the engine folds the decoded notification
@@ -40,7 +42,7 @@ public final class LogStream {
         public func storedEvent(user: String?) -> StoredEvent {
             if kind == .submit {
                 return StoredEvent(seq: seq, user: user, kind: kind, type: type, body: .null, at: engineTime,
-                                   decoded: SubmittedNotification(canonicalBody: body))
+                                   decoded: SubmittedNotification(canonicalBody: body, interner: interner))
             }
             if kind == .withdraw || kind == .opened, let target = NotificationTarget(canonicalBody: body) {
                 return StoredEvent(seq: seq, user: user, kind: kind, type: type, body: .null, at: engineTime, target: target)
@@ -73,6 +75,7 @@ public final class LogStream {
     }
 
     private let copy: PGCopyOut
+    private let interner = StringInterner()
 
     /// Streams events with `after < seq <= through` (and, with `deliveries`, the stored deliveries
     /// caused by them) in position order. Start-up passes a snapshot's position as `after`.
@@ -107,7 +110,7 @@ public final class LogStream {
         let kind = EventKind(utf8: typeBytes)
         let type = kind == .other ? String(decoding: typeBytes, as: UTF8.self) : kind.name.description
         return .event(Event(seq: position, userBytes: r.bytes(1), type: type, kind: kind, appBytes: r.bytes(3),
-                            notificationIdBytes: r.bytes(4), body: body, engineTime: time))
+                            notificationIdBytes: r.bytes(4), body: body, engineTime: time, interner: interner))
     }
 
     /// The last seq to read for a limit given as an engine time: every event before the first
