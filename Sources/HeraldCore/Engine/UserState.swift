@@ -230,7 +230,8 @@ struct RareFields: Hashable, Sendable {
 
     /// Immutable once shared; mutated in place only while uniquely referenced.
     final class Box: @unchecked Sendable {
-        var values: Values
+        /// Unchecked: written only while uniquely referenced (see `values`' `_modify`).
+        @exclusivity(unchecked) var values: Values
         init(_ v: Values) { values = v }
     }
 

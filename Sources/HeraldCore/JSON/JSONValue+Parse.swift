@@ -174,11 +174,10 @@ private struct JSONParser {
     /// visited with and takes the general path (`parse`).
     mutating func visitCanonicalObject(_ visit: (UnsafeRawBufferPointer, JSONValue) -> Void, wantsPlain: Bool,
                                        plainString: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void) throws(JSONParseError) -> Bool {
-        skipWhitespace()
+        // No whitespace anywhere: the canonical form has none (any other input takes `parse`).
         guard i < end, p[i] == openBrace else { return false }
         try enterContainer(at: i)
         i += 1
-        skipWhitespace()
         if i < end, p[i] == closeBrace {
             i += 1
         } else {
@@ -201,24 +200,20 @@ private struct JSONParser {
                 if let previous, !precedes(previous, key) { return false }
                 previous = key
                 i = k + 1
-                skipWhitespace()
                 guard i < end, p[i] == colon else { return false }
                 i += 1
-                skipWhitespace()
                 if wantsPlain, i < end, p[i] == quote, let raw = try scanPlainString() {
                     plainString(key, raw)
                 } else {
                     visit(key, try parseValue())
                 }
-                skipWhitespace()
                 guard i < end else { return false }
-                if p[i] == comma { i += 1; skipWhitespace(); continue }
+                if p[i] == comma { i += 1; continue }
                 if p[i] == closeBrace { i += 1; break }
                 return false
             }
         }
         depth -= 1
-        skipWhitespace()
         return i == end
     }
 

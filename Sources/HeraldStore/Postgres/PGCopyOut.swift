@@ -11,15 +11,18 @@ import CLibPQ
 public final class PGCopyOut {
     private let connection: PGConnection
     /// The current row's buffer, owned (libpq allocates it; freed on the next call or at the end).
-    private var buffer: UnsafeMutablePointer<CChar>?
-    private var sawHeader = false
-    private var finished = false
+    /// `@exclusivity(unchecked)` here and below: a class's `var` is otherwise checked for
+    /// exclusive access at run time on every use (~1% of replay); only `next()` touches them,
+    /// from one thread.
+    @exclusivity(unchecked) private var buffer: UnsafeMutablePointer<CChar>?
+    @exclusivity(unchecked) private var sawHeader = false
+    @exclusivity(unchecked) private var finished = false
     /// Field offsets and lengths of the current row (length -1 for NULL), reused for every row.
     private let offsets = UnsafeMutablePointer<Int>.allocate(capacity: PGCopyOut.maxFields)
     private let lengths = UnsafeMutablePointer<Int>.allocate(capacity: PGCopyOut.maxFields)
-    private var fieldCount = 0
+    @exclusivity(unchecked) private var fieldCount = 0
     /// Bytes of CopyData received so far (header and trailer included).
-    public private(set) var bytesRead: Int64 = 0
+    @exclusivity(unchecked) public private(set) var bytesRead: Int64 = 0
     static let maxFields = 64
 
     /// Starts `sql`, which must be a `COPY … TO STDOUT (FORMAT binary)` built from constants and

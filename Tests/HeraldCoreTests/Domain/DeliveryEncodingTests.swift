@@ -65,17 +65,21 @@ import HeraldCore
             #"{"id":"n1","id":"n2"}"#,                      // duplicate: unreadable, empty
             #"{"\u0069d":"n1","app":"a"}"#,                 // escaped key: general path
             #" {"app":"a","id":"n1"} "#,                    // whitespace
+            #"{"app":"a", "id":"n1"}"#, #"{"app" :"a"}"#, #"{"app": "a"}"#, #"{ "app":"a"}"#,  // whitespace inside
             #"{"é":1,"id":"n1"}"#,                          // non-ASCII key: general path
             #"[1,2]"#, "", "{", #"{"id":"n1"} x"#,
             // Texts with escapes, non-ASCII and control characters (kept as escaped bytes or decoded).
             #"{"body":"a\"b\\c\n\u0001","subtitle":"é😀","title":"\u00e9t\u00E9"}"#,
             #"{"body":"plain","subtitle":"x\/y","title":"T"}"#,
         ]
+        let interner = StringInterner(slots: 2)
         for text in inputs {
             let general = SubmittedNotification(body: (try? JSONValue.parse(text)) ?? .object([:]))
             var bytes = Array(text.utf8)
             let direct = bytes.withUnsafeMutableBytes { SubmittedNotification(canonicalBody: UnsafeRawBufferPointer($0)) }
             #expect(direct == general, "\(text)")
+            let shared = bytes.withUnsafeMutableBytes { SubmittedNotification(canonicalBody: UnsafeRawBufferPointer($0), interner: interner) }
+            #expect(shared == general, "\(text) (interned)")
             #expect(direct.id == general.id && direct.title == general.title && direct.data == general.data, "\(text)")
             #expect(direct.body == general.body && direct.subtitle == general.subtitle, "\(text)")
             for previews in ShowPreviews.allCases {
