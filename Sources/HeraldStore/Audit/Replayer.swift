@@ -183,9 +183,12 @@ public struct Replayer {
         }
 
         private mutating func take(_ outcome: Outcome, user o: Int) {
-            for d in outcome.deliveries {
-                replicas[o].delivered += 1
-                matcher.derived(d, index: replicas[o].delivered)
+            // Borrowed from the buffer: `for d in deliveries` copied each (retaining its strings).
+            outcome.deliveries.withUnsafeBufferPointer { deliveries in
+                for i in deliveries.indices {
+                    replicas[o].delivered += 1
+                    matcher.derived(deliveries[i], index: replicas[o].delivered)
+                }
             }
         }
     }
