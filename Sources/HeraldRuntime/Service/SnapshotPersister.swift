@@ -31,6 +31,8 @@ final class SnapshotPersister: @unchecked Sendable {
     private var currentFailed = false
     /// Snapshots completed by this writer (for stats and tests).
     private var completedValue = 0
+    /// Snapshots given up after a failed job.
+    private var failedValue = 0
 
     init(url: String, log: @escaping @Sendable (String) -> Void) {
         self.url = url
@@ -55,6 +57,7 @@ final class SnapshotPersister: @unchecked Sendable {
     /// A snapshot is being written (jobs queued or running).
     var isBusy: Bool { locked { busyValue || !jobs.isEmpty } }
     var completed: Int { locked { completedValue } }
+    var failed: Int { locked { failedValue } }
 
     func enqueue(_ job: Job) {
         startIfNeeded()
@@ -129,6 +132,7 @@ final class SnapshotPersister: @unchecked Sendable {
                 break
             }
         } catch {
+            if !currentFailed { locked { failedValue += 1 } }
             currentFailed = true
             connection?.close()
             connection = nil
