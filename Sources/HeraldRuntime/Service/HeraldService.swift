@@ -112,6 +112,7 @@ public final class HeraldService: ConnectionDelegate {
         self.reader = AsyncReader(loop: loop, url: configuration.databaseURL)
         if case .manual(let start) = configuration.clock { manualNow = start }
         store.log = log
+        reader.log = log
         store.commitFlushedForTesting = configuration.commitFlushedForTesting
         let systemClock = manualNow == nil
         let wallClock = configuration.wallClock
