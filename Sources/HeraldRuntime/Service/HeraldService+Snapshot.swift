@@ -1,11 +1,11 @@
-// Periodic snapshots of every user's state, captured a slice per loop turn and stored by SnapshotWriter.
+// Periodic snapshots of every user's state, captured a slice per loop turn and stored on the loop by SnapshotLink.
 import HeraldCore
 import HeraldStore
 
 /// The service's restart-related state (one stored property of `HeraldService`): the
 /// snapshot capture in progress, its writer, and the loading of lean pending items' content (docs/restart.md).
 final class RestartState {
-    var writer: SnapshotPersister?
+    var writer: SnapshotLink?
     /// Checks once a second whether enough events were folded since the last snapshot.
     var checkTimer: LoopEvent?
     /// Runs the next capture slice (zero delay, re-armed while a capture runs).
@@ -47,9 +47,7 @@ extension HeraldService {
     /// Arms the periodic check (after start-up; `configuration.snapshotEveryEvents` nil: never).
     func startSnapshots() {
         guard let every = configuration.snapshotEveryEvents, every > 0 else { return }
-        let log = self.log
-        nonisolated(unsafe) let unsafeLog = log
-        restart.writer = SnapshotPersister(url: configuration.databaseURL) { unsafeLog($0) }
+        restart.writer = SnapshotLink(loop: loop, url: configuration.databaseURL) { [weak self] in self?.log($0) }
         restart.sliceTimer = loop.timer { [weak self] in self?.captureSlice() }
         restart.checkTimer = loop.timer { [weak self] in
             guard let self else { return }
