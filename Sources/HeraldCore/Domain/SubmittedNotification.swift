@@ -203,6 +203,7 @@ extension SubmittedNotification {
         case 2 where named("id"): f.id = text()
         case 3 where named("app"): f.app = text()
         case 4 where named("body"): f.texts.setEscaped(.body, raw)
+        case 4 where named("user"): break  // the event's partition key, not the notification's
         case 5 where named("title"): f.texts.setEscaped(.title, raw)
         case 5 where named("sound"): f.sound = text()
         case 8 where named("subtitle"): f.texts.setEscaped(.subtitle, raw)

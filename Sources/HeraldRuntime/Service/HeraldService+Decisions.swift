@@ -28,7 +28,7 @@ extension HeraldService {
     /// Folds one committed event unless its user's lean content due by the event's time is not in
     /// memory yet: then asks for it and returns false (the caller holds the event).
     func fold(_ event: StoredEvent, collect: ((Delivery, Int64) -> Void)? = nil) -> Bool {
-        if event.type == "clock" {  // a manual-clock move: no state, timers fire by time
+        if event.kind == .clock {  // a manual-clock move: no state, timers fire by time
             lastFoldedSeq = max(lastFoldedSeq, event.seq)
             if let manual = manualNow { manualNow = max(manual, event.at) }  // read back after a lost COMMIT reply
             return true

@@ -118,7 +118,7 @@ public struct Replayer {
                 report.eventsRead += 1
                 if report.eventsRead % 16_384 == 0 { progress(report.eventsRead, head) }
                 horizon = max(horizon, e.engineTime)
-                if e.type == "clock" { continue }
+                if e.kind == .clock { continue }
                 guard let user = e.user else {
                     var scratch = UserState(user: "")
                     _ = engine.apply(e.storedEvent, to: &scratch, apps: &apps)

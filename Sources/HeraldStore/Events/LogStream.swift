@@ -16,6 +16,8 @@ public final class LogStream {
         public var seq: Int64
         public var user: String?
         public var type: String
+        /// `type`, decoded.
+        public var kind: EventKind
         /// Read only when asked for (the fold does not need them): valid until the next `next()`.
         var appBytes: UnsafeRawBufferPointer?
         var notificationIdBytes: UnsafeRawBufferPointer?
@@ -30,14 +32,14 @@ public final class LogStream {
         /// and reads nothing else of a submit. An unreadable body (only possible by editing the
         /// table by hand) folds as an empty object.
         public var storedEvent: StoredEvent {
-            if type == "submit" {
-                return StoredEvent(seq: seq, user: user, type: type, body: .null, at: engineTime,
+            if kind == .submit {
+                return StoredEvent(seq: seq, user: user, kind: kind, type: type, body: .null, at: engineTime,
                                    decoded: SubmittedNotification(canonicalBody: body))
             }
-            if type == "withdraw" || type == "opened", let target = NotificationTarget(canonicalBody: body) {
-                return StoredEvent(seq: seq, user: user, type: type, body: .null, at: engineTime, target: target)
+            if kind == .withdraw || kind == .opened, let target = NotificationTarget(canonicalBody: body) {
+                return StoredEvent(seq: seq, user: user, kind: kind, type: type, body: .null, at: engineTime, target: target)
             }
-            return StoredEvent(seq: seq, user: user, type: type,
+            return StoredEvent(seq: seq, user: user, kind: kind, type: type,
                                body: (try? JSONValue.parse(body)) ?? .object([:]), at: engineTime)
         }
 
@@ -93,7 +95,10 @@ public final class LogStream {
             return .delivery(Delivery(user: r.string(1) ?? "", userIndex: userIndex, causeSeq: position,
                                       at: time, row: r, body: body))
         }
-        return .event(Event(seq: position, user: r.string(1), type: r.string(2) ?? "", appBytes: r.bytes(3),
+        let typeBytes = r.bytes(2) ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        let kind = EventKind(utf8: typeBytes)
+        let type = kind == .other ? String(decoding: typeBytes, as: UTF8.self) : kind.name.description
+        return .event(Event(seq: position, user: r.string(1), type: type, kind: kind, appBytes: r.bytes(3),
                             notificationIdBytes: r.bytes(4), body: body, engineTime: time))
     }
 
