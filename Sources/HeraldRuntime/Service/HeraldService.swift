@@ -320,9 +320,10 @@ public final class HeraldService: ConnectionDelegate {
     /// (HeraldService+Snapshot, `shutdownSnapshotStep`), then stops the loop. Without PostgreSQL it
     /// stops at once: everything acknowledged is in the log, and the next start re-derives the rest.
     private func shutdownStep() {
-        // Events waiting for lean content wait for PostgreSQL: while it cannot be read, do not wait for them.
-        let content = restart.content.heldFolds.isEmpty || restart.content.failingSince != nil
-        let idle = (store.writer?.isIdle ?? true) && unsentDeliveries.isEmpty && !deliveriesInFlight && dueUsers.isEmpty && content
+        // Timers and events waiting for lean content wait for PostgreSQL: while it cannot be read, do
+        // not wait for them (they are in the log; the next start decides them).
+        let waiting = (dueUsers.isEmpty && restart.content.heldFolds.isEmpty) || restart.content.failingSince != nil
+        let idle = (store.writer?.isIdle ?? true) && unsentDeliveries.isEmpty && !deliveriesInFlight && waiting
         if !idle && store.isReady {
             shutdownTimer?.arm(afterMilliseconds: 10)
             return
