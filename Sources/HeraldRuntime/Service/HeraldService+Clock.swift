@@ -23,21 +23,37 @@ extension HeraldService {
         // Like every accepted request, the clock move is an event: a restart resumes at this instant.
         let row = EventRow(user: nil, type: "clock", body: JSONValue.object(["advanceTo": .string(target.rfc3339)]).canonicalString,
                            engineTime: target)
+        // Engine time moves when the op is accepted: a request admitted while the clock event is in
+        // flight takes the new time (it is appended after it, and engine time never goes back).
         manualNow = target
         inFlightTimes.append(current)
         let rid = request.rid
         writer.append(events: [row]) { [weak self] result in
             guard let self else { return }
             self.inFlightTimes.removeFirst()
-            if case .failure(let error) = result {
+            switch result {
+            case .failure(let error):
+                // The move is not stored (or not known to be): take it back, so engine time stays what
+                // the log says. Appends admitted after it (still in flight) carry the new time: never
+                // below theirs. If the connection broke with the event in flight it may have committed:
+                // the log is read back before anything else is appended (`reconcileUnknownCommits`),
+                // and folding a stored clock event moves the clock forward again (`fold`).
+                self.manualNow = max(current, self.inFlightTimes.max() ?? current)
+                if !self.store.isReady { self.unknownCommitSince = min(self.unknownCommitSince ?? current, current) }
+                self.log("clock move to \(target.rfc3339) not stored (\(error)); the manual clock stays at \(self.manualNow!.rfc3339)")
                 reply(WireReply.error(rid: rid, self.requestError(error)))
-                return
-            }
-            self.eventsCommitted += 1
-            // Every event appended before this one has committed (commits are ordered): fire what is due.
-            self.fireTimers()
-            self.afterDueTimers {
-                reply(WireReply.ok(rid: rid, ["now": .string(target.rfc3339), "deliveryHead": .int(self.deliveryHead)]))
+            case .success(let outcomes):
+                self.eventsCommitted += 1
+                let seq = outcomes.first?.seq ?? 0
+                // Every event appended before this one has committed (commits are ordered); once they
+                // have all folded (some may wait for lean content), fire what is due.
+                self.afterHeldFolds {
+                    self.lastFoldedSeq = max(self.lastFoldedSeq, seq)
+                    self.fireTimers()
+                    self.afterDueTimers {
+                        reply(WireReply.ok(rid: rid, ["now": .string(target.rfc3339), "deliveryHead": .int(self.deliveryHead)]))
+                    }
+                }
             }
         }
         store.kick()

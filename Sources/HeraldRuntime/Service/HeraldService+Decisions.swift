@@ -17,19 +17,34 @@ extension HeraldService {
     }
 
     /// Folds one committed event; its deliveries queue for commit, its next wake goes to the wheel.
+    /// Events fold in seq order: one whose user has lean content due by its time waits for it to be
+    /// read (asynchronously), and every event committed after it waits behind it (HeraldService+Content).
     func applyCommitted(_ event: StoredEvent, collect: ((Delivery, Int64) -> Void)? = nil) {
-        if event.kind == .clock { lastFoldedSeq = max(lastFoldedSeq, event.seq); return }  // a manual-clock move: no state, timers fire by time
+        if restart.content.heldFolds.isEmpty, fold(event, collect: collect) { return }
+        precondition(collect == nil, "start-up reads lean content before folding each event")
+        holdFold(event)
+    }
+
+    /// Folds one committed event unless its user's lean content due by the event's time is not in
+    /// memory yet: then asks for it and returns false (the caller holds the event).
+    func fold(_ event: StoredEvent, collect: ((Delivery, Int64) -> Void)? = nil) -> Bool {
+        if event.kind == .clock {  // a manual-clock move: no state, timers fire by time
+            lastFoldedSeq = max(lastFoldedSeq, event.seq)
+            if let manual = manualNow { manualNow = max(manual, event.at) }  // read back after a lost COMMIT reply
+            return true
+        }
         guard let user = event.user else {
             lastFoldedSeq = max(lastFoldedSeq, event.seq)
             var scratch = UserState(user: "")
             _ = engine.apply(event, to: &scratch, apps: &apps)
-            return
+            return true
         }
         let ordinal = ensureRecord(for: user)
+        guard contentReady(ordinal: ordinal, upTo: event.at) else { return false }  // lean deferred items due by now (docs/restart.md)
         lastFoldedSeq = max(lastFoldedSeq, event.seq)
-        ensureContent(due: CollectionOfOne((ordinal, event.at)))  // lean deferred items due by now (docs/restart.md)
         let outcome = engine.apply(event, to: &users[ordinal].state, apps: &apps)
         take(outcome, ordinal: ordinal, collect: collect)
+        return true
     }
 
     /// Queues the outcome's deliveries (or hands them to `collect`) and moves the user's wake-up.
@@ -82,6 +97,7 @@ extension HeraldService {
     func fireTimers() {
         var horizon = now()
         if let oldest = inFlightTimes.first { horizon = min(horizon, oldest) }
+        if let held = restart.content.heldFolds.first { horizon = min(horizon, held.at) }  // committed, waiting to fold
         if let unknown = unknownCommitSince { horizon = min(horizon, unknown) }
         timers.advance(to: horizon) { _, payload in
             // The wheel forgot this handle: an event folded before the user's slice comes up
@@ -102,8 +118,8 @@ extension HeraldService {
     /// carry later times, and an event folded for a user still waiting here advances the user's
     /// timers itself first (`Engine.apply`), so every user sees timers and events in replay's order.
     func fireDueSlice() {
-        // One read for every lean item due in this slice (docs/restart.md).
-        ensureContent(due: dueUsers.prefix(configuration.timerSliceUsers).lazy.map { (Int($0.0), $0.1) })
+        // Lean items due in this slice are read first, asynchronously; until then the slice waits (docs/restart.md).
+        guard dueSliceContentReady() else { return }
         var fired = 0
         while fired < configuration.timerSliceUsers, unsentDeliveries.count < 2 * configuration.deliveryAppendRows,
               let (ordinal, horizon) = dueUsers.popFirst() {

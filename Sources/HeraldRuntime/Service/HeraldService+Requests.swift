@@ -133,14 +133,16 @@ extension HeraldService {
             let conn = try PGConnection.connect(configuration.databaseURL)
             defer { conn.close() }
             var found = 0
+            // After what is folded or waiting to fold (events held for lean content are known already).
+            var after = lastCommittedSeq
             while true {
-                let page = try EventReader.events(conn, after: lastFoldedSeq, limit: 10_000)
+                let page = try EventReader.events(conn, after: after, limit: 10_000)
                 if page.isEmpty { break }
                 for e in page {
                     eventsCommitted += 1
                     found += 1
                     applyCommitted(e.storedEvent)
-                    lastFoldedSeq = e.seq
+                    after = e.seq
                 }
             }
             unknownCommitSince = nil

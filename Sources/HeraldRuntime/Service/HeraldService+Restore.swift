@@ -1,5 +1,4 @@
 // Start-up: rebuild every user's state and the timing wheel from the latest snapshot plus the events after it.
-import Glibc
 import HeraldCore
 import HeraldStore
 
@@ -39,6 +38,8 @@ extension HeraldService {
         }
 
         var first = !fromSnapshot
+        var contentConnection: PGConnection?
+        defer { contentConnection?.close() }
         var folded = 0, skipped = 0
         // One binary COPY in seq order: the server streams while the fold runs.
         let stream = try LogStream(conn, after: through, deliveries: false)
@@ -55,7 +56,11 @@ extension HeraldService {
                 skipped += 1
                 continue
             }
-            if let u = e.user, let o = userOrdinals[u] { try loadContent(due: [(o, e.engineTime)]) }
+            if let u = e.user, let o = userOrdinals[u], !users[o].state.contentNeeded(upTo: e.engineTime).isEmpty {
+                // `conn` is streaming the log: lean content is read on a second connection.
+                if contentConnection == nil { contentConnection = try PGConnection.connect(configuration.databaseURL) }
+                try loadContent(due: [(o, e.engineTime)], using: contentConnection)
+            }
             applyCommitted(e.storedEvent) { d, index in
                 if index > stored[d.user, default: 0] { self.unsentDeliveries.append(Self.row(d, index: index)) }
             }
@@ -138,45 +143,21 @@ extension HeraldService {
 
     /// Reads from `events` the content of lean deferred items of the users (by ordinal) due at
     /// or before each one's instant (one statement for all of them), so the engine can decide
-    /// them. Blocking, on its own connection; only items restored lean (further than a minute
-    /// ahead at start-up) need it.
-    func loadContent(due list: some Sequence<(Int, Instant)>) throws {
+    /// them. Blocking: start-up's fold (on its own connection, before serving) and tests only —
+    /// once serving, content is read without blocking the loop (HeraldService+Content).
+    func loadContent(due list: some Sequence<(Int, Instant)>, using conn: PGConnection? = nil) throws {
         var wanted: [Int64: Int] = [:]
         for (o, t) in list where o < users.count {
             for seq in users[o].state.contentNeeded(upTo: t) { wanted[seq] = o }
         }
         guard !wanted.isEmpty else { return }
-        var attempt = 0
-        while true {
-            do {
-                if restart.contentConnection?.isOpen != true {
-                    restart.contentConnection = try PGConnection.connect(configuration.databaseURL)
-                }
-                try SnapshotStore.readBodies(restart.contentConnection!, seqs: Array(wanted.keys)) { seq, body in
-                    guard let o = wanted[seq] else { return }
-                    self.users[o].state.supplyContent(SubmittedNotification(canonicalBody: body), seq: seq)
-                }
-                restart.contentLoads += 1
-                restart.contentRowsLoaded += wanted.count
-                return
-            } catch {
-                restart.contentConnection?.close()
-                restart.contentConnection = nil
-                attempt += 1
-                // The decision cannot be made without the notification: retry, then give up loudly.
-                guard attempt < 20 else { throw error }
-                log("could not read pending notifications' content (\(error)); retrying")
-                usleep(useconds_t(min(attempt, 10)) * 100_000)
-            }
+        let connection = try conn ?? PGConnection.connect(configuration.databaseURL)
+        defer { if conn == nil { connection.close() } }
+        try SnapshotStore.readBodies(connection, seqs: Array(wanted.keys)) { seq, body in
+            guard let o = wanted[seq] else { return }
+            self.users[o].state.supplyContent(SubmittedNotification(canonicalBody: body), seq: seq)
         }
-    }
-
-    /// `loadContent` for the loop's paths (timers firing, events folding): a failure there is fatal.
-    func ensureContent(due list: some Sequence<(Int, Instant)>) {
-        do {
-            try loadContent(due: list)
-        } catch {
-            fatalError("pending notifications' content could not be read from PostgreSQL (\(error)); restart the service when PostgreSQL is reachable")
-        }
+        restart.content.reads += 1
+        restart.content.rowsRead += wanted.count
     }
 }

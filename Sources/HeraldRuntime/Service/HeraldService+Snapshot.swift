@@ -1,12 +1,11 @@
-// Periodic snapshots of every user's state, captured a slice per loop turn and stored by SnapshotWriter.
+// Periodic snapshots of every user's state, captured a slice per loop turn and stored on the loop by SnapshotLink.
 import HeraldCore
 import HeraldStore
 
 /// The service's restart-related state (one stored property of `HeraldService`): the
-/// snapshot capture in progress, its writer thread, and the connection that loads the content
-/// of lean pending items (docs/restart.md).
+/// snapshot capture in progress, its writer, and the loading of lean pending items' content (docs/restart.md).
 final class RestartState {
-    var writer: SnapshotPersister?
+    var writer: SnapshotLink?
     /// Checks once a second whether enough events were folded since the last snapshot.
     var checkTimer: LoopEvent?
     /// Runs the next capture slice (zero delay, re-armed while a capture runs).
@@ -14,10 +13,11 @@ final class RestartState {
     /// `eventsCommitted` when the last snapshot began (the start-up fold counts too).
     var eventsAtLastSnapshot = 0
     var capture: Capture?
-    /// A blocking connection for content reads (lean deferred items coming due).
-    var contentConnection: PGConnection?
-    var contentLoads = 0
-    var contentRowsLoaded = 0
+    /// The final snapshot at shutdown: the writer's completed and failed counts it waits to pass, and its deadline.
+    var shutdownSnapshot: (completed: Int, failed: Int, deadline: Int64)?
+    var shutdownSnapshotDone = false
+    /// Reading lean deferred items' content back when they come due (HeraldService+Content).
+    let content = ContentLoading()
     /// Deferred content further than this ahead is left in `events` (start-up and snapshots).
     static let keepContentAheadMilliseconds: Int64 = 60_000
 
@@ -47,9 +47,7 @@ extension HeraldService {
     /// Arms the periodic check (after start-up; `configuration.snapshotEveryEvents` nil: never).
     func startSnapshots() {
         guard let every = configuration.snapshotEveryEvents, every > 0 else { return }
-        let log = self.log
-        nonisolated(unsafe) let unsafeLog = log
-        restart.writer = SnapshotPersister(url: configuration.databaseURL) { unsafeLog($0) }
+        restart.writer = SnapshotLink(loop: loop, url: configuration.databaseURL) { [weak self] in self?.log($0) }
         restart.sliceTimer = loop.timer { [weak self] in self?.captureSlice() }
         restart.checkTimer = loop.timer { [weak self] in
             guard let self else { return }
@@ -112,6 +110,38 @@ extension HeraldService {
         flushDeliveries {
             writer.enqueue(.complete(users: count, parts: parts, bytes: bytes))
         }
+    }
+
+    /// One step of the final snapshot at shutdown (called after the drain, connections closed):
+    /// waits for a capture in progress, then captures and stores every user once more if events
+    /// were folded since the last snapshot began. Returns true while there is more to wait for.
+    func shutdownSnapshotStep() -> Bool {
+        guard configuration.snapshotAtShutdown, let writer = restart.writer, !restart.shutdownSnapshotDone else { return false }
+        let nowMs = ClientConnection.monotonicMilliseconds()
+        if let started = restart.shutdownSnapshot {
+            if writer.completed > started.completed {
+                log("shutting down: final snapshot written; the next start folds nothing before serving")
+            } else if writer.failed > started.failed {
+                log("shutting down without a final snapshot: it could not be stored; the next start folds the events after the previous one")
+            } else if nowMs > started.deadline {
+                log("shutting down without a final snapshot: not stored within \(configuration.shutdownSnapshotMilliseconds) ms "
+                    + "(the unfinished one is ignored); the next start folds the events after the previous one")
+            } else {
+                return true
+            }
+            restart.shutdownSnapshotDone = true
+            return false
+        }
+        // A periodic snapshot still being captured or stored: let it finish first.
+        if restart.capture != nil || writer.isBusy { return true }
+        guard eventsCommitted > restart.eventsAtLastSnapshot else {
+            restart.shutdownSnapshotDone = true  // nothing folded since the last snapshot began
+            return false
+        }
+        restart.shutdownSnapshot = (writer.completed, writer.failed, nowMs + configuration.shutdownSnapshotMilliseconds)
+        log("shutting down: writing a final snapshot of \(users.count) users through seq \(lastFoldedSeq)")
+        beginSnapshot()
+        return true
     }
 
     /// One user in a snapshot part: its byte length, the state, and the runtime's delivery ordinal.

@@ -59,6 +59,7 @@ public final class HeraldService: ConnectionDelegate {
     var signals: [LoopEvent] = []
     var shutdownTimer: LoopEvent?
     var shuttingDown = false
+    var closedForShutdown = false
     var stopRequest: LoopEvent?
 
     /// Engine time: manual, or the wall clock never allowed to go backwards.
@@ -111,6 +112,7 @@ public final class HeraldService: ConnectionDelegate {
         self.reader = AsyncReader(loop: loop, url: configuration.databaseURL)
         if case .manual(let start) = configuration.clock { manualNow = start }
         store.log = log
+        reader.log = log
         store.commitFlushedForTesting = configuration.commitFlushedForTesting
         let systemClock = manualNow == nil
         let wallClock = configuration.wallClock
@@ -291,6 +293,12 @@ public final class HeraldService: ConnectionDelegate {
             "tokenReloads": .int(Int64(tokenReloads)),
             "tokenReloadFailures": .int(Int64(tokenReloadFailures)),
             "now": .string(now().rfc3339),
+            // Lean pending items' content read back when due, and events waiting for it (docs/restart.md).
+            "contentReads": .int(Int64(restart.content.reads)),
+            "contentRowsRead": .int(Int64(restart.content.rowsRead)),
+            "contentWaiting": .int(Int64(restart.content.wanted.count)),
+            "foldsWaitingForContent": .int(Int64(restart.content.heldFolds.count)),
+            "snapshotsWritten": .int(Int64(restart.writer?.completed ?? 0)),
         ]
     }
 
@@ -307,14 +315,28 @@ public final class HeraldService: ConnectionDelegate {
         shutdownTimer?.arm(afterMilliseconds: 0)
     }
 
+    /// Drains (every in-flight commit answered, decided deliveries committed, due timers fired),
+    /// closes the connections, then writes a final snapshot so the next start folds nothing
+    /// (HeraldService+Snapshot, `shutdownSnapshotStep`), then stops the loop. Without PostgreSQL it
+    /// stops at once: everything acknowledged is in the log, and the next start re-derives the rest.
     private func shutdownStep() {
-        let idle = (store.writer?.isIdle ?? true) && unsentDeliveries.isEmpty && !deliveriesInFlight && dueUsers.isEmpty
-        if idle || !store.isReady {
-            for c in connections.values { c.close(reason: "server shutting down") }
-            stopSnapshots()
-            loop.stop()
-        } else {
+        // Timers and events waiting for lean content wait for PostgreSQL: while it cannot be read, do
+        // not wait for them (they are in the log; the next start decides them).
+        let waiting = (dueUsers.isEmpty && restart.content.heldFolds.isEmpty) || restart.content.failingSince != nil
+        let idle = (store.writer?.isIdle ?? true) && unsentDeliveries.isEmpty && !deliveriesInFlight && waiting
+        if !idle && store.isReady {
             shutdownTimer?.arm(afterMilliseconds: 10)
+            return
         }
+        if !closedForShutdown {
+            closedForShutdown = true
+            for c in connections.values { c.close(reason: "server shutting down") }
+        }
+        if store.isReady && shutdownSnapshotStep() {
+            shutdownTimer?.arm(afterMilliseconds: 5)
+            return
+        }
+        stopSnapshots()
+        loop.stop()
     }
 }

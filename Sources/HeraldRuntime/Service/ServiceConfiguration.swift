@@ -53,6 +53,12 @@ public struct ServiceConfiguration: Sendable {
     /// Write a snapshot of every user's state after this many events were folded since the last
     /// one (start-up's fold counts); nil never writes one (docs/restart.md).
     public var snapshotEveryEvents: Int? = 250_000
+    /// At a clean shutdown (SIGTERM, `requestShutdown`), after the drain, write a final snapshot
+    /// when events were folded since the last one, so the next start folds nothing (needs
+    /// `snapshotEveryEvents`). Given up after `shutdownSnapshotMilliseconds` (an unfinished snapshot
+    /// is ignored by the next start, which folds from the previous one).
+    public var snapshotAtShutdown = true
+    public var shutdownSnapshotMilliseconds: Int64 = 60_000
     /// Start from the latest complete snapshot (false: fold the whole log, as before snapshots).
     public var restoreFromSnapshots = true
 

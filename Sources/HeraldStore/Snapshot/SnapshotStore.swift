@@ -2,9 +2,9 @@
 import CLibPQ
 import HeraldCore
 
-/// Blocking reads and writes of the `snapshots` and `snapshot_parts` tables. The service's
-/// snapshot writer runs these on its own connection and thread; start-up and tools call them
-/// directly. A snapshot counts only once `complete` committed (docs/restart.md).
+/// Blocking reads and writes of the `snapshots` and `snapshot_parts` tables (start-up, tools,
+/// benches); the service writes its snapshots without blocking through `SnapshotUpload`, with
+/// the same statements. A snapshot counts only once `complete` committed (docs/restart.md).
 public enum SnapshotStore {
     /// The latest complete snapshot.
     public struct Latest: Sendable {
@@ -17,10 +17,33 @@ public enum SnapshotStore {
         public var bytes: Int64
     }
 
+    // The statements, shared by these blocking helpers and the service's non-blocking `SnapshotUpload`.
+    static let beginSQL = "INSERT INTO snapshots (through_seq, format, header) VALUES ($1, $2, decode($3, 'hex')) RETURNING id"
+    static let copyPartsSQL = "COPY snapshot_parts (snapshot_id, part, users, data) FROM STDIN (FORMAT binary)"
+    /// Completion and the deletion of every older snapshot in one statement (one transaction).
+    static let completeSQL = """
+        WITH done AS (
+            UPDATE snapshots SET completed_at = now(), users = $2, parts = $3, bytes = $4,
+                   through_seq = coalesce($5::bigint, through_seq) WHERE id = $1 RETURNING id)
+        DELETE FROM snapshots WHERE id < $1 AND EXISTS (SELECT 1 FROM done)
+        """
+    static let abandonSQL = "DELETE FROM snapshots WHERE id = $1 AND completed_at IS NULL"
+
+    /// The binary COPY framing around one part's data: the file header and the row's first three
+    /// fields and the data's length before it, the trailer after it.
+    static func copyFraming(snapshotId id: Int64, part: Int, users: Int, dataCount: Int) -> (head: [UInt8], tail: [UInt8]) {
+        var head: [UInt8] = Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00] + [0, 0, 0, 0] + [0, 0, 0, 0]
+        head += be16(4)
+        head += be32(8) + be64(UInt64(bitPattern: id))
+        head += be32(4) + be32(UInt32(truncatingIfNeeded: part))
+        head += be32(4) + be32(UInt32(truncatingIfNeeded: users))
+        head += be32(UInt32(dataCount))
+        return (head, be16(0xFFFF))
+    }
+
     /// Starts a snapshot at `throughSeq`; returns its id.
     public static func begin(_ conn: PGConnection, throughSeq: Int64, header: [UInt8]) throws(StoreError) -> Int64 {
-        let r = try conn.execute("INSERT INTO snapshots (through_seq, format, header) VALUES ($1, $2, decode($3, 'hex')) RETURNING id",
-                                 [String(throughSeq), String(SnapshotFormat.version), hex(header)])
+        let r = try conn.execute(beginSQL, [String(throughSeq), String(SnapshotFormat.version), hex(header)])
         guard let id = r.int64(0, 0) else { throw .rejected(sqlstate: "", message: "no snapshot id returned", detail: nil, hint: nil) }
         return id
     }
@@ -41,7 +64,7 @@ public enum SnapshotStore {
             head = []
         }
         chunks.append(head + be16(0xFFFF))
-        try conn.copyIn("COPY snapshot_parts (snapshot_id, part, users, data) FROM STDIN (FORMAT binary)", chunks: chunks)
+        try conn.copyIn(copyPartsSQL, chunks: chunks)
     }
 
     /// Marks snapshot `id` complete and deletes every older snapshot (complete or not), in one transaction.
@@ -49,23 +72,12 @@ public enum SnapshotStore {
     /// history and the snapshot together learns it only at the end).
     public static func complete(_ conn: PGConnection, id: Int64, users: Int, parts: Int, bytes: Int,
                                 throughSeq: Int64? = nil) throws(StoreError) {
-        try conn.execute("BEGIN")
-        do {
-            try conn.execute("""
-                UPDATE snapshots SET completed_at = now(), users = $2, parts = $3, bytes = $4,
-                       through_seq = coalesce($5::bigint, through_seq) WHERE id = $1
-                """, [String(id), String(users), String(parts), String(bytes), throughSeq.map(String.init)])
-            try conn.execute("DELETE FROM snapshots WHERE id < $1", [String(id)])
-            try conn.execute("COMMIT")
-        } catch {
-            _ = try? conn.execute("ROLLBACK")
-            throw error
-        }
+        try conn.execute(completeSQL, [String(id), String(users), String(parts), String(bytes), throughSeq.map(String.init)])
     }
 
     /// Deletes an incomplete snapshot (a writer that gave up).
     public static func abandon(_ conn: PGConnection, id: Int64) throws(StoreError) {
-        try conn.execute("DELETE FROM snapshots WHERE id = $1 AND completed_at IS NULL", [String(id)])
+        try conn.execute(abandonSQL, [String(id)])
     }
 
     /// The latest complete snapshot of this build's format, if any. A database migrated before

@@ -1,0 +1,158 @@
+// Lean pending items' content read back from `events` on the loop without blocking: decisions wait for it, in order.
+import DequeModule
+import HeraldCore
+import HeraldStore
+
+/// The loop's side of lean content (docs/restart.md, "Loading content when due"). A lean deferred
+/// item keeps only its key and deadline in memory; its notification stays in `events` until the
+/// item comes due. Then the decision waits — it is neither made without the notification nor
+/// dropped — until an asynchronous read (`AsyncReader`) brings the content back:
+/// - a due user's timers wait in `dueUsers` (the slice is not fired);
+/// - a committed event whose user has a lean item due by the event's time waits in `heldFolds`,
+///   and every event committed after it waits behind it, so events still fold in seq order
+///   (`lastFoldedSeq`, snapshots) and timers never fire past an event not yet folded.
+/// While PostgreSQL cannot be read, reads are retried with back-off (up to 5 s) and the outage is
+/// logged once when it starts and once when it ends.
+final class ContentLoading {
+    /// Committed events not yet folded, in seq order: the first waits for content, the rest behind it.
+    var heldFolds: Deque<StoredEvent> = []
+    /// Run, in order, once `heldFolds` is empty (the clock op fires its timers then).
+    var afterHeldFolds: [() -> Void] = []
+    /// Seqs of submits to read → the ordinal of the user whose pending item it is.
+    var wanted: [Int64: Int] = [:]
+    var readInFlight = false
+    var retry: LoopEvent?
+    var backoffMilliseconds: Int64 = 100
+    /// Monotonic milliseconds when reads started failing (nil: the last read worked), and how many failed since.
+    var failingSince: Int64?
+    var failures = 0
+    /// Reads done and rows supplied (stats, tests).
+    var reads = 0
+    var rowsRead = 0
+    /// The most seqs in one read (a bigint[] parameter of ~200 KB).
+    static let readLimit = 10_000
+}
+
+extension HeraldService {
+    /// True when every lean item of the user due at or before `t` has its content; otherwise asks
+    /// for it (asynchronously) and returns false: the caller waits.
+    func contentReady(ordinal: Int, upTo t: Instant) -> Bool {
+        let missing = users[ordinal].state.contentNeeded(upTo: t)
+        if missing.isEmpty { return true }
+        for seq in missing { restart.content.wanted[seq] = ordinal }
+        readContent()
+        return false
+    }
+
+    /// True when the next slice of due users can fire (their lean content is in memory); otherwise
+    /// the content is asked for and the slice waits (`contentArrived` fires it).
+    func dueSliceContentReady() -> Bool {
+        var ready = true
+        for (ordinal, horizon) in dueUsers.prefix(configuration.timerSliceUsers) where Int(ordinal) < users.count {
+            let o = Int(ordinal)
+            let missing = users[o].state.contentNeeded(upTo: horizon)
+            if missing.isEmpty { continue }
+            ready = false
+            for seq in missing { restart.content.wanted[seq] = o }
+        }
+        if !ready { readContent() }
+        return ready
+    }
+
+    /// Queues a committed event behind the one waiting for content (see `ContentLoading`).
+    func holdFold(_ event: StoredEvent) {
+        restart.content.heldFolds.append(event)
+    }
+
+    /// Runs `action` once every event committed so far has folded: now, unless some wait for content.
+    func afterHeldFolds(_ action: @escaping () -> Void) {
+        if restart.content.heldFolds.isEmpty { action() } else { restart.content.afterHeldFolds.append(action) }
+    }
+
+    /// The highest seq committed and known to this process: folded, or waiting to fold.
+    var lastCommittedSeq: Int64 { max(lastFoldedSeq, restart.content.heldFolds.last?.seq ?? 0) }
+
+    /// Sends the next read of wanted content, unless one is in flight or a retry is armed.
+    func readContent() {
+        let c = restart.content
+        guard !c.readInFlight, !(c.retry?.isArmed ?? false), !c.wanted.isEmpty else { return }
+        let seqs = Array(c.wanted.keys.prefix(ContentLoading.readLimit))
+        var list = "{"
+        for (i, seq) in seqs.enumerated() {
+            if i > 0 { list += "," }
+            list += String(seq)
+        }
+        list += "}"
+        c.readInFlight = true
+        // `body` is `json`: its text is the stored canonical bytes, unchanged.
+        reader.query("SELECT seq, body FROM events WHERE seq = ANY($1::bigint[])", [list]) { [weak self] result in
+            self?.contentRead(seqs, result)
+        }
+    }
+
+    private func contentRead(_ seqs: [Int64], _ result: Result<PGResult, StoreError>) {
+        let c = restart.content
+        c.readInFlight = false
+        var failure: String?
+        switch result {
+        case .failure(let error):
+            failure = "\(error)"
+        case .success(let r):
+            var supplied = 0
+            for i in 0..<r.rowCount {
+                guard let seq = r.int64(i, 0), let o = c.wanted.removeValue(forKey: seq), let body = r.bytes(i, 1) else { continue }
+                let n = body.withUnsafeBytes { SubmittedNotification(canonicalBody: $0) }
+                users[o].state.supplyContent(n, seq: seq)
+                supplied += 1
+            }
+            c.reads += 1
+            c.rowsRead += supplied
+            let absent = seqs.filter { c.wanted[$0] != nil }
+            if !absent.isEmpty {
+                // Events are immutable (triggers): a missing submit means the log was changed behind Herald's back.
+                failure = "\(absent.count) submitted notification(s) are not in events (seq \(absent.prefix(5).map(String.init).joined(separator: ", "))); the log was altered outside Herald"
+            }
+        }
+        if let failure {
+            c.failures += 1
+            if c.failingSince == nil {
+                c.failingSince = ClientConnection.monotonicMilliseconds()
+                log("warning: could not read the content of \(c.wanted.count) pending notification(s) now due from PostgreSQL (\(failure)); "
+                    + "their decisions wait — not fired, not lost, in order — and the read is retried every few seconds; "
+                    + "events and timers of the users involved wait behind them. Check that PostgreSQL is reachable.")
+            } else if c.failures % 20 == 0 {
+                log("warning: still cannot read pending notifications' content (\(c.failures) attempts, \(failure)); \(c.wanted.count) decision(s) waiting")
+            }
+            if c.retry == nil { c.retry = loop.timer { [weak self] in self?.readContent() } }
+            c.retry?.arm(afterMilliseconds: c.backoffMilliseconds)
+            c.backoffMilliseconds = min(c.backoffMilliseconds * 2, 5_000)
+            return
+        }
+        if let since = c.failingSince {
+            log("notice: pending notifications' content read again after \(c.failures) failed attempt(s) over "
+                + "\((ClientConnection.monotonicMilliseconds() - since + 500) / 1000) s; the waiting decisions are made now")
+            c.failingSince = nil
+            c.failures = 0
+        }
+        c.backoffMilliseconds = 100
+        contentArrived()
+        readContent()
+    }
+
+    /// Folds the events that waited for content (in seq order, stopping at the next one whose
+    /// content is still missing), then lets the waiting timer slices fire.
+    func contentArrived() {
+        let c = restart.content
+        while let event = c.heldFolds.first {
+            guard fold(event) else { break }
+            c.heldFolds.removeFirst()
+        }
+        if c.heldFolds.isEmpty && !c.afterHeldFolds.isEmpty {
+            let actions = c.afterHeldFolds
+            c.afterHeldFolds.removeAll()
+            for action in actions { action() }
+        }
+        flushDeliveries()
+        fireTimersSoon()
+    }
+}
