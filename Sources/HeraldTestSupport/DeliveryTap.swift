@@ -66,15 +66,18 @@ public final class DeliveryTap {
 }
 
 extension UnsafeRawBufferPointer {
-    /// Whether `needle` occurs in these bytes (a plain scan; lines are short).
+    /// Whether `needle` occurs in these bytes (`memchr` for its first byte, then `memcmp`: the
+    /// storm's consumer shares the machine with the service, so its per-line scan should cost little).
     public func contains(_ needle: StaticString) -> Bool {
         let n = needle.utf8CodeUnitCount
-        guard n <= count else { return false }
-        let first = needle.utf8Start.pointee
-        var i = 0
-        while i + n <= count {
-            if self[i] == first && memcmp(baseAddress! + i, needle.utf8Start, n) == 0 { return true }
-            i += 1
+        guard n > 0, n <= count, let base = baseAddress else { return false }
+        let first = Int32(needle.utf8Start.pointee)
+        var at = 0
+        while at + n <= count {
+            guard let hit = memchr(base + at, first, count - n + 1 - at) else { return false }
+            let i = UnsafeRawPointer(hit) - base
+            if memcmp(hit, needle.utf8Start, n) == 0 { return true }
+            at = i + 1
         }
         return false
     }

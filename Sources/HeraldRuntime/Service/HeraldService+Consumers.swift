@@ -121,10 +121,13 @@ extension HeraldService {
     /// A consumer behind the in-memory ring reads a page from PostgreSQL.
     func readBehind(_ stream: ConsumerStream) {
         stream.reading = true
+        let sentAt = FiringPhases.now()
         reader.query("SELECT cursor, body FROM deliveries WHERE cursor > $1 ORDER BY cursor LIMIT 1000",
                      [String(stream.position)]) { [weak self, weak stream] result in
             guard let self, let stream else { return }
             stream.reading = false
+            self.phases.catchUpReads += 1
+            self.phases.catchUpNanoseconds += FiringPhases.now() - sentAt
             guard case .success(let r) = result, let connection = stream.connection else { return }
             // At most one batch (as from the ring) is queued: the rest of the page is read again
             // when the consumer drains, so its memory here stays the buffer plus one batch.
@@ -133,6 +136,7 @@ extension HeraldService {
                 guard let cursor = r.int64(i, 0), let body = r.bytes(i, 1) else { continue }
                 batch += Self.line(body, cursor: cursor)
                 stream.position = cursor
+                self.phases.catchUpRows += 1
             }
             connection.send(batch)
             if r.rowCount > 0 { self.pump(stream) }

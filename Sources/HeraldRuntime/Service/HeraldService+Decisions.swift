@@ -105,12 +105,26 @@ extension HeraldService {
         // One read for every lean item due in this slice (docs/restart.md).
         ensureContent(due: dueUsers.prefix(configuration.timerSliceUsers).lazy.map { (Int($0.0), $0.1) })
         var fired = 0
+        let sliceStart = FiringPhases.now()
+        var t = sliceStart
         while fired < configuration.timerSliceUsers, unsentDeliveries.count < 2 * configuration.deliveryAppendRows,
               let (ordinal, horizon) = dueUsers.popFirst() {
             let o = Int(ordinal)
             let outcome = engine.advance(&users[o].state, to: horizon, apps: apps)
+            let decided = FiringPhases.now()
             take(outcome, ordinal: o)
+            let taken = FiringPhases.now()
+            phases.engineNanoseconds += decided - t
+            phases.encodeNanoseconds += taken - decided
+            t = taken
             fired += 1
+        }
+        if fired > 0 {
+            if phases.slices == 0 || phases.firstSliceAt == 0 { phases.firstSliceAt = sliceStart }
+            phases.slices += 1
+            phases.usersFired += fired
+            phases.sliceNanoseconds += t - sliceStart
+            phases.lastSliceAt = t
         }
         flushDeliveries()
         if dueUsers.isEmpty {
@@ -141,15 +155,22 @@ extension HeraldService {
         unsentDeliveries.removeFirst(n)
         deliveriesSent += n
         deliveriesInFlight = true
+        let sentAt = FiringPhases.now()
         writer.append(deliveries: rows) { [weak self] result in
             guard let self else { return }
             self.deliveriesInFlight = false
+            let doneAt = FiringPhases.now()
+            defer { self.phases.completionNanoseconds += FiringPhases.now() - doneAt }
             switch result {
             case .failure(let error):
                 self.log("deliveries not committed yet (\(error)); will retry")
                 self.unsentDeliveries.prepend(contentsOf: rows)
                 self.deliveriesSent -= rows.count
             case .success(let cursors):
+                self.phases.appends += 1
+                self.phases.appendRows += rows.count
+                self.phases.appendNanoseconds += doneAt - sentAt
+                self.phases.lastCommitAt = doneAt
                 for (row, cursor) in zip(rows, cursors) where cursor > 0 {
                     self.deliveriesCommitted += 1
                     self.committed(row, cursor: cursor)

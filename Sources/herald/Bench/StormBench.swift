@@ -24,6 +24,35 @@ struct StormBench: ParsableCommand {
     @Option(help: "Users, each with a summary at 08:00 local time.") var users = 1_000_000
     @Option(help: "Queued items per user.") var items = 3
     @Flag(help: "Print JSON instead of a table.") var json = false
+    @Flag(help: """
+        Reuse the history a previous run with the same --users and --items saved as a template database         (the first run with --reuse builds and saves it): each run starts on a fresh copy of it.
+        """) var reuse = false
+
+    /// Copies the saved template into `name` (dropped first); nil when no template was saved.
+    static func copyTemplate(_ location: DatabaseLocation, template: String, to name: String) throws -> (String, SyntheticLog)? {
+        let admin = try PGConnection.connect(location.url)
+        defer { admin.close() }
+        try admin.execute("SET client_min_messages = warning")
+        let r = try admin.execute("SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1", [template])
+        guard r.rowCount == 1, let note = r.string(0, 0) else { return nil }
+        let parts = note.split(separator: " ").compactMap { Double($0) }
+        guard parts.count == 3 else { return nil }
+        try admin.execute("DROP DATABASE IF EXISTS \(name)")
+        try admin.execute("CREATE DATABASE \(name) TEMPLATE \(template)")
+        let db = try admin.execute("SELECT current_database()").string(0, 0) ?? "postgres"
+        let url = location.url.replacingOccurrences(of: "dbname=\(db)", with: "dbname=\(name)")
+        return (url, SyntheticLog(seconds: parts[0], events: Int(parts[1]), deliveries: Int(parts[2]), copySeconds: 0, finishSeconds: 0))
+    }
+
+    /// Saves the freshly built history in `from` as the template `name` (its build numbers in the comment).
+    static func saveTemplate(_ location: DatabaseLocation, from: String, as name: String, log: SyntheticLog) throws {
+        let admin = try PGConnection.connect(location.url)
+        defer { admin.close() }
+        try admin.execute("SET client_min_messages = warning")
+        try admin.execute("DROP DATABASE IF EXISTS \(name)")
+        try admin.execute("CREATE DATABASE \(name) TEMPLATE \(from)")
+        try admin.execute("COMMENT ON DATABASE \(name) IS '\(log.seconds) \(log.events) \(log.deliveries)'")
+    }
 
     static let start = Instant(rfc3339: "2026-11-23T06:00:00Z")!
     static let storm = Instant(rfc3339: "2026-11-23T08:00:00Z")!
@@ -32,11 +61,19 @@ struct StormBench: ParsableCommand {
         try reportingErrors {
             let location = try database.resolve()
             defer { location.close() }
-            let url = try scratchDatabase(location, name: "herald_bench_storm")
-
-            // 1. The history.
-            let log = try SyntheticLog.build(url: url, label: "storm: building \(users) users", users: users, start: Self.start,
+            let template = "herald_bench_storm_u\(users)_i\(items)"
+            let log: SyntheticLog
+            let url: String
+            if reuse, let saved = try Self.copyTemplate(location, template: template, to: "herald_bench_storm") {
+                (url, log) = saved
+                Log.info("storm: reusing the history in \(template) (\(Fmt.int(log.events)) events)")
+            } else {
+                url = try scratchDatabase(location, name: "herald_bench_storm")
+                // 1. The history.
+                log = try SyntheticLog.build(url: url, label: "storm: building \(users) users", users: users, start: Self.start,
                                              time: { _ in Self.start }, requests: { SyntheticWorkloads.stormUser($0, items: items) })
+                if reuse { try Self.saveTemplate(location, from: "herald_bench_storm", as: template, log: log) }
+            }
             let loadSeconds = log.seconds
             let events = log.events, queued = log.deliveries
 
@@ -44,7 +81,15 @@ struct StormBench: ParsableCommand {
             var startup = 0.0
             let committed = Mutex(0.0)
             var streamedAt = 0.0, received = 0, firstAt = 0.0
-            try withInProcessService(url: url, configure: { $0.clock = .manual(start: Self.start) }, started: { startup = $0 }) { port in
+            var firing: JSONValue = .null
+            var loopCpuMs: Int64 = 0
+            try withInProcessService(url: url, configure: {
+                $0.clock = .manual(start: Self.start)
+                // Start-up's fold would trigger a snapshot of every user, written while the storm runs:
+                // a cost of starting the service just before, not of the storm (measured: it overlapped
+                // the first second of the 100k storm).
+                $0.snapshotEveryEvents = nil
+            }, started: { startup = $0 }) { port in
                 let tap = try DeliveryTap(port: port, consumer: "bench-storm")
                 let admin = try WireClient(port: port)
                 _ = try admin.request(#"{"op":"hello"}"#)
@@ -57,6 +102,7 @@ struct StormBench: ParsableCommand {
                         if r["ok"] != true { Log.info("storm: clock refused: \(r.canonicalString)") }
                     } catch { Log.info("storm: clock op failed: \(error)"); committed.withLock { $0 = -1 } }
                 }
+                let before = try admin.request(#"{"op":"stats"}"#)
                 reply.start()
                 let bar = ProgressBar("storm: summaries received", total: users)
                 try tap.read(idleTimeoutMilliseconds: 600_000) { line in
@@ -70,6 +116,9 @@ struct StormBench: ParsableCommand {
                 streamedAt = watch.seconds
                 bar.update(received); bar.finish()
                 while committed.withLock({ $0 }) == 0 { usleep(10_000) }
+                let after = try admin.request(#"{"op":"stats"}"#)
+                if let f = after["firing"] { firing = f }
+                if let a = after["loopCpuMs"]?.intValue, let b = before["loopCpuMs"]?.intValue { loopCpuMs = a - b }
             }
             let rss = BenchMachine.memory()
             let committedAt = committed.withLock { $0 }
@@ -93,6 +142,19 @@ struct StormBench: ParsableCommand {
             report.row("target: 1M summaries out within 20 s", Fmt.x(20 / (streamedAt * 1_000_000 / Double(users))),
                        "of the target rate (1M/20 s = 50,000/s), extrapolated linearly", key: "targetRatio",
                        value: Fmt.j(20 / (streamedAt * 1_000_000 / Double(users))))
+            report.row("service loop CPU, clock op → consumer done", "\(Fmt.int(Int(loopCpuMs))) ms",
+                       "\(Fmt.int(Double(loopCpuMs) * 1000 / Double(max(users, 1)))) µs per summary; of the wall clock: "
+                       + Fmt.x(Double(loopCpuMs) / 1000 / streamedAt), key: "loopCpuMs", value: .int(loopCpuMs))
+            if case .object(let f) = firing {
+                func i(_ k: String) -> Int64 { f[k]?.intValue ?? 0 }
+                report.row("  firing: slices / engine / encoding", "\(i("sliceMs")) / \(i("engineMs")) / \(i("encodeMs")) ms",
+                           "\(i("usersFired")) users in \(i("slices")) slices; first → last slice \(i("firstToLastSliceMs")) ms, "
+                           + "first slice → last commit \(i("firstSliceToLastCommitMs")) ms")
+                report.row("  appends: count / rows / sent → committed", "\(i("appends")) / \(i("appendRows")) / \(i("appendMs")) ms",
+                           "completions (wire lines, ring, consumers) \(i("completionMs")) ms of loop time")
+                report.row("  consumer catch-up reads / rows / latency", "\(i("catchUpReads")) / \(i("catchUpRows")) / \(i("catchUpMs")) ms", "")
+                report.json["firing"] = firing
+            }
             report.row("process RSS after / peak", "\(Fmt.mib(rss.rss)) / \(Fmt.mib(rss.peak))", "generator and service in one process",
                        key: "rssKiB", value: .int(Int64(rss.rss)))
             report.json["peakRssKiB"] = .int(Int64(rss.peak))
