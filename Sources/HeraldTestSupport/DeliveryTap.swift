@@ -66,20 +66,12 @@ public final class DeliveryTap {
 }
 
 extension UnsafeRawBufferPointer {
-    /// Whether `needle` occurs in these bytes (`memchr` for its first byte, then `memcmp`: the
-    /// storm's consumer shares the machine with the service, so its per-line scan should cost little).
+    /// Whether `needle` occurs in these bytes (glibc's `memmem`: the storm's consumer shares the
+    /// machine with the service, so its per-line scan should cost little).
     public func contains(_ needle: StaticString) -> Bool {
         let n = needle.utf8CodeUnitCount
         guard n > 0, n <= count, let base = baseAddress else { return false }
-        let first = Int32(needle.utf8Start.pointee)
-        var at = 0
-        while at + n <= count {
-            guard let hit = memchr(base + at, first, count - n + 1 - at) else { return false }
-            let i = UnsafeRawPointer(hit) - base
-            if memcmp(hit, needle.utf8Start, n) == 0 { return true }
-            at = i + 1
-        }
-        return false
+        return glibcMemmem(base, count, needle.utf8Start, n) != nil
     }
 
     /// The string value after `"key":"` (no escapes expected: ids the benchmark chose).
@@ -97,3 +89,8 @@ extension UnsafeRawBufferPointer {
         return nil
     }
 }
+
+/// glibc's `memmem` (declared under `_GNU_SOURCE`, which Swift's Glibc module does not import).
+@_silgen_name("memmem")
+private func glibcMemmem(_ haystack: UnsafeRawPointer, _ haystackLength: Int, _ needle: UnsafeRawPointer,
+                         _ needleLength: Int) -> UnsafeMutableRawPointer?

@@ -247,6 +247,18 @@ extension HeraldService {
         }
     }
 
+    /// Appends the wire line of a committed delivery (`line(_:cursor:)`) to `out`, without a
+    /// line array of its own.
+    static func appendLine(_ body: UnsafeRawBufferPointer, cursor: Int64, to out: inout [UInt8]) {
+        let head: StaticString = "{\"cursor\":"
+        let tail: StaticString = ",\"op\":\"delivery\","
+        out.append(contentsOf: UnsafeBufferPointer(start: head.utf8Start, count: head.utf8CodeUnitCount))
+        out.append(contentsOf: String(cursor).utf8)  // a small string: no allocation
+        out.append(contentsOf: UnsafeBufferPointer(start: tail.utf8Start, count: tail.utf8CodeUnitCount))
+        if body.count > 1 { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: body[1...])) }
+        out.append(0x0A)
+    }
+
     static func line(_ body: [UInt8], cursor: Int64) -> [UInt8] {
         body.withUnsafeBytes { line($0, cursor: cursor) }
     }

@@ -24,6 +24,11 @@ struct StormBench: ParsableCommand {
     @Option(help: "Users, each with a summary at 08:00 local time.") var users = 1_000_000
     @Option(help: "Queued items per user.") var items = 3
     @Flag(help: "Print JSON instead of a table.") var json = false
+    @Flag(help: "With --reuse: build and save the history, then stop (no storm).") var buildOnly = false
+    @Option(help: "The scratch database the run uses (dropped and recreated), e.g. to run two sizes at once.")
+    var scratch = "herald_bench_storm"
+    @Option(help: "Delivery lines the service keeps in memory for consumers (its default: 65,536); a small ring makes the consumer catch up from PostgreSQL.")
+    var ring: Int?
     @Flag(help: """
         Reuse the history a previous run with the same --users and --items saved as a template database         (the first run with --reuse builds and saves it): each run starts on a fresh copy of it.
         """) var reuse = false
@@ -64,15 +69,19 @@ struct StormBench: ParsableCommand {
             let template = "herald_bench_storm_u\(users)_i\(items)"
             let log: SyntheticLog
             let url: String
-            if reuse, let saved = try Self.copyTemplate(location, template: template, to: "herald_bench_storm") {
+            if reuse, let saved = try Self.copyTemplate(location, template: template, to: scratch) {
                 (url, log) = saved
                 Log.info("storm: reusing the history in \(template) (\(Fmt.int(log.events)) events)")
             } else {
-                url = try scratchDatabase(location, name: "herald_bench_storm")
+                url = try scratchDatabase(location, name: scratch)
                 // 1. The history.
                 log = try SyntheticLog.build(url: url, label: "storm: building \(users) users", users: users, start: Self.start,
                                              time: { _ in Self.start }, requests: { SyntheticWorkloads.stormUser($0, items: items) })
-                if reuse { try Self.saveTemplate(location, from: "herald_bench_storm", as: template, log: log) }
+                if reuse { try Self.saveTemplate(location, from: scratch, as: template, log: log) }
+            }
+            if buildOnly {
+                Log.info("storm: history saved as \(template) (\(Fmt.s(log.seconds)))")
+                return
             }
             let loadSeconds = log.seconds
             let events = log.events, queued = log.deliveries
@@ -89,6 +98,7 @@ struct StormBench: ParsableCommand {
                 // a cost of starting the service just before, not of the storm (measured: it overlapped
                 // the first second of the 100k storm).
                 $0.snapshotEveryEvents = nil
+                if let ring { $0.deliveryRingCapacity = ring }
             }, started: { startup = $0 }) { port in
                 let tap = try DeliveryTap(port: port, consumer: "bench-storm")
                 let admin = try WireClient(port: port)
