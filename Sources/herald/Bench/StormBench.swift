@@ -25,6 +25,8 @@ struct StormBench: ParsableCommand {
     @Option(help: "Queued items per user.") var items = 3
     @Flag(help: "Print JSON instead of a table.") var json = false
     @Flag(help: "With --reuse: build and save the history, then stop (no storm).") var buildOnly = false
+    @Option(help: "An SQL file run on the scratch database before the service starts (schema experiments: what a storm costs with another append or fewer indexes).")
+    var setupSQL: String?
     @Option(help: "The scratch database the run uses (dropped and recreated), e.g. to run two sizes at once.")
     var scratch = "herald_bench_storm"
     @Option(help: "Delivery lines the service keeps in memory for consumers (its default: 65,536); a small ring makes the consumer catch up from PostgreSQL.")
@@ -82,6 +84,13 @@ struct StormBench: ParsableCommand {
             if buildOnly {
                 Log.info("storm: history saved as \(template) (\(Fmt.s(log.seconds)))")
                 return
+            }
+            if let setupSQL {
+                let sql = try String(contentsOfFile: setupSQL, encoding: .utf8)
+                let conn = try PGConnection.connect(url)
+                try conn.executeScript(sql)
+                conn.close()
+                Log.info("storm: ran \(setupSQL) on the scratch database")
             }
             let loadSeconds = log.seconds
             let events = log.events, queued = log.deliveries
