@@ -107,7 +107,9 @@ extension HeraldService {
         var fired = 0
         let sliceStart = FiringPhases.now()
         var t = sliceStart
+        let budget = configuration.timerSliceMicroseconds * 1_000
         while fired < configuration.timerSliceUsers, unsentDeliveries.count < 2 * configuration.deliveryAppendRows,
+              budget <= 0 || fired & 63 != 0 || t - sliceStart < budget,
               let (ordinal, horizon) = dueUsers.popFirst() {
             let o = Int(ordinal)
             let outcome = engine.advance(&users[o].state, to: horizon, apps: apps)

@@ -27,6 +27,9 @@ struct StormBench: ParsableCommand {
     @Flag(help: "With --reuse: build and save the history, then stop (no storm).") var buildOnly = false
     @Option(help: "An SQL file run on the scratch database before the service starts (schema experiments: what a storm costs with another append or fewer indexes).")
     var setupSQL: String?
+    @Option(help: "Users fired per loop turn at most (the service's timerSliceUsers).") var sliceUsers: Int?
+    @Option(help: "Loop time per firing slice at most, in microseconds (timerSliceMicroseconds; 0: no bound).") var sliceMicroseconds: Int64?
+    @Option(help: "Rows per delivery append at most (deliveryAppendRows).") var appendRows: Int?
     @Option(help: "The scratch database the run uses (dropped and recreated), e.g. to run two sizes at once.")
     var scratch = "herald_bench_storm"
     @Option(help: "Delivery lines the service keeps in memory for consumers (its default: 65,536); a small ring makes the consumer catch up from PostgreSQL.")
@@ -101,6 +104,7 @@ struct StormBench: ParsableCommand {
             var streamedAt = 0.0, received = 0, firstAt = 0.0
             var firing: JSONValue = .null
             var loopCpuMs: Int64 = 0
+            var pgCPU = 0.0, processCPU = 0.0
             try withInProcessService(url: url, configure: {
                 $0.clock = .manual(start: Self.start)
                 // Start-up's fold would trigger a snapshot of every user, written while the storm runs:
@@ -108,6 +112,9 @@ struct StormBench: ParsableCommand {
                 // the first second of the 100k storm).
                 $0.snapshotEveryEvents = nil
                 if let ring { $0.deliveryRingCapacity = ring }
+                if let sliceUsers { $0.timerSliceUsers = sliceUsers }
+                if let sliceMicroseconds { $0.timerSliceMicroseconds = sliceMicroseconds }
+                if let appendRows { $0.deliveryAppendRows = appendRows }
             }, started: { startup = $0 }) { port in
                 let tap = try DeliveryTap(port: port, consumer: "bench-storm")
                 let admin = try WireClient(port: port)
@@ -122,6 +129,14 @@ struct StormBench: ParsableCommand {
                     } catch { Log.info("storm: clock op failed: \(error)"); committed.withLock { $0 = -1 } }
                 }
                 let before = try admin.request(#"{"op":"stats"}"#)
+                // Every PostgreSQL process of the cluster (backends, WAL writer, checkpointer): their CPU
+                // during the storm, beside this process's (service + consumer).
+                let pg = try PGConnection.connect(url)
+                let pids = try pg.execute("SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid()")
+                let pgPids = (0..<pids.rowCount).compactMap { pids.string($0, 0) }
+                pg.close()
+                let pgBefore = pgPids.reduce(0.0) { $0 + BenchMachine.cpuSeconds(pid: $1) }
+                let selfBefore = BenchMachine.cpuSeconds()
                 reply.start()
                 let bar = ProgressBar("storm: summaries received", total: users)
                 try tap.read(idleTimeoutMilliseconds: 600_000) { line in
@@ -133,6 +148,8 @@ struct StormBench: ParsableCommand {
                     return received < users
                 }
                 streamedAt = watch.seconds
+                pgCPU = pgPids.reduce(0.0) { $0 + BenchMachine.cpuSeconds(pid: $1) } - pgBefore
+                processCPU = BenchMachine.cpuSeconds() - selfBefore
                 bar.update(received); bar.finish()
                 while committed.withLock({ $0 }) == 0 { usleep(10_000) }
                 let after = try admin.request(#"{"op":"stats"}"#)
@@ -164,6 +181,11 @@ struct StormBench: ParsableCommand {
             report.row("service loop CPU, clock op → consumer done", "\(Fmt.int(Int(loopCpuMs))) ms",
                        "\(Fmt.int(Double(loopCpuMs) * 1000 / Double(max(users, 1)))) µs per summary; of the wall clock: "
                        + Fmt.x(Double(loopCpuMs) / 1000 / streamedAt), key: "loopCpuMs", value: .int(loopCpuMs))
+            report.row("CPU, clock op → consumer done: PostgreSQL / this process", "\(Fmt.s(pgCPU)) / \(Fmt.s(processCPU))",
+                       "\(Fmt.int(pgCPU * 1e6 / Double(max(users, 1)))) / \(Fmt.int(processCPU * 1e6 / Double(max(users, 1)))) µs per summary "
+                       + "(the process: service loop, writer, consumer); load \(BenchMachine.loadAverage())",
+                       key: "postgresCpuSeconds", value: Fmt.j(pgCPU))
+            report.json["processCpuSeconds"] = Fmt.j(processCPU)
             if case .object(let f) = firing {
                 func i(_ k: String) -> Int64 { f[k]?.intValue ?? 0 }
                 report.row("  firing: slices / engine / encoding", "\(i("sliceMs")) / \(i("engineMs")) / \(i("encodeMs")) ms",
