@@ -129,10 +129,13 @@ struct StormBench: ParsableCommand {
                     } catch { Log.info("storm: clock op failed: \(error)"); committed.withLock { $0 = -1 } }
                 }
                 let before = try admin.request(#"{"op":"stats"}"#)
-                // Every PostgreSQL process of the cluster (backends, WAL writer, checkpointer): their CPU
-                // during the storm, beside this process's (service + consumer).
+                // The scratch database's backends and the cluster's background processes (WAL writer,
+                // checkpointer…): their CPU during the storm, beside this process's (service + consumer).
                 let pg = try PGConnection.connect(url)
-                let pids = try pg.execute("SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid()")
+                let pids = try pg.execute("""
+                    SELECT pid FROM pg_stat_activity
+                    WHERE pid <> pg_backend_pid() AND (datname = current_database() OR datname IS NULL)
+                    """)
                 let pgPids = (0..<pids.rowCount).compactMap { pids.string($0, 0) }
                 pg.close()
                 let pgBefore = pgPids.reduce(0.0) { $0 + BenchMachine.cpuSeconds(pid: $1) }
