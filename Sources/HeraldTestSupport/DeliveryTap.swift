@@ -12,10 +12,12 @@ public final class DeliveryTap {
 
     /// Connects, says hello and subscribes `consumer` from the committed tail; returns after the
     /// subscribe reply (deliveries committed after it will be streamed).
-    public init(port: Int, consumer: String) throws {
+    /// `from`: a cursor to start after (nil: the committed tail).
+    public init(port: Int, consumer: String, from: Int64? = nil) throws {
         let client = try WireClient(port: port)
         _ = try client.request(#"{"op":"hello"}"#)
-        let reply = try client.request(#"{"op":"subscribe","consumer":"\#(consumer)"}"#)
+        let start = from.map { #","from":\#($0)"# } ?? ""
+        let reply = try client.request(#"{"op":"subscribe","consumer":"\#(consumer)"\#(start)}"#)
         guard reply["ok"] == true else { throw WireClient.Failure.io("subscribe refused: \(reply.canonicalString)") }
         // Take over the socket: nothing else was sent after the reply, so nothing is buffered.
         fd = dup(client.fileDescriptor)

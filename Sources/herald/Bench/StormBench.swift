@@ -27,6 +27,8 @@ struct StormBench: ParsableCommand {
     @Flag(help: "With --reuse: build and save the history, then stop (no storm).") var buildOnly = false
     @Option(help: "An SQL file run on the scratch database before the service starts (schema experiments: what a storm costs with another append or fewer indexes).")
     var setupSQL: String?
+    @Flag(help: "The consumer subscribes only once every summary is committed, from the cursor before the storm: it reads the storm back (from PostgreSQL where the ring moved on) — a consumer that was away.")
+    var lateConsumer = false
     @Option(help: "Users fired per loop turn at most (the service's timerSliceUsers).") var sliceUsers: Int?
     @Option(help: "Loop time per firing slice at most, in microseconds (timerSliceMicroseconds; 0: no bound).") var sliceMicroseconds: Int64?
     @Option(help: "Rows per delivery append at most (deliveryAppendRows).") var appendRows: Int?
@@ -105,6 +107,7 @@ struct StormBench: ParsableCommand {
             var firing: JSONValue = .null
             var loopCpuMs: Int64 = 0
             var pgCPU = 0.0, processCPU = 0.0
+            var lateStart: Double?
             try withInProcessService(url: url, configure: {
                 $0.clock = .manual(start: Self.start)
                 // Start-up's fold would trigger a snapshot of every user, written while the storm runs:
@@ -116,7 +119,7 @@ struct StormBench: ParsableCommand {
                 if let sliceMicroseconds { $0.timerSliceMicroseconds = sliceMicroseconds }
                 if let appendRows { $0.deliveryAppendRows = appendRows }
             }, started: { startup = $0 }) { port in
-                let tap = try DeliveryTap(port: port, consumer: "bench-storm")
+                var tap = lateConsumer ? nil : try DeliveryTap(port: port, consumer: "bench-storm")
                 let admin = try WireClient(port: port)
                 _ = try admin.request(#"{"op":"hello"}"#)
                 Log.info("storm: \(users) summaries due at \(Self.storm.rfc3339); moving the clock")
@@ -141,8 +144,13 @@ struct StormBench: ParsableCommand {
                 let pgBefore = pgPids.reduce(0.0) { $0 + BenchMachine.cpuSeconds(pid: $1) }
                 let selfBefore = BenchMachine.cpuSeconds()
                 reply.start()
+                if tap == nil {
+                    while committed.withLock({ $0 }) == 0 { usleep(10_000) }
+                    lateStart = watch.seconds
+                    tap = try DeliveryTap(port: port, consumer: "bench-storm", from: before["deliveryHead"]?.intValue ?? 0)
+                }
                 let bar = ProgressBar("storm: summaries received", total: users)
-                try tap.read(idleTimeoutMilliseconds: 600_000) { line in
+                try tap!.read(idleTimeoutMilliseconds: 600_000) { line in
                     if line.contains(#""kind":"summary""#) {
                         received += 1
                         if received == 1 { firstAt = watch.seconds }
@@ -177,6 +185,11 @@ struct StormBench: ParsableCommand {
             report.row("clock op → every summary at the consumer", Fmt.s(streamedAt),
                        "\(Fmt.int(Double(received) / streamedAt)) deliveries/s", key: "streamedSeconds", value: Fmt.j(streamedAt))
             report.json["deliveriesPerSecond"] = .int(Int64(Double(received) / streamedAt))
+            if let lateStart {
+                report.row("  late consumer: subscribe → every summary", Fmt.s(streamedAt - lateStart),
+                           "\(Fmt.int(Double(received) / (streamedAt - lateStart))) deliveries/s read back",
+                           key: "lateConsumerSeconds", value: Fmt.j(streamedAt - lateStart))
+            }
             report.row("summaries received by the consumer", Fmt.int(received), "of \(Fmt.int(users))", key: "received", value: .int(Int64(received)))
             report.row("target: 1M summaries out within 20 s", Fmt.x(20 / (streamedAt * 1_000_000 / Double(users))),
                        "of the target rate (1M/20 s = 50,000/s), extrapolated linearly", key: "targetRatio",
