@@ -94,7 +94,7 @@ extension SubmittedNotification {
         if let data { key(",\"data\":"); data.write(to: &out) }
         if previews == .whenUnlocked { key(",\"hiddenPreviewsBodyPlaceholder\":"); writeString(placeholder, to: &out) }
         key(",\"interruptionLevel\":"); out.append(level.quotedJSON)
-        if !hidden, let relevanceScore { key(",\"relevanceScore\":"); JSONValue.double(relevanceScore).write(to: &out) }
+        if !hidden, let relevanceScore { key(",\"relevanceScore\":"); writeDouble(relevanceScore, to: &out) }
         if let sound { key(",\"sound\":"); writeString(sound, to: &out) }
         if !hidden, texts.has(.subtitle) { key(",\"subtitle\":"); texts.write(.subtitle, to: &out) }
         if let threadId { key(",\"threadId\":"); writeString(threadId, to: &out) }
@@ -115,7 +115,7 @@ extension DeliveryItem {
         writeString(notification.id, to: &out)
         if let r = notification.relevanceScore {
             out.append(",\"relevanceScore\":")
-            JSONValue.double(r).write(to: &out)
+            writeDouble(r, to: &out)
         }
         if let t = notification.threadId {
             out.append(",\"threadId\":")

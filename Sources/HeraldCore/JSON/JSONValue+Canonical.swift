@@ -20,12 +20,7 @@ extension JSONValue {
         case .int(let v):
             writeInt(v, to: &out)
         case .double(let d):
-            if d.isFinite {
-                var text = d.description
-                text.withUTF8 { out.append(UnsafeRawBufferPointer($0)) }
-            } else {
-                out.append("null")
-            }
+            writeDouble(d, to: &out)
         case .string(let s):
             writeString(s, to: &out)
         case .array(let elements):
@@ -85,6 +80,40 @@ func writeInt(_ v: Int64, to out: inout ByteSink) {
         if divisor == 1 { return }
         divisor /= 10
     }
+}
+
+/// Appends the canonical form of `.double(d)`: Swift's shortest round-trip `description`
+/// (`null` when not finite). Values with at most three decimals below a million — relevance
+/// scores, which every summary item carries twice — are written without `description` (a
+/// `String` and ~600 instructions a call): the fewest decimals `k` whose `m / 10^k` is `d` is
+/// the shortest form, and the only one of that length. Identical bytes (`DoubleCanonicalTests`).
+func writeDouble(_ d: Double, to out: inout ByteSink) {
+    guard d.isFinite else { out.append("null"); return }
+    if d > -1e6 && d < 1e6 && !(d == 0 && d.sign == .minus) {
+        let a = d.magnitude
+        var scale = 1.0
+        var pow10: UInt64 = 1
+        for k in 0...3 {
+            let m = (a * scale).rounded()
+            if m / scale == a {
+                let whole = UInt64(m) / pow10, fraction = UInt64(m) % pow10
+                if d < 0 { out.append(0x2D) }
+                writeInt(Int64(whole), to: &out)
+                out.append(0x2E)
+                if k == 0 { out.append(0x30); return }
+                var digit = pow10 / 10
+                while digit > 0 {
+                    out.append(UInt8(truncatingIfNeeded: fraction / digit % 10) &+ 0x30)
+                    digit /= 10
+                }
+                return
+            }
+            scale *= 10
+            pow10 *= 10
+        }
+    }
+    var text = d.description
+    text.withUTF8 { out.append(UnsafeRawBufferPointer($0)) }
 }
 
 private let hexDigits: StaticString = "0123456789abcdef"

@@ -10,6 +10,10 @@ final class ConsumerStream {
     var position: Int64
     /// A catch-up read from PostgreSQL is in flight.
     var reading = false
+    /// The last page read from PostgreSQL and its first row not yet sent: sent a batch at a time as
+    /// the consumer drains, instead of being read again (memory: the consumer buffer plus this page).
+    var page: PGResult?
+    var pageNext = 0
 
     init(name: String, connection: ClientConnection, position: Int64) {
         self.name = name; self.connection = connection; self.position = position
@@ -86,7 +90,7 @@ extension HeraldService {
         // the same position (e.g. a drain callback armed earlier) would send that page twice and
         // the stream would go backwards (found by experiment 6, docs/reliability.md).
         guard !stream.reading else { return }
-        while stream.position < deliveryHead {
+        while stream.position < deliveryHead || stream.page != nil {
             if connection.outputBytes >= configuration.consumerBufferBytes {
                 // Slow consumer: pause; resume when its socket drains (from PostgreSQL if the ring moved on).
                 connection.onDrained = { [weak self, weak stream] in
@@ -97,7 +101,9 @@ extension HeraldService {
                 return
             }
             let next = stream.position + 1
-            if !ring.isEmpty && next >= ringFirstCursor {
+            if stream.page != nil {
+                sendFromPage(stream, connection)
+            } else if !ring.isEmpty && next >= ringFirstCursor {
                 let index = Int(next - ringFirstCursor)
                 guard index < ring.count else { return }
                 var batch: [UInt8] = []
@@ -118,24 +124,45 @@ extension HeraldService {
     /// Bytes of delivery lines queued to a consumer at once, from the ring or from PostgreSQL.
     static let consumerBatchBytes = 256 * 1024
 
-    /// A consumer behind the in-memory ring reads a page from PostgreSQL.
+    /// Rows of one catch-up read: enough that a consumer far behind (a storm that outran the ring)
+    /// pays one query per few megabytes, not per 256 KiB batch.
+    static let catchUpPageRows = 4_000
+
+    /// A consumer behind the in-memory ring reads a page from PostgreSQL; `pump` sends it a batch
+    /// at a time as the consumer drains.
     func readBehind(_ stream: ConsumerStream) {
         stream.reading = true
-        reader.query("SELECT cursor, body FROM deliveries WHERE cursor > $1 ORDER BY cursor LIMIT 1000",
+        let sentAt = FiringPhases.now()
+        reader.query("SELECT cursor, body FROM deliveries WHERE cursor > $1 ORDER BY cursor LIMIT \(Self.catchUpPageRows)",
                      [String(stream.position)]) { [weak self, weak stream] result in
             guard let self, let stream else { return }
             stream.reading = false
-            guard case .success(let r) = result, let connection = stream.connection else { return }
-            // At most one batch (as from the ring) is queued: the rest of the page is read again
-            // when the consumer drains, so its memory here stays the buffer plus one batch.
-            var batch: [UInt8] = []
-            for i in 0..<r.rowCount where batch.count < Self.consumerBatchBytes {
-                guard let cursor = r.int64(i, 0), let body = r.bytes(i, 1) else { continue }
-                batch += Self.line(body, cursor: cursor)
-                stream.position = cursor
-            }
-            connection.send(batch)
-            if r.rowCount > 0 { self.pump(stream) }
+            self.phases.catchUpReads += 1
+            self.phases.catchUpNanoseconds += FiringPhases.now() - sentAt
+            guard case .success(let r) = result, stream.connection != nil else { return }
+            guard r.rowCount > 0 else { return }
+            stream.page = r
+            stream.pageNext = 0
+            self.pump(stream)
         }
+    }
+
+    /// Sends the next batch (at most `consumerBatchBytes`, at least one line) of the stream's page
+    /// rows after its position; drops the page once every row was sent.
+    private func sendFromPage(_ stream: ConsumerStream, _ connection: ClientConnection) {
+        guard let page = stream.page else { return }
+        var batch: [UInt8] = []
+        var i = stream.pageNext
+        while i < page.rowCount && batch.count < Self.consumerBatchBytes {
+            if let cursor = page.decimal(i, 0), cursor > stream.position {
+                page.withBytes(i, 1) { body in Self.appendLine(body, cursor: cursor, to: &batch) }
+                stream.position = cursor
+                phases.catchUpRows += 1
+            }
+            i += 1
+        }
+        stream.pageNext = i
+        if i >= page.rowCount { stream.page = nil }
+        connection.send(batch)
     }
 }

@@ -121,12 +121,28 @@ extension HeraldService {
         // Lean items due in this slice are read first, asynchronously; until then the slice waits (docs/restart.md).
         guard dueSliceContentReady() else { return }
         var fired = 0
+        let sliceStart = FiringPhases.now()
+        var t = sliceStart
+        let budget = configuration.timerSliceMicroseconds * 1_000
         while fired < configuration.timerSliceUsers, unsentDeliveries.count < 2 * configuration.deliveryAppendRows,
+              budget <= 0 || fired & 63 != 0 || t - sliceStart < budget,
               let (ordinal, horizon) = dueUsers.popFirst() {
             let o = Int(ordinal)
             let outcome = engine.advance(&users[o].state, to: horizon, apps: apps)
+            let decided = FiringPhases.now()
             take(outcome, ordinal: o)
+            let taken = FiringPhases.now()
+            phases.engineNanoseconds += decided - t
+            phases.encodeNanoseconds += taken - decided
+            t = taken
             fired += 1
+        }
+        if fired > 0 {
+            if phases.slices == 0 || phases.firstSliceAt == 0 { phases.firstSliceAt = sliceStart }
+            phases.slices += 1
+            phases.usersFired += fired
+            phases.sliceNanoseconds += t - sliceStart
+            phases.lastSliceAt = t
         }
         flushDeliveries()
         if dueUsers.isEmpty {
@@ -157,15 +173,22 @@ extension HeraldService {
         unsentDeliveries.removeFirst(n)
         deliveriesSent += n
         deliveriesInFlight = true
+        let sentAt = FiringPhases.now()
         writer.append(deliveries: rows) { [weak self] result in
             guard let self else { return }
             self.deliveriesInFlight = false
+            let doneAt = FiringPhases.now()
+            defer { self.phases.completionNanoseconds += FiringPhases.now() - doneAt }
             switch result {
             case .failure(let error):
                 self.log("deliveries not committed yet (\(error)); will retry")
                 self.unsentDeliveries.prepend(contentsOf: rows)
                 self.deliveriesSent -= rows.count
             case .success(let cursors):
+                self.phases.appends += 1
+                self.phases.appendRows += rows.count
+                self.phases.appendNanoseconds += doneAt - sentAt
+                self.phases.lastCommitAt = doneAt
                 for (row, cursor) in zip(rows, cursors) where cursor > 0 {
                     self.deliveriesCommitted += 1
                     self.committed(row, cursor: cursor)
@@ -240,6 +263,18 @@ extension HeraldService {
                 initialized = total
             }
         }
+    }
+
+    /// Appends the wire line of a committed delivery (`line(_:cursor:)`) to `out`, without a
+    /// line array of its own.
+    static func appendLine(_ body: UnsafeRawBufferPointer, cursor: Int64, to out: inout [UInt8]) {
+        let head: StaticString = "{\"cursor\":"
+        let tail: StaticString = ",\"op\":\"delivery\","
+        out.append(contentsOf: UnsafeBufferPointer(start: head.utf8Start, count: head.utf8CodeUnitCount))
+        out.append(contentsOf: String(cursor).utf8)  // a small string: no allocation
+        out.append(contentsOf: UnsafeBufferPointer(start: tail.utf8Start, count: tail.utf8CodeUnitCount))
+        if body.count > 1 { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: body[1...])) }
+        out.append(0x0A)
     }
 
     static func line(_ body: [UInt8], cursor: Int64) -> [UInt8] {

@@ -95,6 +95,8 @@ public final class HeraldService: ConnectionDelegate {
     var ringFirstCursor: Int64 = 1
     var deliveryHead: Int64 = 0
     var consumers: [String: ConsumerStream] = [:]
+    /// Where fired timers' deliveries spend their time (reported by `stats`).
+    var phases = FiringPhases()
 
     public var log: (String) -> Void
 
@@ -299,7 +301,16 @@ public final class HeraldService: ConnectionDelegate {
             "contentWaiting": .int(Int64(restart.content.wanted.count)),
             "foldsWaitingForContent": .int(Int64(restart.content.heldFolds.count)),
             "snapshotsWritten": .int(Int64(restart.writer?.completed ?? 0)),
+            "firing": phases.json,
+            "loopCpuMs": .int(Self.threadCPUMilliseconds()),
         ]
+    }
+
+    /// CPU time (user + system) of the calling thread: `stats` runs on the loop thread.
+    static func threadCPUMilliseconds() -> Int64 {
+        var ts = timespec()
+        guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 else { return -1 }
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 
     // MARK: Shutdown

@@ -41,6 +41,10 @@ public struct ServiceConfiguration: Sendable {
     /// each slice's deliveries are appended on their own, so consumers see the first ones within
     /// milliseconds instead of after the whole storm commits, and requests keep being served.
     public var timerSliceUsers = 2_000
+    /// A slice also ends after this much loop time (checked every 64 users), so that commits,
+    /// consumers and requests are served between slices whatever one user's timers cost; 0: no
+    /// time bound. The order of decisions does not depend on where slices end.
+    public var timerSliceMicroseconds: Int64 = 10_000
     /// The most delivery rows in one append (one transaction); the next goes when it commits.
     public var deliveryAppendRows = 4_000
     public var serverName = "herald/0.1.0"

@@ -50,6 +50,27 @@ public final class PGResult {
         return p.withMemoryRebound(to: UInt8.self, capacity: n) { Array(UnsafeBufferPointer(start: $0, count: n)) }
     }
 
+    /// Calls `body` with the cell's bytes in place (text format; empty for SQL NULL), valid only inside `body`.
+    public func withBytes<T>(_ row: Int, _ column: Int, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+        guard !isNull(row, column), let p = PQgetvalue(handle, Int32(row), Int32(column)) else {
+            return body(UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+        return body(UnsafeRawBufferPointer(start: UnsafeRawPointer(p), count: Int(PQgetlength(handle, Int32(row), Int32(column)))))
+    }
+
+    /// A non-negative integer cell parsed from its text in place (nil for NULL or anything else).
+    public func decimal(_ row: Int, _ column: Int) -> Int64? {
+        withBytes(row, column) { b -> Int64? in
+            guard !b.isEmpty, b.count <= 18 else { return nil }
+            var v: Int64 = 0
+            for byte in b {
+                guard byte >= 0x30 && byte <= 0x39 else { return nil }
+                v = v * 10 + Int64(byte - 0x30)
+            }
+            return v
+        }
+    }
+
     /// The server's error for a failed result, mapped to a store error in one place (`StoreError`).
     public var error: StoreError? {
         if isSuccess { return nil }

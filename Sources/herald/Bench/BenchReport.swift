@@ -91,6 +91,16 @@ enum BenchMachine {
     }
 
     /// VmRSS and VmHWM (peak) of a process, in KiB (`self` or a pid).
+    /// CPU seconds (user + system) a process has used so far, from `/proc/<pid>/stat`; 0 if unreadable.
+    static func cpuSeconds(pid: String = "self") -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return 0 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3 of stat(5), utime 14, stime 15.
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     static func memory(pid: String = "self") -> (rss: Int, peak: Int) {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return (0, 0) }
         func field(_ name: String) -> Int {
