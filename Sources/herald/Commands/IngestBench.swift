@@ -29,7 +29,7 @@ struct IngestBench: ParsableCommand {
                 Log.info("authorizing \(users) users")
                 try load.prepare(port: port)
                 Log.info("ingest: \(events) submits, \(producers) producers × \(window) outstanding")
-                return try load.run(port: port) { n in Log.info("ingest: \(n)/\(events) acked") }
+                return try load.run(port: port, progress: { n in Log.info("ingest: \(n)/\(events) acked") })
             }
             Log.info("COPY baselines: \(events) rows")
             let copy = try StoreBenchmark.copyBaselines(databaseURL: url, rows: load.rows())
