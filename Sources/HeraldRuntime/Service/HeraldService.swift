@@ -112,6 +112,7 @@ public final class HeraldService: ConnectionDelegate {
         if case .manual(let start) = configuration.clock { manualNow = start }
         store.log = log
         store.commitFlushedForTesting = configuration.commitFlushedForTesting
+        store.limits = configuration.writerLimits
         let systemClock = manualNow == nil
         let wallClock = configuration.wallClock
         self.timers = WheelDriver(loop: loop, start: .epoch, systemClock: systemClock) { [unowned self] in self.manualNow ?? wallClock() }
@@ -291,6 +292,11 @@ public final class HeraldService: ConnectionDelegate {
             "tokenReloads": .int(Int64(tokenReloads)),
             "tokenReloadFailures": .int(Int64(tokenReloadFailures)),
             "now": .string(now().rfc3339),
+            // The current writer connection's counters (they restart after a reconnect).
+            "storeTransactions": .int(Int64(store.writer?.transactionsCommitted ?? 0)),
+            "storeRoundTrips": .int(Int64(store.writer?.roundTrips ?? 0)),
+            "storeDeliveriesCopied": .int(Int64(store.writer?.deliveriesCopied ?? 0)),
+            "storeBackendPID": .int(Int64(store.writer?.connection.backendPID ?? 0)),
         ]
     }
 
