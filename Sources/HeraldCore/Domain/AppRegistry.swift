@@ -27,7 +27,7 @@ public struct AppRegistry: Hashable, Sendable {
 
     /// The entitlements of `app` (empty when never registered).
     public func entitlements(of app: String) -> Entitlements {
-        entitlementsByApp[app] ?? []
+        entitlementsByApp.isEmpty ? [] : (entitlementsByApp[app] ?? [])  // most logs register no app: skip the hash
     }
 
     /// Sets (replaces) the entitlements of `app`, as `registerApp` does.

@@ -35,7 +35,7 @@ extension Delivery {
             }
             out.append(UInt8(ascii: "]"))
         }
-        out.append(",\"kind\":"); writeString(kind.rawValue, to: &out)
+        out.append(",\"kind\":"); out.append(kind.quotedJSON)
         if let notificationId { out.append(",\"notification\":"); writeString(notificationId, to: &out) }
         if let p = presentation {
             if let b = p.badge {
@@ -93,7 +93,7 @@ extension SubmittedNotification {
         }
         if let data { key(",\"data\":"); data.write(to: &out) }
         if previews == .whenUnlocked { key(",\"hiddenPreviewsBodyPlaceholder\":"); writeString(placeholder, to: &out) }
-        key(",\"interruptionLevel\":"); writeString(level.rawValue, to: &out)
+        key(",\"interruptionLevel\":"); out.append(level.quotedJSON)
         if !hidden, let relevanceScore { key(",\"relevanceScore\":"); JSONValue.double(relevanceScore).write(to: &out) }
         if let sound { key(",\"sound\":"); writeString(sound, to: &out) }
         if !hidden, texts.has(.subtitle) { key(",\"subtitle\":"); texts.write(.subtitle, to: &out) }

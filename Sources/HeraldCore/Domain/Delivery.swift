@@ -3,6 +3,23 @@
 /// What happened to a notification (the `kind` of a delivery line).
 public enum DeliveryKind: String, Hashable, Sendable, CaseIterable {
     case alert, quiet, queued, held, summary, focusDigest, suppressed, expired, replaced, withdrawn, cleared
+
+    /// The raw value as a quoted JSON string literal, for the byte writers (no `String` built).
+    var quotedJSON: StaticString {
+        switch self {
+        case .alert: "\"alert\""
+        case .quiet: "\"quiet\""
+        case .queued: "\"queued\""
+        case .held: "\"held\""
+        case .summary: "\"summary\""
+        case .focusDigest: "\"focusDigest\""
+        case .suppressed: "\"suppressed\""
+        case .expired: "\"expired\""
+        case .replaced: "\"replaced\""
+        case .withdrawn: "\"withdrawn\""
+        case .cleared: "\"cleared\""
+        }
+    }
 }
 
 /// How a delivered notification is presented on the device.

@@ -1,4 +1,9 @@
 // The four interruption levels of SPEC §2 and what each may override.
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
 
 /// How urgently a notification may interrupt its recipient (SPEC §2).
 public enum InterruptionLevel: String, Hashable, Sendable, CaseIterable {
@@ -25,10 +30,22 @@ extension InterruptionLevel {
     /// The level a raw value's UTF-8 bytes name (nil for anything else), without building a String.
     init?(utf8 raw: UnsafeRawBufferPointer) {
         func named(_ name: StaticString) -> Bool {
-            name.utf8CodeUnitCount == raw.count && raw.elementsEqual(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            name.utf8CodeUnitCount == raw.count && memcmp(name.utf8Start, raw.baseAddress!, raw.count) == 0
         }
         if named("active") { self = .active } else if named("passive") { self = .passive }
         else if named("timeSensitive") { self = .timeSensitive } else if named("critical") { self = .critical }
         else { return nil }
+    }
+}
+
+extension InterruptionLevel {
+    /// The raw value as a quoted JSON string literal, for the byte writers (no `String` built).
+    var quotedJSON: StaticString {
+        switch self {
+        case .passive: "\"passive\""
+        case .active: "\"active\""
+        case .timeSensitive: "\"timeSensitive\""
+        case .critical: "\"critical\""
+        }
     }
 }

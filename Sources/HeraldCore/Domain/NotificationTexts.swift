@@ -30,6 +30,17 @@ struct NotificationTexts: Hashable, Sendable {
 
     func has(_ slot: Slot) -> Bool { spans[2 * slot.rawValue] >= 0 }
 
+    /// Whether `slot` or a slot after it is present (then a new `slot` cannot simply be appended).
+    /// By raw value, not `allCases` (which builds an array a call: this runs per decoded text).
+    private func hasAny(from slot: Slot) -> Bool {
+        var r = slot.rawValue
+        while r <= Slot.title.rawValue {
+            if spans[2 * r] >= 0 { return true }
+            r += 1
+        }
+        return false
+    }
+
     /// The decoded text of a slot (nil when absent).
     func string(_ slot: Slot) -> String? {
         guard has(slot) else { return nil }
@@ -59,8 +70,7 @@ struct NotificationTexts: Hashable, Sendable {
     /// Appends a slot's escaped bytes (as found between the quotes of a canonical JSON string).
     /// In key order this is a plain append; otherwise the buffer is rebuilt in canonical order.
     mutating func setEscaped(_ slot: Slot, _ raw: UnsafeRawBufferPointer) {
-        let later = Slot.allCases.contains { $0.rawValue >= slot.rawValue && has($0) }
-        if later {
+        if hasAny(from: slot) {
             var copy: [Slot: [UInt8]] = [:]
             for s in Slot.allCases where has(s) && s != slot { copy[s] = withEscaped(s) { Array($0) } }
             copy[slot] = Array(raw)
@@ -78,7 +88,7 @@ struct NotificationTexts: Hashable, Sendable {
         if value == nil && !has(slot) { return }  // nothing to remove
         // A new text after every present one (the door sets body, subtitle, title in that order):
         // escape it straight onto the end, as `setEscaped` does, without rebuilding.
-        if let value, !Slot.allCases.contains(where: { $0.rawValue >= slot.rawValue && has($0) }) {
+        if let value, !hasAny(from: slot) {
             var sink = ByteSink(capacity: value.utf8.count + 16)
             defer { sink.deallocate() }
             writeString(value, to: &sink)

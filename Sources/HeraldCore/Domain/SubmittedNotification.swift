@@ -171,10 +171,11 @@ extension SubmittedNotification {
     /// Decodes a stored submit body (canonical JSON bytes) without building the top-level
     /// object: equal to `init(body: JSONValue.parse(bytes))`, with an unreadable body decoding
     /// as an empty one. Start-up and replay decode every stored submit this way.
-    public init(canonicalBody bytes: UnsafeRawBufferPointer) {
+    /// With `interner`, repeated long strings (app ids, placeholders) are shared, not rebuilt.
+    public init(canonicalBody bytes: UnsafeRawBufferPointer, interner: StringInterner? = nil) {
         var f = Fields()
         let canonical = JSONValue.visitCanonicalObject(bytes, { key, v in Self.assign(key, v, to: &f) },
-                                                       plainString: { key, raw in Self.assign(key, plain: raw, to: &f) })
+                                                       plainString: { key, raw in Self.assign(key, plain: raw, to: &f, interner: interner) })
         if !canonical {
             f = Fields()
             if case .object(let o)? = try? JSONValue.parse(bytes) {
@@ -194,23 +195,26 @@ extension SubmittedNotification {
 
     /// A member whose value is a string without escapes, as its bytes: the texts are kept as
     /// they are; any other member is assigned as the string the bytes spell.
-    private static func assign(_ key: UnsafeRawBufferPointer, plain raw: UnsafeRawBufferPointer, to f: inout Fields) {
+    private static func assign(_ key: UnsafeRawBufferPointer, plain raw: UnsafeRawBufferPointer, to f: inout Fields,
+                               interner: StringInterner?) {
         func named(_ name: StaticString) -> Bool {
             name.utf8CodeUnitCount == key.count && memcmp(name.utf8Start, key.baseAddress!, key.count) == 0
         }
         func text() -> String { String(decoding: raw, as: UTF8.self) }
+        func shared() -> String { interner?.string(raw) ?? text() }
         switch key.count {
         case 2 where named("id"): f.id = text()
-        case 3 where named("app"): f.app = text()
+        case 3 where named("app"): f.app = shared()
         case 4 where named("body"): f.texts.setEscaped(.body, raw)
+        case 4 where named("user"): break  // the event's partition key, not the notification's
         case 5 where named("title"): f.texts.setEscaped(.title, raw)
-        case 5 where named("sound"): f.sound = text()
+        case 5 where named("sound"): f.sound = shared()
         case 8 where named("subtitle"): f.texts.setEscaped(.subtitle, raw)
-        case 8 where named("threadId"): f.threadId = text()
+        case 8 where named("threadId"): f.threadId = shared()
         case 10 where named("collapseId"): f.collapseId = text()
         case 17 where named("interruptionLevel"):
             if let level = InterruptionLevel(utf8: raw) { f.level = level }
-        case 29 where named("hiddenPreviewsBodyPlaceholder"): f.hiddenPreviewsBodyPlaceholder = text()
+        case 29 where named("hiddenPreviewsBodyPlaceholder"): f.hiddenPreviewsBodyPlaceholder = shared()
         default: assign(key, .string(text()), to: &f)
         }
     }

@@ -7,7 +7,9 @@ public struct StoredEvent: Hashable, Sendable {
     /// The user (partition key); nil for global events (`registerApp`).
     public var user: String?
     /// The op that produced it (`submit`, `settings`, …).
-    public var type: String
+    public var type: String { didSet { kind = EventKind(type) } }
+    /// `type`, decoded (what the engine branches on).
+    public private(set) var kind: EventKind
     /// The normalized request body (see `EventDraft.body`).
     public var body: JSONValue
     /// The engine time at which it was accepted.
@@ -25,8 +27,14 @@ public struct StoredEvent: Hashable, Sendable {
     /// Creates one from its fields.
     public init(seq: Int64, user: String?, type: String, body: JSONValue, at: Instant,
                 decoded: SubmittedNotification? = nil, target: NotificationTarget? = nil) {
-        self.seq = seq; self.user = user; self.type = type; self.body = body; self.at = at; self.decoded = decoded
-        self.target = target
+        self.init(seq: seq, user: user, kind: EventKind(type), type: type, body: body, at: at, decoded: decoded, target: target)
+    }
+
+    /// Creates one whose `type` was already decoded (`kind` must be `EventKind(type)`).
+    public init(seq: Int64, user: String?, kind: EventKind, type: String, body: JSONValue, at: Instant,
+                decoded: SubmittedNotification? = nil, target: NotificationTarget? = nil) {
+        self.seq = seq; self.user = user; self.type = type; self.kind = kind; self.body = body; self.at = at
+        self.decoded = decoded; self.target = target
     }
 
     /// A stored event from a draft, with its seq and engine time (keeps the decoded cache).
@@ -89,16 +97,16 @@ public struct Engine: Sendable {
     /// anything the event made due at or before `event.at`. `registerApp` updates `apps`
     /// and leaves `state` alone.
     public func apply(_ event: StoredEvent, to state: inout UserState, apps: inout AppRegistry) -> Outcome {
-        if event.type == "registerApp" {
+        if event.kind == .registerApp {
             foldRegisterApp(event.body, apps: &apps)
             return Outcome(deliveries: [], nextWake: state.nextDeadline())
         }
         var out: [Delivery] = []
         fireTimers(&state, upTo: event.at, apps: apps, out: &out)
         fold(event, into: &state, apps: apps, out: &out)
-        fireTimers(&state, upTo: event.at, apps: apps, out: &out)
+        let next = fireTimers(&state, upTo: event.at, apps: apps, out: &out)
         state.lastSeq = event.seq
-        return Outcome(deliveries: out, nextWake: state.nextDeadline())
+        return Outcome(deliveries: out, nextWake: next)
     }
 
     /// Time passing for one user: fires everything due at or before `now`, ordered by
@@ -106,8 +114,8 @@ public struct Engine: Sendable {
     /// Timed decisions are judged at their deadline and carry `at` = the deadline.
     public func advance(_ state: inout UserState, to now: Instant, apps: AppRegistry) -> Outcome {
         var out: [Delivery] = []
-        fireTimers(&state, upTo: now, apps: apps, out: &out)
-        return Outcome(deliveries: out, nextWake: state.nextDeadline())
+        let next = fireTimers(&state, upTo: now, apps: apps, out: &out)
+        return Outcome(deliveries: out, nextWake: next)
     }
 
     func foldRegisterApp(_ body: JSONValue, apps: inout AppRegistry) {

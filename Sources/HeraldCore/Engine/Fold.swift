@@ -6,14 +6,14 @@ extension Engine {
     func fold(_ event: StoredEvent, into state: inout UserState, apps: AppRegistry, out: inout [Delivery]) {
         let b = event.body
         let t = event.at
-        switch event.type {
-        case "submit":
+        switch event.kind {
+        case .submit:
             foldSubmit(event.decoded ?? SubmittedNotification(body: b), seq: event.seq, at: t, state: &state, apps: apps, out: &out)
-        case "withdraw":
+        case .withdraw:
             guard let app = event.target?.app ?? b["app"]?.stringValue,
                   let id = event.target.map({ $0.id }) ?? b["id"]?.stringValue else { return }
             foldWithdraw(app: app, id: id, seq: event.seq, at: t, state: &state, out: &out)
-        case "authorization":
+        case .authorization:
             guard let app = b["app"]?.stringValue,
                   let status = b["status"]?.stringValue.flatMap(AuthorizationStatus.init(rawValue:)) else { return }
             var opts: AuthorizationOptions = []
@@ -33,29 +33,29 @@ extension Engine {
                     if opts.contains(.badge) { a.flags.insert(.badge) }
                 }
             }
-        case "settings":
+        case .settings:
             foldSettings(b, state: &state)
-        case "provisionalKeep":
+        case .provisionalKeep:
             guard let app = b["app"]?.stringValue else { return }
             let summary = b["delivery"]?.stringValue == DeliveryMode.summary.rawValue
             state.withApp(app) { a in
                 if summary { a.flags.insert(.summaryDelivery) } else { a.flags.remove(.summaryDelivery) }
                 if a.status == .provisional { a.provisionalChoice = summary ? .keptSummary : .keptImmediate }
             }
-        case "provisionalTurnOff":
+        case .provisionalTurnOff:
             guard let app = b["app"]?.stringValue else { return }
             state.withApp(app) { a in
                 a.status = .denied
                 a.provisionalChoice = .undecided
             }
-        case "summarySchedule":
+        case .summarySchedule:
             let times = (b["times"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(LocalTime.init) }
             let zone = b["timeZone"]?.stringValue ?? "UTC"
             state.summarySchedule = try? SummaryCalendar(times: times, timeZone: zone)
             if state.summaryDue != nil {
                 state.summaryDue = (state.summarySchedule ?? Engine.defaultSummaryCalendar).nextFiring(after: t)
             }
-        case "focusDefine":
+        case .focusDefine:
             guard let name = b["focus"]?.stringValue else { return }
             var calendar: FocusCalendar?
             if let sched = b["schedule"]?.arrayValue, !sched.isEmpty {
@@ -74,14 +74,14 @@ extension Engine {
                 allowTimeSensitive: b["allowTimeSensitive"]?.boolValue ?? true,
                 calendar: calendar))
             focusChanged(&state, at: t, seq: event.seq, out: &out)
-        case "focusOn":
+        case .focusOn:
             guard let name = b["focus"]?.stringValue else { return }
             if state.focus.definition(name) == nil { state.focus.define(FocusDefinition(name: name)) }
             state.focus.manual = name
             state.focus.manualUntil = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:))
             state.focus.offUntil[name] = nil
             focusChanged(&state, at: t, seq: event.seq, out: &out)
-        case "focusOff":
+        case .focusOff:
             guard let name = b["focus"]?.stringValue else { return }
             if state.focus.manual == name {
                 state.focus.manual = nil
@@ -91,11 +91,11 @@ extension Engine {
                 state.focus.offUntil[name] = end
             }
             focusChanged(&state, at: t, seq: event.seq, out: &out)
-        case "mute":
+        case .mute:
             guard let app = b["app"]?.stringValue else { return }
             let until = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:))
             state.withApp(app) { $0.mutedUntil = until.flatMap { $0 > t ? $0 : nil } }
-        case "snooze":
+        case .snooze:
             guard let app = b["app"]?.stringValue, let id = b["id"]?.stringValue,
                   let until = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:)),
                   let rec = state.recent[app]?.last(where: { $0.id == id }),
@@ -104,7 +104,7 @@ extension Engine {
             // An `until` already past alerts again now (at the event's time, not in the past).
             state.snoozes.append(Snooze(notification: content.notification, seq: rec.seq, until: max(until, t),
                                         causeSeq: event.seq))
-        case "opened":
+        case .opened:
             guard let app = event.target?.app ?? b["app"]?.stringValue else { return }
             let id = event.target.map({ $0.id }) ?? b["id"]?.stringValue
             var lower = true
@@ -116,7 +116,7 @@ extension Engine {
                 state.setCounted(false) { $0.app == app && $0.id == id }
             }
             if lower { state.withApp(app) { $0.badge = max(0, $0.badge - 1) } }
-        case "badgeClear":
+        case .badgeClear:
             guard let app = b["app"]?.stringValue else { return }
             let badgeOn = state.withApp(app) { a -> Bool in
                 a.badge = 0
@@ -129,8 +129,8 @@ extension Engine {
             if badgeOn { d.presentation = Presentation(badge: 0) }
             d.ruleTrace = RuleTrace(.badgeClear, .decided)
             out.append(d)
-        default:
-            break  // unknown types (from a newer rules version) are ignored
+        case .registerApp, .clock, .other:
+            break  // registerApp is folded by `apply`; clock moves time only; unknown types (from a newer rules version) are ignored
         }
     }
 

@@ -36,11 +36,15 @@ extension UserState {
 
 extension Engine {
     /// Fires every timer of `state` due at or before `now`, one at a time in order; each is
-    /// judged at its own deadline.
-    func fireTimers(_ state: inout UserState, upTo now: Instant, apps: AppRegistry, out: inout [Delivery]) {
-        while let timer = state.earliestTimer(), timer.deadline <= now {
+    /// judged at its own deadline. Returns the earliest deadline left (`nextDeadline()`,
+    /// found by the same scan that stopped the loop).
+    @discardableResult
+    func fireTimers(_ state: inout UserState, upTo now: Instant, apps: AppRegistry, out: inout [Delivery]) -> Instant? {
+        while let timer = state.earliestTimer() {
+            guard timer.deadline <= now else { return timer.deadline }
             fire(timer, &state, apps: apps, out: &out)
         }
+        return nil
     }
 
     func fire(_ timer: DueTimer, _ state: inout UserState, apps: AppRegistry, out: inout [Delivery]) {

@@ -91,45 +91,78 @@ private let hexDigits: StaticString = "0123456789abcdef"
 
 /// Appends `s` as a canonical JSON string (quotes included), without a `JSONValue` around it.
 func writeString(_ s: String, to out: inout ByteSink) {
-    out.append(0x22)
     var s = s
     s.withUTF8 { bytes in
-        var runStart = 0
-        var k = 0
-        let n = bytes.count
-        let base = UnsafeRawPointer(bytes.baseAddress)
-        while k < n {
-            // Eight bytes at a time while none needs escaping (most strings never do).
-            if let base {
-                while k + 8 <= n, ByteScan.quoteBackslashOrControl(base.loadUnaligned(fromByteOffset: k, as: UInt64.self)) == 0 { k += 8 }
-                guard k < n else { break }
+        // Most strings need no escape: check, then copy them with their quotes in one piece.
+        if !needsEscape(bytes) {
+            out.appendInPlace(maximum: bytes.count + 2) { p in
+                p[0] = 0x22
+                if let source = bytes.baseAddress { (p + 1).update(from: source, count: bytes.count) }
+                p[bytes.count + 1] = 0x22
+                return bytes.count + 2
             }
-            let c = bytes[k]
-            if c >= 0x20, c != 0x22, c != 0x5C {
-                k += 1
-                continue
-            }
-            if runStart < k { out.append(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[runStart..<k]))) }
-            out.append(0x5C)
-            switch c {
-            case 0x22: out.append(0x22)
-            case 0x5C: out.append(0x5C)
-            case 0x0A: out.append(0x6E)  // n
-            case 0x0D: out.append(0x72)  // r
-            case 0x09: out.append(0x74)  // t
-            case 0x08: out.append(0x62)  // b
-            case 0x0C: out.append(0x66)  // f
-            default:
-                out.append(0x75)  // u
-                out.append(0x30)
-                out.append(0x30)
-                out.append(hexDigits.utf8Start[Int(c >> 4)])
-                out.append(hexDigits.utf8Start[Int(c & 0xF)])
-            }
-            k += 1
-            runStart = k
+            return
         }
-        if runStart < n { out.append(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[runStart..<n]))) }
+        out.append(0x22)
+        writeEscaped(bytes, to: &out)
+        out.append(0x22)
     }
-    out.append(0x22)
+}
+
+/// Whether some byte of `bytes` is '"', '\\' or a control character (eight bytes at a time).
+@inline(__always)
+private func needsEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    let n = bytes.count
+    guard let base = UnsafeRawPointer(bytes.baseAddress) else { return false }
+    var k = 0
+    while k + 8 <= n {
+        if ByteScan.quoteBackslashOrControl(base.loadUnaligned(fromByteOffset: k, as: UInt64.self)) != 0 { return true }
+        k += 8
+    }
+    while k < n {
+        let c = bytes[k]
+        if c < 0x20 || c == 0x22 || c == 0x5C { return true }
+        k += 1
+    }
+    return false
+}
+
+/// The body of a JSON string with its escapes (quotes not included).
+private func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout ByteSink) {
+    var runStart = 0
+    var k = 0
+    let n = bytes.count
+    let base = UnsafeRawPointer(bytes.baseAddress)
+    while k < n {
+        // Eight bytes at a time while none needs escaping (most strings never do).
+        if let base {
+            while k + 8 <= n, ByteScan.quoteBackslashOrControl(base.loadUnaligned(fromByteOffset: k, as: UInt64.self)) == 0 { k += 8 }
+            guard k < n else { break }
+        }
+        let c = bytes[k]
+        if c >= 0x20, c != 0x22, c != 0x5C {
+            k += 1
+            continue
+        }
+        if runStart < k { out.append(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[runStart..<k]))) }
+        out.append(0x5C)
+        switch c {
+        case 0x22: out.append(0x22)
+        case 0x5C: out.append(0x5C)
+        case 0x0A: out.append(0x6E)  // n
+        case 0x0D: out.append(0x72)  // r
+        case 0x09: out.append(0x74)  // t
+        case 0x08: out.append(0x62)  // b
+        case 0x0C: out.append(0x66)  // f
+        default:
+            out.append(0x75)  // u
+            out.append(0x30)
+            out.append(0x30)
+            out.append(hexDigits.utf8Start[Int(c >> 4)])
+            out.append(hexDigits.utf8Start[Int(c & 0xF)])
+        }
+        k += 1
+        runStart = k
+    }
+    if runStart < n { out.append(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[runStart..<n]))) }
 }

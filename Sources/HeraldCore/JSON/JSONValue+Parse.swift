@@ -179,7 +179,11 @@ private struct JSONParser {
                 guard i < end, p[i] == quote else { return false }
                 let keyStart = i + 1
                 var k = keyStart
-                while k + 8 <= end, !needsAttention(UnsafeRawPointer(p + k).loadUnaligned(as: UInt64.self)) { k += 8 }
+                while k + 8 <= end {
+                    let flags = attentionFlags(UInt64(littleEndian: UnsafeRawPointer(p + k).loadUnaligned(as: UInt64.self)))
+                    guard flags == 0 else { k += flags.trailingZeroBitCount >> 3; break }
+                    k += 8
+                }
                 while k < end, p[k] != quote {
                     guard p[k] >= 0x20, p[k] < 0x80, p[k] != backslash else { return false }
                     k += 1
@@ -434,8 +438,10 @@ private struct JSONParser {
             // Eight plain ASCII bytes at a time (no quote, backslash, control or non-ASCII
             // byte); the byte loop below handles everything else.
             while i + 8 <= end {
-                let x = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
-                guard !needsAttention(x) else { break }
+                let flags = attentionFlags(UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)))
+                // Straight to the first flagged byte (the lowest flag is exact: the tests' borrows
+                // only ever flag bytes above a true match).
+                guard flags == 0 else { i += flags.trailingZeroBitCount >> 3; break }
                 i += 8
             }
             guard i < end else { break }
@@ -450,9 +456,12 @@ private struct JSONParser {
 
     /// True when any byte of `x` is '"', '\\', below 0x20 or at least 0x80.
     @inline(__always)
-    func needsAttention(_ x: UInt64) -> Bool {
-        ByteScan.quoteBackslashOrControl(x) | ByteScan.nonASCII(x) != 0
-    }
+    func needsAttention(_ x: UInt64) -> Bool { attentionFlags(x) != 0 }
+
+    /// The high bit of each byte of `x` (loaded little-endian) that is '"', '\\', below 0x20 or at
+    /// least 0x80 — exact for the lowest such byte.
+    @inline(__always)
+    func attentionFlags(_ x: UInt64) -> UInt64 { ByteScan.quoteBackslashOrControl(x) | ByteScan.nonASCII(x) }
 
     /// Continues a string after its first backslash, copying the decoded bytes into `scratch`.
     mutating func parseStringWithEscapes(open: Int) throws(JSONParseError) -> String {

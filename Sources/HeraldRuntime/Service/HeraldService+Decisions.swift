@@ -18,7 +18,7 @@ extension HeraldService {
 
     /// Folds one committed event; its deliveries queue for commit, its next wake goes to the wheel.
     func applyCommitted(_ event: StoredEvent, collect: ((Delivery, Int64) -> Void)? = nil) {
-        if event.type == "clock" { lastFoldedSeq = max(lastFoldedSeq, event.seq); return }  // a manual-clock move: no state, timers fire by time
+        if event.kind == .clock { lastFoldedSeq = max(lastFoldedSeq, event.seq); return }  // a manual-clock move: no state, timers fire by time
         guard let user = event.user else {
             lastFoldedSeq = max(lastFoldedSeq, event.seq)
             var scratch = UserState(user: "")

@@ -10,11 +10,13 @@ import Darwin
 /// entry waits only until its counterpart arrives (a few events later, or — for a timer — when
 /// the replay fires it). What is left at the end has no counterpart.
 ///
-/// A derived delivery is encoded at once into an arena and waits as a byte range in a queue:
-/// stored deliveries arrive in the order the replay derives them (both follow the log), so the
-/// twin is almost always the queue's first entry — compared in place with the COPY row's bytes
-/// (`memcmp`), no hashing, no copy of the `Delivery` value. Anything out of order moves to keyed
-/// tables, as owned bytes.
+/// Whichever side of a pair arrives first waits as a byte range in that side's queue (a derived
+/// delivery encoded into an arena, a stored one copied into another): both sides follow the log,
+/// so the twin of an arrival is almost always the other queue's first entry — compared with
+/// `memcmp`, no hashing, no copy of the `Delivery` value. (A stored delivery comes before its
+/// twin when it sorts before its causing event in the merged COPY, where the two tie on
+/// position: about 40% of them on the bench log.) Anything out of order moves to keyed tables,
+/// as owned bytes.
 struct DeliveryMatcher {
     /// A delivery's identity: its user and its ordinal in that user's stream.
     struct Key: Hashable {
@@ -25,13 +27,44 @@ struct DeliveryMatcher {
     /// What a what-if report groups by: the decision, not its bytes.
     typealias Decision = (notification: String?, at: Instant, app: String?, kind: String, reason: String)
 
+    /// One side's deliveries waiting for their twins, in arrival order: entry `i`'s bytes are
+    /// `arena[start..<end]`.
+    struct Queue {
+        var entries: [(key: Key, start: Int, end: Int, notification: String?)] = []
+        var head = 0
+        var arena: ByteSink
+
+        init(arenaCapacity: Int = 1 << 16) { arena = ByteSink(capacity: arenaCapacity) }
+
+        var isEmpty: Bool { head == entries.count }
+        var first: (key: Key, start: Int, end: Int, notification: String?) { entries[head] }
+        func bytes(start: Int, end: Int) -> UnsafeRawBufferPointer {
+            UnsafeRawBufferPointer(start: arena.base + start, count: end - start)
+        }
+        mutating func push(_ key: Key, from start: Int, notification: String?) {
+            entries.append((key, start, arena.count, notification))
+        }
+        mutating func popFirst() {
+            head += 1
+            if head == entries.count { clear() }
+        }
+        mutating func clear() {
+            entries.removeAll(keepingCapacity: true)
+            head = 0
+            arena.removeAll()
+        }
+        /// Moves every waiting entry into `table`, as owned bytes.
+        mutating func spill(into table: inout [Key: (body: [UInt8], notification: String?)]) {
+            guard !isEmpty else { return }
+            for e in entries[head...] { table[e.key] = (Array(bytes(start: e.start, end: e.end)), e.notification) }
+            clear()
+        }
+    }
+
     private var derivedWaiting: [Key: (body: [UInt8], notification: String?)] = [:]
     private var storedWaiting: [Key: (body: [UInt8], notification: String?)] = [:]
-    /// Derived deliveries not yet asked for, in derivation order: their bytes are `arena[start..<end]`.
-    private var derivedQueue: [(key: Key, start: Int, end: Int, notification: String?)] = []
-    private var queueHead = 0
-    /// Where queued derived deliveries are encoded (reset whenever the queue empties; freed by `finish`).
-    private var arena = ByteSink(capacity: 1 << 16)
+    private var derivedQueue = Queue()
+    private var storedQueue = Queue()
     private(set) var compared = 0
     private(set) var differences: [Replayer.Difference] = []
 
@@ -50,54 +83,54 @@ struct DeliveryMatcher {
         if recordsDecisions {
             derivedDecisions[d.user, default: [:]][index] = (d.notificationId, d.at, d.app, d.kind.rawValue, d.reason)
         }
-        let start = arena.count
-        d.writeBody(to: &arena)
+        let start = derivedQueue.arena.count
+        d.writeBody(to: &derivedQueue.arena)
+        let derived = derivedQueue.bytes(start: start, end: derivedQueue.arena.count)
+        if !storedQueue.isEmpty {
+            let twin = storedQueue.first
+            if twin.key == key {
+                compare(key, derived: derived, stored: storedQueue.bytes(start: twin.start, end: twin.end),
+                        notification: twin.notification ?? d.notificationId)
+                storedQueue.popFirst()
+                derivedQueue.arena.truncate(to: start)
+                return
+            }
+            storedQueue.spill(into: &storedWaiting)
+        }
         if !storedWaiting.isEmpty, let stored = storedWaiting.removeValue(forKey: key) {
-            let derived = UnsafeRawBufferPointer(start: arena.base + start, count: arena.count - start)
             stored.body.withUnsafeBytes { compare(key, derived: derived, stored: $0, notification: stored.notification ?? d.notificationId) }
-            arena.truncate(to: start)
+            derivedQueue.arena.truncate(to: start)
         } else {
-            derivedQueue.append((key, start, arena.count, d.notificationId))
+            derivedQueue.push(key, from: start, notification: d.notificationId)
         }
     }
 
-    /// A delivery as stored; its body is read in place and copied only if it has to wait.
-    mutating func stored(_ d: LogStream.Delivery) {
-        let key = Key(user: d.user, index: d.userIndex)
+    /// A delivery as stored, of `user` (its user id, as the caller holds it); its body is read in
+    /// place and copied only if it has to wait.
+    mutating func stored(_ d: LogStream.Delivery, user: String) {
+        let key = Key(user: user, index: d.userIndex)
         if recordsDecisions {
-            storedDecisions[d.user, default: [:]][d.userIndex] = (d.notificationId, d.at, d.app, d.kind, d.reason)
+            storedDecisions[user, default: [:]][d.userIndex] = (d.notificationId, d.at, d.app, d.kind, d.reason)
         }
-        if queueHead < derivedQueue.count, derivedQueue[queueHead].key == key {
-            let entry = derivedQueue[queueHead]
-            queueHead += 1
-            let derived = UnsafeRawBufferPointer(start: arena.base + entry.start, count: entry.end - entry.start)
-            compare(key, derived: derived, stored: d.body, notification: entry.notification, storedNotification: { d.notificationId })
-            if queueHead == derivedQueue.count { resetQueue() }
-            return
+        if !derivedQueue.isEmpty {
+            let twin = derivedQueue.first
+            if twin.key == key {
+                compare(key, derived: derivedQueue.bytes(start: twin.start, end: twin.end), stored: d.body,
+                        notification: twin.notification, storedNotification: { d.notificationId })
+                derivedQueue.popFirst()
+                return
+            }
+            derivedQueue.spill(into: &derivedWaiting)
         }
-        spillQueue()
-        if let derived = derivedWaiting.removeValue(forKey: key) {
+        if !derivedWaiting.isEmpty, let derived = derivedWaiting.removeValue(forKey: key) {
             derived.body.withUnsafeBytes {
                 compare(key, derived: $0, stored: d.body, notification: derived.notification, storedNotification: { d.notificationId })
             }
         } else {
-            storedWaiting[key] = (Array(d.body), d.notificationId)
+            let start = storedQueue.arena.count
+            storedQueue.arena.append(d.body)
+            storedQueue.push(key, from: start, notification: d.notificationId)
         }
-    }
-
-    private mutating func resetQueue() {
-        derivedQueue.removeAll(keepingCapacity: true)
-        queueHead = 0
-        arena.removeAll()
-    }
-
-    /// Moves the queued derived deliveries into the keyed table (a stored one came out of order).
-    private mutating func spillQueue() {
-        guard queueHead < derivedQueue.count else { return }
-        for e in derivedQueue[queueHead...] {
-            derivedWaiting[e.key] = (Array(UnsafeRawBufferPointer(start: arena.base + e.start, count: e.end - e.start)), e.notification)
-        }
-        resetQueue()
     }
 
     private mutating func compare(_ key: Key, derived: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer, notification: String?,
@@ -115,7 +148,8 @@ struct DeliveryMatcher {
     /// Ends the comparison: whatever still waits has no counterpart. Differences are sorted by
     /// user, then ordinal.
     mutating func finish() {
-        spillQueue()
+        derivedQueue.spill(into: &derivedWaiting)
+        storedQueue.spill(into: &storedWaiting)
         for (key, s) in storedWaiting {
             compared += 1
             differences.append(.init(user: key.user, userIndex: key.index, notification: s.notification,
@@ -128,8 +162,9 @@ struct DeliveryMatcher {
         }
         storedWaiting = [:]
         derivedWaiting = [:]
-        arena.deallocate()
-        arena = ByteSink(capacity: 16)
+        for queue in [derivedQueue, storedQueue] { queue.arena.deallocate() }
+        derivedQueue = Queue(arenaCapacity: 16)
+        storedQueue = Queue(arenaCapacity: 16)
         differences.sort { ($0.user, $0.userIndex) < ($1.user, $1.userIndex) }
     }
 }

@@ -14,8 +14,12 @@ public final class LogStream {
 
     public struct Event {
         public var seq: Int64
-        public var user: String?
+        /// The user's id as stored (nil for a global event), valid until the next `next()`.
+        public var userBytes: UnsafeRawBufferPointer?
+        public var user: String? { userBytes.map { String(decoding: $0, as: UTF8.self) } }
         public var type: String
+        /// `type`, decoded.
+        public var kind: EventKind
         /// Read only when asked for (the fold does not need them): valid until the next `next()`.
         var appBytes: UnsafeRawBufferPointer?
         var notificationIdBytes: UnsafeRawBufferPointer?
@@ -24,20 +28,26 @@ public final class LogStream {
         /// The stored canonical JSON, valid until the next `next()`.
         public var body: UnsafeRawBufferPointer
         public var engineTime: Instant
+        /// The stream's cache of repeated long strings (app ids…), shared by its decoded submits.
+        var interner: StringInterner?
 
         /// The event as the engine folds it (the body read straight from the COPY buffer). A
         /// submit arrives decoded, its `body` left null: the engine folds the decoded notification
         /// and reads nothing else of a submit. An unreadable body (only possible by editing the
         /// table by hand) folds as an empty object.
-        public var storedEvent: StoredEvent {
-            if type == "submit" {
-                return StoredEvent(seq: seq, user: user, type: type, body: .null, at: engineTime,
-                                   decoded: SubmittedNotification(canonicalBody: body))
+        public var storedEvent: StoredEvent { storedEvent(user: user) }
+
+        /// `storedEvent` with the user's id given as a string the caller already holds (replay
+        /// keeps one per user: no string built per event).
+        public func storedEvent(user: String?) -> StoredEvent {
+            if kind == .submit {
+                return StoredEvent(seq: seq, user: user, kind: kind, type: type, body: .null, at: engineTime,
+                                   decoded: SubmittedNotification(canonicalBody: body, interner: interner))
             }
-            if type == "withdraw" || type == "opened", let target = NotificationTarget(canonicalBody: body) {
-                return StoredEvent(seq: seq, user: user, type: type, body: .null, at: engineTime, target: target)
+            if kind == .withdraw || kind == .opened, let target = NotificationTarget(canonicalBody: body) {
+                return StoredEvent(seq: seq, user: user, kind: kind, type: type, body: .null, at: engineTime, target: target)
             }
-            return StoredEvent(seq: seq, user: user, type: type,
+            return StoredEvent(seq: seq, user: user, kind: kind, type: type,
                                body: (try? JSONValue.parse(body)) ?? .object([:]), at: engineTime)
         }
 
@@ -48,7 +58,9 @@ public final class LogStream {
     }
 
     public struct Delivery {
-        public var user: String
+        /// The user's id as stored, valid until the next `next()`.
+        public var userBytes: UnsafeRawBufferPointer
+        public var user: String { String(decoding: userBytes, as: UTF8.self) }
         public var userIndex: Int64
         public var causeSeq: Int64
         public var at: Instant
@@ -63,6 +75,7 @@ public final class LogStream {
     }
 
     private let copy: PGCopyOut
+    private let interner = StringInterner()
 
     /// Streams events with `after < seq <= through` (and, with `deliveries`, the stored deliveries
     /// caused by them) in position order. Start-up passes a snapshot's position as `after`.
@@ -90,11 +103,14 @@ public final class LogStream {
         let time = Instant(millisecondsSinceEpoch: r.timestampMilliseconds(6) ?? 0)
         let body = r.bytes(5) ?? UnsafeRawBufferPointer(start: nil, count: 0)
         if let userIndex = r.int64(7) {
-            return .delivery(Delivery(user: r.string(1) ?? "", userIndex: userIndex, causeSeq: position,
+            return .delivery(Delivery(userBytes: r.bytes(1) ?? UnsafeRawBufferPointer(start: nil, count: 0), userIndex: userIndex, causeSeq: position,
                                       at: time, row: r, body: body))
         }
-        return .event(Event(seq: position, user: r.string(1), type: r.string(2) ?? "", appBytes: r.bytes(3),
-                            notificationIdBytes: r.bytes(4), body: body, engineTime: time))
+        let typeBytes = r.bytes(2) ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        let kind = EventKind(utf8: typeBytes)
+        let type = kind == .other ? String(decoding: typeBytes, as: UTF8.self) : kind.name.description
+        return .event(Event(seq: position, userBytes: r.bytes(1), type: type, kind: kind, appBytes: r.bytes(3),
+                            notificationIdBytes: r.bytes(4), body: body, engineTime: time, interner: interner))
     }
 
     /// The last seq to read for a limit given as an engine time: every event before the first
