@@ -79,7 +79,8 @@ struct NotificationTexts: Hashable, Sendable {
         }
         if bytes.isEmpty { bytes.reserveCapacity(raw.count * 2) }
         spans[2 * slot.rawValue] = Int32(bytes.count)
-        bytes.append(contentsOf: raw)
+        // As typed bytes: appending a raw buffer goes byte by byte, a typed one by memcpy.
+        bytes.append(contentsOf: raw.assumingMemoryBound(to: UInt8.self))
         spans[2 * slot.rawValue + 1] = Int32(bytes.count)
     }
 

@@ -138,14 +138,21 @@ public struct NotificationTarget: Hashable, Sendable {
 
     /// Reads `app` and `id` from a canonical stored body without building its dictionary; nil
     /// when the body is not canonical or has no string `app` (then the body is parsed instead).
-    public init?(canonicalBody bytes: UnsafeRawBufferPointer) {
+    /// With `interner`, the app id is shared (see `StringInterner`).
+    public init?(canonicalBody bytes: UnsafeRawBufferPointer, interner: StringInterner? = nil) {
         var app: String?, id: String?
-        func take(_ key: UnsafeRawBufferPointer, _ value: @autoclosure () -> String?) {
-            if key.count == 3, key.elementsEqual("app".utf8) { app = value() }
-            else if key.count == 2, key.elementsEqual("id".utf8) { id = value() }
+        func isApp(_ key: UnsafeRawBufferPointer) -> Bool {
+            key.count == 3 && key[0] == UInt8(ascii: "a") && key[1] == UInt8(ascii: "p") && key[2] == UInt8(ascii: "p")
         }
-        let canonical = JSONValue.visitCanonicalObject(bytes, { key, v in take(key, v.stringValue) },
-                                                       plainString: { key, raw in take(key, String(decoding: raw, as: UTF8.self)) })
+        func isId(_ key: UnsafeRawBufferPointer) -> Bool {
+            key.count == 2 && key[0] == UInt8(ascii: "i") && key[1] == UInt8(ascii: "d")
+        }
+        let canonical = JSONValue.visitCanonicalObject(bytes, { key, v in
+            if isApp(key) { app = v.stringValue } else if isId(key) { id = v.stringValue }
+        }, plainString: { key, raw in
+            if isApp(key) { app = interner?.string(raw) ?? String(decoding: raw, as: UTF8.self) }
+            else if isId(key) { id = String(decoding: raw, as: UTF8.self) }
+        })
         guard canonical, let app else { return nil }
         self.init(app: app, id: id)
     }

@@ -31,7 +31,12 @@ extension JSONValue {
     /// an error; containers may nest at most `maxDepth` levels. Integers without fraction
     /// or exponent that fit in Int64 become `.int`, other numbers `.double`; numbers too
     /// large for a Double (`1e999`) are rejected.
-    public static func parse(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = 32) throws(JSONParseError) -> JSONValue {
+    ///
+    /// With `interner`, strings without escapes (keys and values) come from it: a reader of many
+    /// stored bodies then holds one copy of each repeated app id, and dictionaries keyed by them
+    /// compare keys by identity.
+    public static func parse(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = 32,
+                             interner: StringInterner? = nil) throws(JSONParseError) -> JSONValue {
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             throw JSONParseError(offset: 0, message: "The input is empty at byte 0: expected one JSON value, such as an object {…}.")
         }
@@ -39,6 +44,7 @@ extension JSONValue {
         // C buffer of char, all bound to a one-byte integer type; they are only read, and
         // only for the duration of this call (the pointer never escapes the parser).
         var parser = JSONParser(base: base.assumingMemoryBound(to: UInt8.self), count: bytes.count, maxDepth: maxDepth)
+        parser.interner = interner
         return try parser.parseDocument()
     }
 
@@ -102,6 +108,8 @@ private struct JSONParser {
     var scratch: [UInt8] = []
     /// Members of the objects being parsed, innermost last; see `parseObject`.
     var members: [Member] = []
+    /// Shares repeated strings (see `JSONValue.parse(_:maxDepth:interner:)`).
+    var interner: StringInterner?
 
     struct Member {
         var key: String
@@ -412,7 +420,8 @@ private struct JSONParser {
         i += 1
         let start = i
         if try scanUnescaped(open: open) {
-            return String(decoding: UnsafeBufferPointer(start: p + start, count: i - 1 - start), as: UTF8.self)
+            let raw = UnsafeRawBufferPointer(start: p + start, count: i - 1 - start)
+            return interner?.string(raw) ?? String(decoding: raw, as: UTF8.self)
         }
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: UnsafeBufferPointer(start: p + start, count: i - start))

@@ -44,11 +44,11 @@ public final class LogStream {
                 return StoredEvent(seq: seq, user: user, kind: kind, type: type, body: .null, at: engineTime,
                                    decoded: SubmittedNotification(canonicalBody: body, interner: interner))
             }
-            if kind == .withdraw || kind == .opened, let target = NotificationTarget(canonicalBody: body) {
+            if kind == .withdraw || kind == .opened, let target = NotificationTarget(canonicalBody: body, interner: interner) {
                 return StoredEvent(seq: seq, user: user, kind: kind, type: type, body: .null, at: engineTime, target: target)
             }
             return StoredEvent(seq: seq, user: user, kind: kind, type: type,
-                               body: (try? JSONValue.parse(body)) ?? .object([:]), at: engineTime)
+                               body: (try? JSONValue.parse(body, interner: interner)) ?? .object([:]), at: engineTime)
         }
 
         public var row: StoredEventRow {

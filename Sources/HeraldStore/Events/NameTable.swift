@@ -48,7 +48,7 @@ struct NameTable {
         let o = names.count
         slots[i] = Int32(o + 1)
         hashes.append(h)
-        bytes.append(contentsOf: name)
+        bytes.append(contentsOf: name.assumingMemoryBound(to: UInt8.self))
         offsets.append(bytes.count)
         names.append(String(decoding: name, as: UTF8.self))
         if names.count * 2 > slots.count { grow() }
