@@ -76,6 +76,21 @@ extension UnsafeRawBufferPointer {
         return glibcMemmem(base, count, needle.utf8Start, n) != nil
     }
 
+    /// The decimal number right after `key` (e.g. `"notification":"lat-`), or nil.
+    public func intAfter(_ key: StaticString) -> Int? {
+        let n = key.utf8CodeUnitCount
+        var i = 0
+        while i + n <= count {
+            if self[i] == key.utf8Start.pointee && memcmp(baseAddress! + i, key.utf8Start, n) == 0 {
+                var j = i + n, value = 0, digits = 0
+                while j < count, self[j] >= 0x30, self[j] <= 0x39 { value = value * 10 + Int(self[j] - 0x30); j += 1; digits += 1 }
+                return digits > 0 ? value : nil
+            }
+            i += 1
+        }
+        return nil
+    }
+
     /// The string value after `"key":"` (no escapes expected: ids the benchmark chose).
     public func stringField(_ key: StaticString) -> String? {
         let n = key.utf8CodeUnitCount

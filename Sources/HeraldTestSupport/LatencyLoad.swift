@@ -23,28 +23,29 @@ public struct LatencyLoad: Sendable {
     }
 
     public func run(port: Int) throws -> Result {
-        let consumer = try WireClient(port: port)
-        _ = try consumer.request(#"{"op":"hello"}"#)
-        _ = try consumer.request(#"{"op":"subscribe","consumer":"bench-latency"}"#)
+        // The consumer scans lines in place (`WireClient.readLine` + a JSON parse per line would add
+        // the generator's own parsing to every latency measured).
+        let consumer = try DeliveryTap(port: port, consumer: "bench-latency")
         let producer = try WireClient(port: port)
         _ = try producer.request(#"{"op":"hello"}"#)
+        let lines = (0..<events).map { Array((ingest.line($0) + "\n").utf8) }
 
-        let started = Date()
-        let sendTimes = Mutex([Double](repeating: 0, count: events))
+        let started = IngestLoad.monotonicNanoseconds()
+        let sendTimes = Mutex([UInt64](repeating: 0, count: events))
         let failure = Mutex<String?>(nil)
         let ackReader = Thread {
-            do { for _ in 0..<events { _ = try producer.readJSON(timeoutMilliseconds: 60_000) } }
+            do { for _ in 0..<events { _ = try producer.readLine(timeoutMilliseconds: 60_000) } }
             catch { failure.withLock { $0 = "acks: \(error)" } }
         }
         ackReader.start()
         let sender = Thread {
             do {
                 for i in 0..<events {
-                    let due = Double(i) / ratePerSecond
-                    let wait = due - Date().timeIntervalSince(started)
-                    if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
-                    sendTimes.withLock { $0[i] = Date().timeIntervalSince(started) }
-                    try producer.send(ingest.line(i))
+                    let due = started + UInt64(Double(i) / ratePerSecond * 1e9)
+                    let now = IngestLoad.monotonicNanoseconds()
+                    if due > now { usleep(UInt32((due - now) / 1000)) }
+                    sendTimes.withLock { $0[i] = IngestLoad.monotonicNanoseconds() }
+                    try producer.sendRaw(lines[i])
                 }
             } catch { failure.withLock { $0 = "send: \(error)" } }
         }
@@ -52,15 +53,16 @@ public struct LatencyLoad: Sendable {
 
         var latencies: [Double] = []
         latencies.reserveCapacity(events)
-        let prefix = ingest.idPrefix + "-"
-        while latencies.count < events {
-            let d = try consumer.readJSON(timeoutMilliseconds: 60_000)
-            guard d["op"] == "delivery", let id = d["notification"]?.stringValue, id.hasPrefix(prefix),
-                  let i = Int(id.dropFirst(prefix.count)), i < events else { continue }
-            let now = Date().timeIntervalSince(started)
-            latencies.append((now - sendTimes.withLock { $0[i] }) * 1000)
+        let key: StaticString = "\"notification\":\"lat-"
+        try consumer.read(idleTimeoutMilliseconds: 60_000) { line in
+            let now = IngestLoad.monotonicNanoseconds()
+            guard let i = line.intAfter(key), i < events else { return true }
+            let sent = sendTimes.withLock { $0[i] }
+            latencies.append(Double(now - sent) / 1e6)
+            return latencies.count < events
         }
         if let f = failure.withLock({ $0 }) { throw WireClient.Failure.io(f) }
-        return Result(delivered: latencies.count, seconds: Date().timeIntervalSince(started), latenciesMs: latencies.sorted())
+        return Result(delivered: latencies.count, seconds: Double(IngestLoad.monotonicNanoseconds() - started) / 1e9,
+                      latenciesMs: latencies.sorted())
     }
 }

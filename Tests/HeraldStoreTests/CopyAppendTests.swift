@@ -112,6 +112,76 @@ import Testing
         #expect(try EventReader.deliveries(conn, after: 0).map(\.cursor) == [1, 2, 3])
     }
 
+    @Test func eventsAndDeliveriesGoByTwoCopiesInOneQuery() throws {
+        // No acks: one simple query claims positions and cursors, runs both COPYs and commits —
+        // three round trips, no pipeline segment after it.
+        let url = try TestPostgres.freshDatabase()
+        let writer = try Self.writer(url)
+        _ = try EventStoreTests.appendAll(writer, [Self.event(1)])   // alone; what follows queues behind
+        writer.append(events: [Self.event(2)]) { _ in }
+        var events: [AppendOutcome] = [], cursors: [Int64] = []
+        writer.append(events: [Self.event(3), Self.event(4)]) { events = (try? $0.get()) ?? [] }
+        writer.append(deliveries: [Self.delivery(1), Self.delivery(2, user: "u2")]) { cursors = (try? $0.get()) ?? [] }
+        var more: [Int64] = []
+        writer.append(deliveries: [Self.delivery(3)]) { more = (try? $0.get()) ?? [] }
+        #expect(writer.runUntilIdle())
+        #expect(events == [.appended(seq: 3), .appended(seq: 4)])
+        #expect(cursors == [1, 2])
+        #expect(more == [3])
+        #expect(writer.deliveriesCopied == 3)
+
+        // A delivery stored already (re-derived after a restart) aborts the second COPY: the whole
+        // transaction goes through the functions, which skip it.
+        events = []; cursors = []
+        writer.append(events: [Self.event(5)]) { _ in }
+        writer.append(events: [Self.event(6)]) { events = (try? $0.get()) ?? [] }
+        writer.append(deliveries: [Self.delivery(4), Self.delivery(2, user: "u2")]) { cursors = (try? $0.get()) ?? [] }
+        #expect(writer.runUntilIdle())
+        #expect(events == [.appended(seq: 6)])
+        #expect(cursors == [4, 0], "the re-derived delivery is skipped")
+        #expect(writer.deliveriesCopied == 3, "through the function")
+        // The next mixed batch comes back to COPY.
+        cursors = []
+        writer.append(events: [Self.event(7)]) { _ in }
+        writer.append(events: [Self.event(8)]) { _ in }
+        writer.append(deliveries: [Self.delivery(5)]) { cursors = (try? $0.get()) ?? [] }
+        #expect(writer.runUntilIdle())
+        #expect(cursors == [5])
+        #expect(writer.deliveriesCopied == 4)
+
+        let conn = try PGConnection.connect(url)
+        #expect(try EventReader.events(conn, after: 0).map(\.seq) == (1...8).map(Int64.init))
+        let stored = try EventReader.deliveries(conn, after: 0)
+        #expect(stored.map(\.cursor) == [1, 2, 3, 4, 5])
+        #expect(stored.map(\.row) == [Self.delivery(1), Self.delivery(2, user: "u2"), Self.delivery(3), Self.delivery(4),
+                                       Self.delivery(5)], "every column as sent, by COPY or by the function")
+        #expect(try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) == 5)
+    }
+
+    @Test func copiedDeliveriesAreTheFunctionsRowsByteForByte() throws {
+        // The same rows through COPY (beside events) and through the function (alone): equal
+        // columns, json text kept exactly (non-ASCII, escapes, NULL app and notification id).
+        let url = try TestPostgres.freshDatabase()
+        let writer = try Self.writer(url)
+        let odd = DeliveryRow(user: "ü-user", userIndex: 1, causeSeq: 2, kind: "cleared", app: nil, notificationId: nil,
+                              reason: "badge_clear", at: Instant(millisecondsSinceEpoch: -1234), rulesVersion: "1",
+                              trace: #"[ {"rule":"a\u00e9","x":[1, 2.5e3]} ]"#, body: #"{"t":"é\n😀","n":null}"#)
+        var viaFunction = odd; viaFunction.user = "f-user"
+        _ = try EventStoreTests.appendAll(writer, [Self.event(1)])
+        writer.append(events: [Self.event(2)]) { _ in }    // in flight; what follows queues behind
+        writer.append(events: [Self.event(3)]) { _ in }
+        writer.append(deliveries: [odd]) { _ in }
+        #expect(writer.runUntilIdle())
+        writer.append(deliveries: [viaFunction]) { _ in }   // alone: through the function
+        #expect(writer.runUntilIdle())
+        #expect(writer.deliveriesCopied == 1)
+        let conn = try PGConnection.connect(url)
+        let rows = try EventReader.deliveries(conn, after: 0).map(\.row)
+        #expect(rows == [odd, viaFunction])
+        let text = try conn.execute("SELECT trace::text || body::text FROM deliveries ORDER BY cursor")
+        #expect(text.string(0, 0) == text.string(1, 0))
+    }
+
     @Test func aCopyThatFailsForAnotherReasonFailsOnlyItsBatch() throws {
         // Not JSON: the COPY is refused (not a key problem), the batch's waiters get the error, the
         // transaction is rolled back, and the next batch appends at the next free position.

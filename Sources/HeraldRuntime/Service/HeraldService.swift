@@ -116,6 +116,7 @@ public final class HeraldService: ConnectionDelegate {
         store.log = log
         reader.log = log
         store.commitFlushedForTesting = configuration.commitFlushedForTesting
+        store.limits = configuration.writerLimits
         let systemClock = manualNow == nil
         let wallClock = configuration.wallClock
         self.timers = WheelDriver(loop: loop, start: .epoch, systemClock: systemClock) { [unowned self] in self.manualNow ?? wallClock() }
@@ -303,6 +304,11 @@ public final class HeraldService: ConnectionDelegate {
             "snapshotsWritten": .int(Int64(restart.writer?.completed ?? 0)),
             "firing": phases.json,
             "loopCpuMs": .int(Self.threadCPUMilliseconds()),
+            // The current writer connection's counters (they restart after a reconnect).
+            "storeTransactions": .int(Int64(store.writer?.transactionsCommitted ?? 0)),
+            "storeRoundTrips": .int(Int64(store.writer?.roundTrips ?? 0)),
+            "storeDeliveriesCopied": .int(Int64(store.writer?.deliveriesCopied ?? 0)),
+            "storeBackendPID": .int(Int64(store.writer?.connection.backendPID ?? 0)),
         ]
     }
 

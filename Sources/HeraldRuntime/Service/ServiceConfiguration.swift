@@ -1,5 +1,6 @@
 // Everything `herald serve` can be told, in one struct.
 import HeraldCore
+import HeraldStore
 
 /// How the engine learns the time (SPEC §6).
 public enum ClockMode: Sendable, Equatable {
@@ -47,6 +48,8 @@ public struct ServiceConfiguration: Sendable {
     public var timerSliceMicroseconds: Int64 = 10_000
     /// The most delivery rows in one append (one transaction); the next goes when it commits.
     public var deliveryAppendRows = 4_000
+    /// The store writer's limits (`GroupCommitWriter.Limits`); benchmarks compare its paths with it.
+    public var writerLimits = GroupCommitWriter.Limits()
     public var serverName = "herald/0.1.0"
     /// Handle SIGTERM/SIGINT (one service per process may; tests run several and stop them with `requestShutdown`).
     public var handleSignals = true

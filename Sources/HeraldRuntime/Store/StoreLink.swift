@@ -21,6 +21,8 @@ public final class StoreLink {
     public var log: (String) -> Void = { _ in }
     /// Test-only fault injection handed to every writer (`GroupCommitWriter.commitFlushedForTesting`).
     public var commitFlushedForTesting: ((_ socket: Int32, _ eventRows: Int) -> Bool)?
+    /// Limits handed to every writer (first connection and reconnects).
+    public var limits = GroupCommitWriter.Limits()
 
     public init(loop: EventLoop, url: String) {
         self.loop = loop
@@ -29,7 +31,7 @@ public final class StoreLink {
 
     /// Adopts an already-connected connection (start-up connects synchronously before serving).
     public func adopt(_ connection: PGConnection) throws(StoreError) {
-        let w = try GroupCommitWriter(connection: connection)
+        let w = try GroupCommitWriter(connection: connection, limits: limits)
         install(w)
     }
 
@@ -92,7 +94,7 @@ public final class StoreLink {
             guard let self else { return }
             self.connector = nil
             do {
-                try self.install(GroupCommitWriter(connection: result.get()))
+                try self.install(GroupCommitWriter(connection: result.get(), limits: self.limits))
                 self.log("reconnected to PostgreSQL")
             } catch let error as StoreError {
                 self.lastError = error

@@ -12,9 +12,14 @@ enum EventCopy {
     /// The simple query that opens a COPY transaction for `count` rows: claims the positions, then
     /// starts the COPY. With `commit`, COMMIT follows the COPY in the same query (the server runs
     /// it once the data has ended). `count` is an integer Herald formats; nothing else varies.
-    static func startQuery(count: Int, commit: Bool) -> String {
+    /// With `deliveries` > 0 the query also claims that many delivery cursors (after the positions)
+    /// and runs a second COPY, into `deliveries` (`DeliveryCopy`), after the events'.
+    static func startQuery(count: Int, deliveries: Int = 0, commit: Bool) -> String {
         "BEGIN;UPDATE event_head SET seq = seq + \(count) RETURNING seq - \(count);"
-            + "COPY events (\(columns)) FROM STDIN (FORMAT binary)" + (commit ? ";COMMIT" : "")
+            + (deliveries > 0 ? DeliveryCopy.claim(count: deliveries) : "")
+            + "COPY events (\(columns)) FROM STDIN (FORMAT binary)"
+            + (deliveries > 0 ? ";" + DeliveryCopy.start : "")
+            + (commit ? ";COMMIT" : "")
     }
 
     private static let signature: [UInt8] = [0x50, 0x47, 0x43, 0x4F, 0x50, 0x59, 0x0A, 0xFF, 0x0D, 0x0A, 0x00]

@@ -31,6 +31,10 @@ public final class GroupCommitWriter {
         /// transaction; a stored key makes the batch go again through `herald_append_events`.
         /// Off: every batch goes through the function (the path before migration 004).
         public var copyEvents: Bool = true
+        /// Deliveries that share a COPY transaction with events go by a second COPY in the same
+        /// query (cursors claimed first, like positions). Deliveries alone still go through
+        /// `herald_append_deliveries` in one pipeline segment (one round trip, not two).
+        public var copyDeliveries: Bool = true
         public init() {}
     }
 
@@ -65,24 +69,34 @@ public final class GroupCommitWriter {
         var isSetup = false
         /// The events were stored by COPY at base + 1 … in this transaction (a tail segment).
         var copyBase: Int64?
+        /// The deliveries were stored by COPY at base + 1 … in this transaction (a tail segment).
+        var deliveryCopyBase: Int64?
         /// A COPY transaction (simple query, outside pipeline mode), with the rows it still needs:
         /// the events to encode once the base is known and, for the tail or a fallback, the deliveries.
         var copy: CopyState?
     }
 
     /// Where a COPY transaction stands. The simple query is `BEGIN; UPDATE event_head … RETURNING;
-    /// COPY …` (+ `COMMIT` when nothing else shares the transaction).
+    /// [UPDATE delivery_head … RETURNING;] COPY events …[; COPY deliveries …]` (+ `COMMIT` when no
+    /// acks follow in a pipeline segment).
     private struct CopyState {
         var events: [EventRow]
         var deliveries: [DeliveryRow]
-        /// COMMIT is part of the simple query (no deliveries or acks follow in a pipeline segment).
+        /// The deliveries go by the second COPY of the query (otherwise, in the tail segment).
+        var deliveriesByCopy: Bool
+        /// COMMIT is part of the simple query (nothing follows in a pipeline segment).
         var commitsInQuery: Bool
         var base: Int64?
-        /// COPY data sent (the COPY_IN result arrived).
+        var deliveryBase: Int64?
+        /// COPY data sent for the events (the first COPY_IN result arrived).
         var dataSent = false
-        /// Successful results after the data: the COPY's, then COMMIT's.
+        /// COPY data sent for the deliveries (the second COPY_IN result arrived).
+        var deliveryDataSent = false
+        /// Successful results after the data: the COPYs', then COMMIT's.
         var okAfterData = 0
         var error: StoreError?
+        /// Successful results expected after the data when the query commits.
+        var expectedOKAfterData: Int { (deliveriesByCopy ? 2 : 1) + (commitsInQuery ? 1 : 0) }
     }
 
     private enum Statement: Equatable { case begin, events, deliveries, ack(Int), commit, setup, rollback }
@@ -116,6 +130,8 @@ public final class GroupCommitWriter {
     /// Waits for PostgreSQL's answer (round trips): one per pipeline segment, two per COPY (its
     /// start, then its data), counted as they are sent, set-up and ROLLBACK segments included.
     public private(set) var roundTrips = 0
+    /// Deliveries committed by COPY (the rest went through `herald_append_deliveries`).
+    public private(set) var deliveriesCopied = 0
 
     /// Takes a connected connection and puts it in non-blocking pipeline mode.
     public init(connection: PGConnection, limits: Limits = Limits()) throws(StoreError) {
@@ -301,7 +317,7 @@ public final class GroupCommitWriter {
                 tx.statements.append(.events)
             }
         }
-        if !deliveries.isEmpty {
+        if !deliveries.isEmpty && tx.deliveryCopyBase == nil {
             ok = ok && connection.sendPrepared(name: StoreSQL.appendDeliveriesName, DeliveryBatch.parameters(deliveries))
             tx.statements.append(.deliveries)
         }
@@ -325,8 +341,10 @@ public final class GroupCommitWriter {
     /// when deliveries or acks share the transaction (their pipeline segment ends it).
     private func sendCopyTransaction(_ tx: Transaction, events: [EventRow], deliveries: [DeliveryRow]) -> Bool {
         var tx = tx
-        let commitsInQuery = deliveries.isEmpty && tx.acks.isEmpty
-        tx.copy = CopyState(events: events, deliveries: deliveries, commitsInQuery: commitsInQuery)
+        let deliveriesByCopy = limits.copyDeliveries && !deliveries.isEmpty
+        let commitsInQuery = (deliveries.isEmpty || deliveriesByCopy) && tx.acks.isEmpty
+        tx.copy = CopyState(events: events, deliveries: deliveries, deliveriesByCopy: deliveriesByCopy,
+                            commitsInQuery: commitsInQuery)
         do {
             try connection.exitPipelineMode()
         } catch {
@@ -334,7 +352,9 @@ public final class GroupCommitWriter {
             fail(error)
             return false
         }
-        let ok = connection.sendSimpleQuery(EventCopy.startQuery(count: events.count, commit: commitsInQuery))
+        let query = EventCopy.startQuery(count: events.count, deliveries: deliveriesByCopy ? deliveries.count : 0,
+                                         commit: commitsInQuery)
+        let ok = connection.sendSimpleQuery(query)
         inFlight.append(tx)
         roundTrips += 1
         if !ok { fail(.unavailable(connection.lastErrorMessage)); return false }
@@ -379,12 +399,32 @@ public final class GroupCommitWriter {
             case .result(let result):
                 var state = inFlight[0].copy!
                 defer { if broken == nil, !inFlight.isEmpty { inFlight[0].copy = state } }
-                if result.status == PGRES_COPY_IN {
-                    guard let base = state.base, state.error == nil, !state.dataSent else {
-                        // Cannot happen (the UPDATE precedes the COPY); end the COPY with an error so
+                if result.status == PGRES_COPY_IN && state.dataSent && state.deliveriesByCopy && !state.deliveryDataSent {
+                    // The events' COPY ended; the deliveries' COPY starts (its cursors were claimed first).
+                    guard let deliveryBase = state.deliveryBase, state.error == nil else {
+                        state.error = state.error ?? .unavailable("the delivery head was not claimed before COPY")
+                        state.deliveryDataSent = true
+                        guard let h = connection.rawHandle, PQputCopyEnd(h, "herald: no cursors") == 1 else {
+                            fail(.unavailable(connection.lastErrorMessage)); return true
+                        }
+                        flush()
+                        continue
+                    }
+                    let data = DeliveryCopy.encode(state.deliveries, base: deliveryBase)
+                    state.deliveryDataSent = true
+                    roundTrips += 1
+                    let ok = data.withUnsafeBytes { connection.putCopyData($0) } && connection.putCopyEnd()
+                    guard ok else { fail(.unavailable(connection.lastErrorMessage)); return true }
+                    if state.commitsInQuery, commitFlushedForTesting != nil { unflushedCommits.append(state.events.count) }
+                    flush()
+                } else if result.status == PGRES_COPY_IN {
+                    guard let base = state.base, state.error == nil, !state.dataSent,
+                          !state.deliveriesByCopy || state.deliveryBase != nil else {
+                        // Cannot happen (the UPDATEs precede the COPY); end the COPY with an error so
                         // the server rolls the transaction back.
                         state.error = state.error ?? .unavailable("the event head was not claimed before COPY")
                         state.dataSent = true
+                        state.deliveryDataSent = true
                         guard let h = connection.rawHandle, PQputCopyEnd(h, "herald: no positions") == 1 else {
                             fail(.unavailable(connection.lastErrorMessage)); return true
                         }
@@ -396,13 +436,17 @@ public final class GroupCommitWriter {
                     roundTrips += 1
                     let ok = data.withUnsafeBytes { connection.putCopyData($0) } && connection.putCopyEnd()
                     guard ok else { fail(.unavailable(connection.lastErrorMessage)); return true }
-                    if state.commitsInQuery, commitFlushedForTesting != nil { unflushedCommits.append(state.events.count) }
+                    if state.commitsInQuery, !state.deliveriesByCopy, commitFlushedForTesting != nil {
+                        unflushedCommits.append(state.events.count)
+                    }
                     flush()
                 } else if let error = result.error {
                     if state.error == nil { state.error = error }
                 } else if !state.dataSent {
-                    // BEGIN, then the UPDATE's one row: the position before the batch.
-                    if result.status == PGRES_TUPLES_OK { state.base = result.int64(0, 0) }
+                    // BEGIN, then the UPDATEs' one row each: the position (then the cursor) before the batch.
+                    if result.status == PGRES_TUPLES_OK {
+                        if state.base == nil { state.base = result.int64(0, 0) } else { state.deliveryBase = result.int64(0, 0) }
+                    }
                 } else {
                     state.okAfterData += 1
                 }
@@ -431,23 +475,26 @@ public final class GroupCommitWriter {
         var plain = tx
         plain.copy = nil
         let succeeded = state.error == nil && state.dataSent && state.base != nil
+            && (!state.deliveriesByCopy || (state.deliveryDataSent && state.deliveryBase != nil))
         if succeeded && state.commitsInQuery {
-            guard state.okAfterData == 2 else {
+            guard state.okAfterData == state.expectedOKAfterData else {
                 complete(tx, with: .unavailable("the COPY transaction did not commit"))
                 rollBackIfNeeded()
                 return
             }
             transactionsCommitted += 1
-            rowsCommitted += tx.eventRowCount
+            rowsCommitted += tx.eventRowCount + tx.deliveryRowCount
             let base = state.base!
             let outcomes = (0..<tx.eventRowCount).map { AppendOutcome.appended(seq: base + Int64($0) + 1) }
             for (range, completion) in tx.events { completion(.success(Array(outcomes[range]))) }
+            if let deliveryBase = state.deliveryBase { completeDeliveries(tx, base: deliveryBase) }
             return
         }
         if succeeded {
-            // The events are in the open transaction; the deliveries, acks and COMMIT follow.
+            // The events (and deliveries) are in the open transaction; the rest, acks and COMMIT follow.
             plain.copyBase = state.base
-            _ = sendPipelined(plain, events: [], deliveries: state.deliveries, rollbackFirst: false)
+            if state.deliveriesByCopy { plain.deliveryCopyBase = state.deliveryBase }
+            _ = sendPipelined(plain, events: [], deliveries: state.deliveriesByCopy ? [] : state.deliveries, rollbackFirst: false)
             return
         }
         if case .duplicate = state.error {
@@ -506,6 +553,7 @@ public final class GroupCommitWriter {
             let outcomes = (0..<tx.eventRowCount).map { AppendOutcome.appended(seq: base + Int64($0) + 1) }
             for (range, completion) in tx.events { completion(.success(Array(outcomes[range]))) }
         }
+        if let base = tx.deliveryCopyBase { completeDeliveries(tx, base: base) }
         for (index, statement) in tx.statements.enumerated() {
             let result = tx.results[index]
             switch statement {
@@ -548,6 +596,14 @@ public final class GroupCommitWriter {
             case .ack(let i):
                 tx.acks[i].completion(.success(result.int64(0, 0) ?? tx.acks[i].cursor))
             }
+        }
+    }
+
+    /// Completes the deliveries of `tx`, stored by COPY at base + 1 … and now committed.
+    private func completeDeliveries(_ tx: Transaction, base: Int64) {
+        deliveriesCopied += tx.deliveryRowCount
+        for (range, completion) in tx.deliveries {
+            completion(.success(range.map { base + Int64($0) + 1 }))
         }
     }
 

@@ -96,35 +96,15 @@ struct PeerBench: ParsableCommand {
         let startWall = Date().timeIntervalSince1970
         let dueMs = Int64((startWall + lead) * 1000)
         let due = Instant(millisecondsSinceEpoch: dueMs).rfc3339
-        let producers = 8, window = 256
-        let perProducer = jobs / producers
-        let failure = Mutex<String?>(nil)
-        let enqueueWatch = Stopwatch()
-        Log.info("peer: Herald: \(perProducer * producers) deferred submits due at \(due)")
-        DispatchQueue.concurrentPerform(iterations: producers) { p in
-            do {
-                let c = try WireClient(port: port)
-                _ = try c.request(#"{"op":"hello"}"#)
-                var sent = 0, received = 0
-                while received < perProducer {
-                    var chunk = ""
-                    while sent < perProducer && sent - received < window {
-                        let i = p * perProducer + sent
-                        chunk += #"{"op":"submit","id":"job-\#(i)","app":"\#(app)","user":"user-\#(i % users)","title":"Invoice due","body":"Invoice #\#(i) is due today. Pay it in the app to avoid a late fee.","hiddenPreviewsBodyPlaceholder":"Billing","threadId":"billing","deliverAt":"\#(due)"}"# + "\n"
-                        sent += 1
-                    }
-                    if !chunk.isEmpty { try c.sendRaw(Array(chunk.utf8)) }
-                    let reply = try c.readJSON(timeoutMilliseconds: 120_000)
-                    guard reply["ok"] == true else { throw WireClient.Failure.io("refused: \(reply.canonicalString)") }
-                    received += 1
-                }
-            } catch {
-                failure.withLock { $0 = "producer \(p): \(error)" }
-            }
-        }
-        let enqueueSeconds = enqueueWatch.seconds
-        if let f = failure.withLock({ $0 }) { throw WireClient.Failure.io(f) }
-        let total = perProducer * producers
+        var load = IngestLoad()
+        load.producers = 8; load.window = 256; load.events = jobs
+        let total = jobs / load.producers * load.producers
+        Log.info("peer: Herald: \(total) deferred submits due at \(due)")
+        // The same producers as `bench ingest` (a thread each, lines encoded before the clock starts).
+        let r = try load.run(port: port, makeLine: { i in
+            #"{"op":"submit","id":"job-\#(i)","app":"\#(app)","user":"user-\#(i % users)","title":"Invoice due","body":"Invoice #\#(i) is due today. Pay it in the app to avoid a late fee.","hiddenPreviewsBodyPlaceholder":"Billing","threadId":"billing","deliverAt":"\#(due)"}"#
+        })
+        let enqueueSeconds = r.seconds
         let enqueueDoneWall = Date().timeIntervalSince1970
         if enqueueDoneWall * 1000 > Double(dueMs) {
             Log.info("peer: warning: Herald's enqueue finished after the due instant; raise --lead-seconds")

@@ -1,6 +1,7 @@
 // `herald bench ingest`: pipelined submits over TCP to a real service, acked after COMMIT, beside COPY of the same rows.
 import ArgumentParser
 import Foundation
+import Glibc
 import HeraldCore
 import HeraldRuntime
 import HeraldStore
@@ -16,6 +17,7 @@ struct IngestBench: ParsableCommand {
     @Option(help: "Producer connections.") var producers = 8
     @Option(help: "Outstanding submits per producer.") var window = 256
     @Option(help: "Distinct users (each authorized first).") var users = 10_000
+    @Flag(help: "Deliveries through the append function even beside events (the path before migration 006).") var noCopyDeliveries = false
     @Flag(help: "Print JSON instead of a table.") var json = false
 
     func run() throws {
@@ -25,11 +27,22 @@ struct IngestBench: ParsableCommand {
             let url = try scratchDatabase(location, name: "herald_bench_ingest")
             var load = IngestLoad()
             load.events = events; load.producers = producers; load.window = window; load.users = users
-            let r = try withInProcessService(url: url) { port in
+            var costs = IngestCosts()
+            let r = try withInProcessService(url: url, configure: { $0.writerLimits.copyDeliveries = !noCopyDeliveries }) { port in
                 Log.info("authorizing \(users) users")
                 try load.prepare(port: port)
                 Log.info("ingest: \(events) submits, \(producers) producers × \(window) outstanding")
-                return try load.run(port: port) { n in Log.info("ingest: \(n)/\(events) acked") }
+                let before = try IngestCosts.Sample(port: port, url: url)
+                let r = try load.run(port: port, progress: { n in Log.info("ingest: \(n)/\(events) acked") })
+                // The deliveries of the last acks commit just after them: wait for the last one.
+                let deadline = Date().addingTimeInterval(10)
+                var after = try IngestCosts.Sample(port: port, url: url)
+                while after.deliveries - before.deliveries < Int64(r.acked), Date() < deadline {
+                    usleep(5_000)
+                    after = try IngestCosts.Sample(port: port, url: url)
+                }
+                costs = IngestCosts(before: before, after: after, events: r.acked)
+                return r
             }
             Log.info("COPY baselines: \(events) rows")
             let copy = try StoreBenchmark.copyBaselines(databaseURL: url, rows: load.rows())
@@ -40,6 +53,11 @@ struct IngestBench: ParsableCommand {
                     "ackP99Ms": .double(r.percentile(0.99)), "ackP999Ms": .double(r.percentile(0.999)),
                     "copyRowsPerSecond": .int(Int64(copy.plain)), "copyIndexedRowsPerSecond": .int(Int64(copy.indexed)),
                     "ratio": .double((ratio * 100).rounded() / 100), "ratioIndexed": .double((ratioIndexed * 100).rounded() / 100),
+                    "walSyncsPer1000": .double((costs.walSyncsPer1000 * 100).rounded() / 100),
+                    "roundTripsPerEvent": .double((costs.roundTripsPerEvent * 10_000).rounded() / 10_000),
+                    "transactions": .int(costs.transactions), "deliveriesCopied": .int(costs.deliveriesCopied),
+                    "loopCPUMicrosecondsPerEvent": .double((costs.loopMicrosecondsPerEvent * 10).rounded() / 10),
+                    "backendCPUMicrosecondsPerEvent": .double((costs.backendMicrosecondsPerEvent * 10).rounded() / 10),
                 ]).canonicalString)
             } else {
                 print("ingest over TCP: \(events) submits of ~300 B to \(users) users, \(producers) producers × \(window) outstanding")
@@ -47,6 +65,9 @@ struct IngestBench: ParsableCommand {
                       + String(format: "%.1f ms, p99 %.1f ms, p99.9 %.1f ms", r.percentile(0.5), r.percentile(0.99), r.percentile(0.999)))
                 print("  baseline: one COPY, no indexes    \(Int(copy.plain)) rows/s   ratio " + String(format: "%.2f×", ratio))
                 print("  reference: COPY with the log's indexes  \(Int(copy.indexed)) rows/s   ratio " + String(format: "%.2f×", ratioIndexed))
+                print(String(format: "  per event: %.2f WAL fsyncs per 1,000, %.4f round trips (%d transactions, %d deliveries by COPY); CPU: herald loop %.1f µs, writer backend %.1f µs",
+                             costs.walSyncsPer1000, costs.roundTripsPerEvent, costs.transactions, costs.deliveriesCopied,
+                             costs.loopMicrosecondsPerEvent, costs.backendMicrosecondsPerEvent))
             }
         }
     }
@@ -109,10 +130,73 @@ func withInProcessService<T>(url: String, configure: (inout ServiceConfiguration
     // From here the service is touched only by its loop thread (requestShutdown is thread-safe).
     nonisolated(unsafe) let loopService = service
     let stopped = DispatchSemaphore(value: 0)
-    Thread { loopService.run(); stopped.signal() }.start()
+    Thread {
+        Thread.current.name = loopThreadName  // sets the kernel thread name too (read back from /proc)
+        loopService.run()
+        stopped.signal()
+    }.start()
     defer {
         service.requestShutdown()
         _ = stopped.wait(timeout: .now() + 30)
     }
     return try body(port)
 }
+
+/// What the ingest run cost per event, from counters read before and after it: WAL fsyncs
+/// (`pg_stat_wal`), the writer's round trips and transactions (the service's `stats`), CPU time of
+/// the service's loop thread and of the writer's PostgreSQL backend (`/proc`, clock ticks).
+struct IngestCosts {
+    struct Sample {
+        var walSyncs: Int64 = 0, roundTrips: Int64 = 0, transactions: Int64 = 0, deliveriesCopied: Int64 = 0
+        var deliveries: Int64 = 0, loopTicks: Int64 = 0, backendTicks: Int64 = 0
+
+        init() {}
+
+        init(port: Int, url: String) throws {
+            let c = try WireClient(port: port)
+            _ = try c.request(#"{"op":"hello"}"#)
+            let stats = try c.request(#"{"op":"stats"}"#)
+            roundTrips = stats["storeRoundTrips"]?.intValue ?? 0
+            transactions = stats["storeTransactions"]?.intValue ?? 0
+            deliveriesCopied = stats["storeDeliveriesCopied"]?.intValue ?? 0
+            deliveries = stats["deliveriesCommitted"]?.intValue ?? 0
+            let conn = try PGConnection.connect(url)
+            defer { conn.close() }
+            walSyncs = try conn.execute("SELECT wal_sync FROM pg_stat_wal").int64(0, 0) ?? 0
+            // The writer's backend (its PostgreSQL process on this machine).
+            if let pid = stats["storeBackendPID"]?.intValue, pid > 0 { backendTicks = Self.ticks("/proc/\(pid)/stat") }
+            for task in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [] {
+                let comm = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? ""
+                if comm.hasPrefix(loopThreadName) { loopTicks = Self.ticks("/proc/self/task/\(task)/stat") }
+            }
+        }
+
+        /// utime + stime of a /proc stat file (fields 14 and 15, after the parenthesised name).
+        static func ticks(_ path: String) -> Int64 {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8), let close = text.lastIndex(of: ")") else { return 0 }
+            let fields = text[text.index(after: close)...].split(separator: " ")
+            guard fields.count > 13, let u = Int64(fields[11]), let s = Int64(fields[12]) else { return 0 }
+            return u + s
+        }
+    }
+
+    var walSyncsPer1000 = 0.0, roundTripsPerEvent = 0.0, transactions: Int64 = 0, deliveriesCopied: Int64 = 0
+    var loopMicrosecondsPerEvent = 0.0, backendMicrosecondsPerEvent = 0.0
+
+    init() {}
+
+    init(before: Sample, after: Sample, events: Int) {
+        let n = Double(max(events, 1))
+        let tick = 1e6 / Double(sysconf(Int32(_SC_CLK_TCK)))
+        walSyncsPer1000 = Double(after.walSyncs - before.walSyncs) / n * 1000
+        roundTripsPerEvent = Double(after.roundTrips - before.roundTrips) / n
+        transactions = after.transactions - before.transactions
+        deliveriesCopied = after.deliveriesCopied - before.deliveriesCopied
+        loopMicrosecondsPerEvent = Double(after.loopTicks - before.loopTicks) * tick / n
+        backendMicrosecondsPerEvent = after.backendTicks > 0 && before.backendTicks > 0
+            ? Double(after.backendTicks - before.backendTicks) * tick / n : 0
+    }
+}
+
+/// The name of the in-process service's loop thread (`withInProcessService`), found in /proc by `IngestCosts`.
+let loopThreadName = "herald-loop"

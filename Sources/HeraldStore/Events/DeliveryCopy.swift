@@ -1,0 +1,93 @@
+// The writer's COPY path for deliveries: rows of `deliveries` in PostgreSQL's binary COPY format.
+
+/// Binary `COPY deliveries (…) FROM STDIN (FORMAT binary)` data for a batch whose cursors are
+/// known (base + 1 … base + n, claimed by `UPDATE delivery_head … RETURNING` in the same
+/// transaction, as `herald_append_deliveries` does). Sent in the same simple query as the events'
+/// COPY (`EventCopy`), so a transaction with both takes the same three round trips it took when the
+/// deliveries went through the append function, without the function's eleven arrays, `unnest`
+/// and row-at-a-time insert on the server. A (user, user_index) stored already (a delivery
+/// re-derived after a restart) aborts the COPY with a unique violation; the writer then sends the
+/// whole transaction through the append functions, whose careful path skips it.
+enum DeliveryCopy {
+    /// The COPY's column list, in the order `encode` writes the fields.
+    static let columns = "cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason, at, rules_version, trace, body"
+
+    /// Claims `count` cursors; its one row is the cursor before the batch.
+    static func claim(count: Int) -> String {
+        "UPDATE delivery_head SET cursor = cursor + \(count) RETURNING cursor - \(count);"
+    }
+
+    static let start = "COPY deliveries (\(columns)) FROM STDIN (FORMAT binary)"
+
+    private static let signature: [UInt8] = [0x50, 0x47, 0x43, 0x4F, 0x50, 0x59, 0x0A, 0xFF, 0x0D, 0x0A, 0x00]
+
+    /// The whole COPY data for `rows` at base + 1 …: header, one tuple per row, trailer, written
+    /// into a buffer of the exact size.
+    static func encode(_ rows: [DeliveryRow], base: Int64) -> [UInt8] {
+        var total = signature.count + 8 + 2
+        for r in rows {
+            total += 2 + 12 * 4 + 8 * 4
+                + r.user.utf8.count + r.kind.utf8.count + (r.app?.utf8.count ?? 0) + (r.notificationId?.utf8.count ?? 0)
+                + r.reason.utf8.count + r.rulesVersion.utf8.count + r.traceBytes.count + r.bodyBytes.count
+        }
+        return [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
+            var w = CopyWriter(base: UnsafeMutableRawPointer(buffer.baseAddress!))
+            signature.withUnsafeBytes { w.copy($0) }
+            w.be32(0)          // flags: no OIDs
+            w.be32(0)          // header extension length
+            var cursor = base
+            for r in rows {
+                cursor += 1
+                w.be16(12)
+                w.be32(8); w.be64(UInt64(bitPattern: cursor))
+                w.text(r.user)
+                w.be32(8); w.be64(UInt64(bitPattern: r.userIndex))
+                w.be32(8); w.be64(UInt64(bitPattern: r.causeSeq))
+                w.text(r.kind)
+                w.text(r.app)
+                w.text(r.notificationId)
+                w.text(r.reason)
+                w.be32(8); w.be64(UInt64(bitPattern: (r.at.millisecondsSinceEpoch - PGBinaryParameters.postgresEpochMilliseconds) * 1000))
+                w.text(r.rulesVersion)
+                r.traceBytes.withUnsafeBytes { w.be32(UInt32($0.count)); w.copy($0) }
+                r.bodyBytes.withUnsafeBytes { w.be32(UInt32($0.count)); w.copy($0) }
+            }
+            w.be16(0xFFFF)     // trailer: field count -1
+            precondition(w.at == total, "delivery COPY: wrote \(w.at) bytes of \(total)")
+            initialized = total
+        }
+    }
+}
+
+/// Big-endian writes into a buffer sized beforehand (COPY data).
+private struct CopyWriter {
+    let base: UnsafeMutableRawPointer
+    var at = 0
+
+    mutating func be16(_ v: UInt16) {
+        (base + at).storeBytes(of: v.bigEndian, as: UInt16.self)
+        at += 2
+    }
+
+    mutating func be32(_ v: UInt32) {
+        (base + at).storeBytes(of: v.bigEndian, as: UInt32.self)
+        at += 4
+    }
+
+    mutating func be64(_ v: UInt64) {
+        (base + at).storeBytes(of: v.bigEndian, as: UInt64.self)
+        at += 8
+    }
+
+    mutating func copy(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+        (base + at).copyMemory(from: source, byteCount: bytes.count)
+        at += bytes.count
+    }
+
+    /// A text field: its length and UTF-8 bytes, or -1 for NULL.
+    mutating func text(_ value: String?) {
+        guard var value else { be32(UInt32(bitPattern: -1)); return }
+        value.withUTF8 { be32(UInt32($0.count)); copy(UnsafeRawBufferPointer($0)) }
+    }
+}
