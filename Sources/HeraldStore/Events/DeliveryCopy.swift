@@ -31,7 +31,7 @@ enum DeliveryCopy {
                 + r.reason.utf8.count + r.rulesVersion.utf8.count + r.traceBytes.count + r.bodyBytes.count
         }
         return [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
-            var w = CopyWriter(base: UnsafeMutableRawPointer(buffer.baseAddress!))
+            var w = BigEndianWriter(base: UnsafeMutableRawPointer(buffer.baseAddress!))
             signature.withUnsafeBytes { w.copy($0) }
             w.be32(0)          // flags: no OIDs
             w.be32(0)          // header extension length
@@ -59,32 +59,7 @@ enum DeliveryCopy {
     }
 }
 
-/// Big-endian writes into a buffer sized beforehand (COPY data).
-private struct CopyWriter {
-    let base: UnsafeMutableRawPointer
-    var at = 0
-
-    mutating func be16(_ v: UInt16) {
-        (base + at).storeBytes(of: v.bigEndian, as: UInt16.self)
-        at += 2
-    }
-
-    mutating func be32(_ v: UInt32) {
-        (base + at).storeBytes(of: v.bigEndian, as: UInt32.self)
-        at += 4
-    }
-
-    mutating func be64(_ v: UInt64) {
-        (base + at).storeBytes(of: v.bigEndian, as: UInt64.self)
-        at += 8
-    }
-
-    mutating func copy(_ bytes: UnsafeRawBufferPointer) {
-        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
-        (base + at).copyMemory(from: source, byteCount: bytes.count)
-        at += bytes.count
-    }
-
+extension BigEndianWriter {
     /// A text field: its length and UTF-8 bytes, or -1 for NULL.
     mutating func text(_ value: String?) {
         guard var value else { be32(UInt32(bitPattern: -1)); return }

@@ -721,7 +721,7 @@ enum DeliveryBatch {
         ranges.reserveCapacity(sizes.count)
         for size in sizes { ranges.append(total..<(total + size)); total += size }
         let bytes = [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
-            var w = RawWriter(base: UnsafeMutableRawPointer(buffer.baseAddress!))
+            var w = BigEndianWriter(base: UnsafeMutableRawPointer(buffer.baseAddress!))
             func text(_ value: (DeliveryRow) -> String?) {
                 let hasNull = rows.contains { value($0) == nil }
                 w.header(count: n, hasNull: hasNull, element: PGBinaryParameters.textOID)
@@ -756,27 +756,7 @@ enum DeliveryBatch {
     }
 }
 
-/// Big-endian writes into a buffer sized beforehand.
-private struct RawWriter {
-    let base: UnsafeMutableRawPointer
-    var at = 0
-
-    mutating func be32(_ v: UInt32) {
-        (base + at).storeBytes(of: v.bigEndian, as: UInt32.self)
-        at += 4
-    }
-
-    mutating func be64(_ v: UInt64) {
-        (base + at).storeBytes(of: v.bigEndian, as: UInt64.self)
-        at += 8
-    }
-
-    mutating func copy(_ bytes: UnsafeRawBufferPointer) {
-        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
-        (base + at).copyMemory(from: source, byteCount: bytes.count)
-        at += bytes.count
-    }
-
+extension BigEndianWriter {
     /// Header of a one-dimensional array with lower bound 1 (as `PGBinaryParameters`).
     mutating func header(count: Int, hasNull: Bool, element: UInt32) {
         be32(1); be32(hasNull ? 1 : 0); be32(element); be32(UInt32(count)); be32(1)
