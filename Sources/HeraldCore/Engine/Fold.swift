@@ -98,7 +98,7 @@ extension Engine {
         case .snooze:
             guard let app = b["app"]?.stringValue, let id = b["id"]?.stringValue,
                   let until = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:)),
-                  let rec = state.recent[app]?.last(where: { $0.id == id }),
+                  let rec = state.recent(app).last(where: { $0.id == id }),
                   let content = state.snoozable.last(where: { $0.seq == rec.seq }) else { return }
             if !state.snoozes.isEmpty { state.snoozes.removeAll { $0.notification.app == app && $0.notification.id == id } }
             // An `until` already past alerts again now (at the event's time, not in the past).
@@ -108,9 +108,12 @@ extension Engine {
             guard let app = event.target?.app ?? b["app"]?.stringValue else { return }
             let id = event.target.map({ $0.id }) ?? b["id"]?.stringValue
             var lower = true
-            if let id, let i = state.recent[app]?.lastIndex(where: { $0.id == id }) {
-                lower = state.recent[app]![i].counted
-                state.recent[app]![i].counted = false
+            if let id, let was = state.withRecent(app, { list -> Bool? in
+                guard let i = list.lastIndex(where: { $0.id == id }) else { return nil }
+                defer { list[i].counted = false }
+                return list[i].counted
+            }) ?? nil {
+                lower = was
             } else if let id, let p = state.pending.first(where: { $0.app == app && $0.id == id }) {
                 lower = p.counted  // opened from "upcoming summary" or while held
                 state.setCounted(false) { $0.app == app && $0.id == id }
@@ -122,7 +125,7 @@ extension Engine {
                 a.badge = 0
                 return a.flags.contains(.badge)
             }
-            if let n = state.recent[app]?.count { for i in 0..<n { state.recent[app]![i].counted = false } }
+            state.withRecent(app) { list in for i in list.indices { list[i].counted = false } }
             state.setCounted(false) { $0.app == app }
             var d = Delivery(kind: .cleared, user: state.user, app: app, notificationId: nil, at: t,
                              reason: Reason.badgeCleared, rulesVersion: rulesVersion, causeSeq: event.seq)
@@ -172,8 +175,9 @@ extension Engine {
             afterPendingRemoval(&state, at: t)
             return
         }
-        if let i = state.recent[app]?.lastIndex(where: { $0.id == id }) {
-            let rec = state.recent[app]!.remove(at: i)
+        if let rec = state.withRecent(app, { list -> DeliveredRecord? in
+            list.lastIndex(where: { $0.id == id }).map { list.remove(at: $0) }
+        }) ?? nil {
             emitRemoval(PendingItem(notification: SubmittedNotification(id: id, app: app), seq: rec.seq, stage: .held, counted: rec.counted),
                         kind: .withdrawn, reason: Reason.withdrawnAfterDelivery, at: t, causeSeq: seq,
                         state: &state, out: &out)

@@ -38,8 +38,10 @@ extension Engine {
                 state: inout UserState, apps: AppRegistry, out: inout [Delivery]) {
         var trace = RuleTrace()
         if carriedCount != nil { trace.append(.snooze, .applied) }
-        // A copy of the app's scalars (AppState holds no references: copying it is free).
-        let app = AppView(state.apps[n.app])
+        // The app's entry, found once for the whole decision (nil: the user never set it up),
+        // and a copy of its scalars (AppState holds no references: copying it is free).
+        let appIndex = state.apps.index(of: n.app)
+        let app = AppView(appIndex.map { state.apps[at: $0].state })
         let ents = apps.entitlements(of: n.app)
 
         func finish(_ kind: DeliveryKind, _ reason: String) {
@@ -96,7 +98,7 @@ extension Engine {
         // Collapse onto an already delivered notification: found now, applied below.
         var replacesRecord: DeliveredRecord?
         if carriedCount == nil, let cid = n.collapseId {
-            replacesRecord = state.recent[n.app]?.last { $0.collapseId == cid }
+            replacesRecord = appIndex.flatMap { state.apps[at: $0].recent.last { $0.collapseId == cid } }
         }
 
         // 5. Critical (allowed): alert now, overriding silent, Focus, summary, mute.
@@ -105,7 +107,7 @@ extension Engine {
             trace.append(.critical, .decided)
             let p = Presentation(banner: true, sound: true, lockScreen: true, notificationCenter: true, overrideSilent: true)
             land(n, seq: seq, kind: .alert, reason: Reason.critical, presentation: p, at: t, trace: trace,
-                 replaces: replacesRecord, carriedCount: carriedCount, provisional: false,
+                 replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false,
                  state: &state, out: &out)
             return
         }
@@ -132,15 +134,15 @@ extension Engine {
             case .undecided:
                 land(n, seq: seq, kind: .quiet, reason: Reason.provisional,
                      presentation: Presentation(notificationCenter: true), at: t, trace: trace,
-                     replaces: replacesRecord, carriedCount: carriedCount, provisional: true, state: &state, out: &out)
+                     replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: true, state: &state, out: &out)
             case .keptImmediate:
                 land(n, seq: seq, kind: .quiet, reason: Reason.provisionalKept,
                      presentation: quietPresentation, at: t, trace: trace,
-                     replaces: replacesRecord, carriedCount: carriedCount, provisional: false, state: &state, out: &out)
+                     replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false, state: &state, out: &out)
             case .keptSummary:
                 land(n, seq: seq, kind: .queued, reason: Reason.provisionalKeptSummary,
                      presentation: quietPresentation, at: t, trace: trace,
-                     replaces: replacesRecord, carriedCount: carriedCount, provisional: false, state: &state, out: &out)
+                     replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false, state: &state, out: &out)
             }
             return
         }
@@ -150,7 +152,7 @@ extension Engine {
         if let m = app.mutedUntil, m > t {
             trace.append(.muted, .decided)
             land(n, seq: seq, kind: .quiet, reason: Reason.muted, presentation: quietPresentation, at: t, trace: trace,
-                 replaces: replacesRecord, carriedCount: carriedCount, provisional: false, state: &state, out: &out)
+                 replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false, state: &state, out: &out)
             return
         }
         trace.append(.muted, .pass)
@@ -161,7 +163,7 @@ extension Engine {
             if level != .timeSensitive {
                 trace.append(.collapse, .decided)
                 land(n, seq: seq, kind: .quiet, reason: Reason.collapsedIntoDelivered, presentation: quietPresentation,
-                     at: t, trace: trace, replaces: replacesRecord, carriedCount: carriedCount, provisional: false,
+                     at: t, trace: trace, replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false,
                      state: &state, out: &out)
                 return
             }
@@ -178,7 +180,7 @@ extension Engine {
         if !isCommunication && app.flags.contains(.summaryDelivery) && (level == .passive || level == .active) {
             trace.append(.summary, .decided)
             land(n, seq: seq, kind: .queued, reason: Reason.summaryQueued, presentation: quietPresentation, at: t,
-                 trace: trace, replaces: replacesRecord, carriedCount: carriedCount, provisional: false,
+                 trace: trace, replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false,
                  state: &state, out: &out)
             return
         }
@@ -201,7 +203,7 @@ extension Engine {
             if !breaks {
                 trace.append(.focus, .decided)
                 land(n, seq: seq, kind: .held, reason: Reason.focusHeld, presentation: quietPresentation, at: t,
-                     trace: trace, replaces: replacesRecord, carriedCount: carriedCount, provisional: false,
+                     trace: trace, replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false,
                      state: &state, out: &out, focus: f.name)
                 return
             }
@@ -214,7 +216,7 @@ extension Engine {
         trace.append(.normal, .decided)
         if level == .passive {
             land(n, seq: seq, kind: .quiet, reason: Reason.passive, presentation: quietPresentation, at: t,
-                 trace: trace, replaces: replacesRecord, carriedCount: carriedCount, provisional: false,
+                 trace: trace, replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false,
                  state: &state, out: &out)
             return
         }
@@ -223,7 +225,7 @@ extension Engine {
                              notificationCenter: app.flags.contains(.notificationCenter))
         if !p.banner && !p.sound {
             land(n, seq: seq, kind: .quiet, reason: Reason.alertsOff, presentation: p, at: t,
-                 trace: trace, replaces: replacesRecord, carriedCount: carriedCount, provisional: false,
+                 trace: trace, replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false,
                  state: &state, out: &out)
             return
         }
@@ -244,39 +246,44 @@ extension Engine {
         var intro = false
         if kind == .alert && level == .timeSensitive && !app.flags.contains(.timeSensitiveIntroSeen) {
             intro = true
-            state.apps[n.app, default: AppState()].flags.insert(.timeSensitiveIntroSeen)
+            state.apps[at: appIndex ?? state.apps.slot(n.app)].state.flags.insert(.timeSensitiveIntroSeen)
             trace.append(.timeSensitiveIntro, .applied)
         }
         land(n, seq: seq, kind: kind, reason: reason, presentation: p, at: t, trace: trace,
-             replaces: replacesRecord, carriedCount: carriedCount, provisional: false,
+             replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false,
              state: &state, out: &out, timeSensitiveIntro: intro)
     }
 
     /// Records a notification that reached the user (alert, quiet, queued, held): badge,
     /// collapse bookkeeping, pending or recent lists, and the delivery itself.
     func land(_ n: SubmittedNotification, seq: Int64, kind: DeliveryKind, reason: String, presentation: Presentation,
-              at t: Instant, trace: RuleTrace, replaces: DeliveredRecord?, carriedCount: Bool?, provisional: Bool,
+              at t: Instant, trace: RuleTrace, replaces: DeliveredRecord?, appIndex: Int?, carriedCount: Bool?, provisional: Bool,
               state: inout UserState, out: inout [Delivery], focus: String? = nil, timeSensitiveIntro: Bool = false) {
         var p = presentation
         let user = state.user
         let previews = state.global.showPreviews
-        if let old = replaces, let i = state.recent[n.app]?.firstIndex(where: { $0.seq == old.seq }) {
-            if state.recent[n.app]!.remove(at: i).counted { state.withApp(n.app) { $0.badge -= 1 } }
-        }
-        let counted: Bool = state.withApp(n.app) { app in
-            let badgeOn = app.flags.contains(.badge) && !provisional
+        // `decide` found the entry (nil: created here, with every default); nothing in between adds apps.
+        let ai = appIndex ?? state.apps.slot(n.app)
+        let counted: Bool = {
+            (entry: inout AppTable.Entry) -> Bool in
+            if let old = replaces, let i = entry.recent.firstIndex(where: { $0.seq == old.seq }) {
+                if entry.recent.remove(at: i).counted { entry.state.badge -= 1 }
+            }
+            let badgeOn = entry.state.flags.contains(.badge) && !provisional
             var counted = false
             if let carried = carriedCount {
                 counted = carried
             } else if badgeOn {
-                app.badge += 1
+                entry.state.badge += 1
                 counted = true
             }
-            if badgeOn { p.badge = Int(app.badge) }
+            if badgeOn { p.badge = Int(entry.state.badge) }
+            if kind == .alert || kind == .quiet {
+                UserState.append(DeliveredRecord(n, seq: seq, counted: counted), to: &entry.recent)
+            }
             return counted
-        }
+        }(&state.apps[at: ai])
         if kind == .alert || kind == .quiet {
-            state.rememberDelivered(DeliveredRecord(n, seq: seq, counted: counted), app: n.app)
             state.rememberSnoozable(n, seq: seq)
         }
         var summaryAt: Instant?
@@ -334,10 +341,10 @@ extension UserState {
     /// reaches twice `Engine.recentLimit` the oldest are dropped down to the limit, so
     /// between 64 and 128 are remembered and an append is O(1) on average.
     mutating func rememberDelivered(_ r: DeliveredRecord, app: String) {
-        UserState.append(r, to: &recent[app, default: []])  // one hash lookup, in place
+        UserState.append(r, to: &apps[at: apps.slot(app)].recent)
     }
 
-    private static func append(_ r: DeliveredRecord, to list: inout [DeliveredRecord]) {
+    static func append(_ r: DeliveredRecord, to list: inout [DeliveredRecord]) {
         list.append(r)
         if list.count >= 2 * Engine.recentLimit { list.removeFirst(list.count - Engine.recentLimit) }
     }
@@ -347,7 +354,19 @@ extension UserState {
     /// Runs `body` on the state of `app`, creating the default entry if needed.
     @inline(__always)
     mutating func withApp<R>(_ app: String, _ body: (inout AppState) -> R) -> R {
-        body(&apps[app, default: AppState()])
+        body(&apps[at: apps.slot(app)].state)
+    }
+
+    /// Runs `body` on `app`'s recently delivered list; nil (and `body` not run) if the user has no such app.
+    @inline(__always)
+    mutating func withRecent<R>(_ app: String, _ body: (inout [DeliveredRecord]) -> R) -> R? {
+        guard let i = apps.index(of: app) else { return nil }
+        return body(&apps[at: i].recent)
+    }
+
+    /// `app`'s recently delivered list (empty if the user has no such app).
+    func recent(_ app: String) -> [DeliveredRecord] {
+        apps.index(of: app).map { apps[at: $0].recent } ?? []
     }
 
     /// Remembers a delivery's content for snooze (amortized trimming, like `AppState.remember`).

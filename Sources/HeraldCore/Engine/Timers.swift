@@ -81,8 +81,9 @@ extension Engine {
             let s = state.snoozes.remove(at: si)
             let app = s.notification.app
             // Still delivered (not withdrawn, replaced or long forgotten)?
-            guard let ri = state.recent[app]?.lastIndex(where: { $0.seq == s.seq }) else { return }
-            let rec = state.recent[app]!.remove(at: ri)
+            guard let rec = state.withRecent(app, { list -> DeliveredRecord? in
+                list.lastIndex(where: { $0.seq == s.seq }).map { list.remove(at: $0) }
+            }) ?? nil else { return }
             let before = out.count
             decide(s.notification, seq: s.seq, at: t, carriedCount: rec.counted, state: &state, apps: apps, out: &out)
             // Not delivered again (expired, suppressed…): it no longer counts toward the badge.

@@ -12,7 +12,8 @@ extension UserState {
         ]
         g["attentionBudget"] = global.attentionBudget.map { .int(Int64($0)) } ?? .null
         var appsJSON: [String: JSONValue] = [:]
-        for (name, a) in apps {
+        for e in apps.entries {
+            let name = e.name, a = e.state
             var o: [String: JSONValue] = [
                 "status": .string(a.status.rawValue),
                 "options": .array(AuthorizationOptions.wireNames.filter { a.options.contains($0.1) }.map { .string($0.0) }),

@@ -1,7 +1,7 @@
 // One user's folded state: settings, authorization, Focus, summary schedule, pending items, badges.
 
 /// What one app may do for one user, and its badge. Plain scalars (no references), so a
-/// copy is free; the recently delivered list lives in `UserState.recent`.
+/// copy is free; the recently delivered list is beside it in the user's `AppTable`.
 struct AppState: Hashable, Sendable {
     var status: AuthorizationStatus = .notDetermined
     var options: AuthorizationOptions = []
@@ -187,11 +187,10 @@ public struct UserState: Hashable, Sendable {
     /// The user this state belongs to.
     public let user: String
     var global = GlobalSettings()
-    var apps: [String: AppState] = [:]
-    /// Per app, the most recently delivered notifications (oldest first), kept for collapse
-    /// onto a delivered one, snooze, `opened` and `withdraw`: the last `Engine.recentLimit`
-    /// at least (see `rememberDelivered`); older ones are forgotten.
-    var recent: [String: [DeliveredRecord]] = [:]
+    /// Per app: its settings and badge, and its most recently delivered notifications (oldest
+    /// first), kept for collapse onto a delivered one, snooze, `opened` and `withdraw`: the last
+    /// `Engine.recentLimit` at least (see `rememberDelivered`); older ones are forgotten.
+    var apps = AppTable()
     /// Deferred, queued and held notifications, in arrival (seq) order. Change only
     /// through `insertPending` / `removePending` (they keep the counts and deadlines).
     private(set) var pending: [PendingItem] = []

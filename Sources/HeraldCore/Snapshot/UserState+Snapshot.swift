@@ -46,10 +46,12 @@ extension UserState {
         w.u8(Self.previewsCode(global.showPreviews))
         if let b = global.attentionBudget { w.u8(1); w.int(Int64(b)) } else { w.u8(0) }
 
+        // Every app, then the apps with a recent list (the format of `[String: …]` dictionaries
+        // in key order, before the two became one sorted `AppTable`).
         w.count(apps.count)
-        for name in apps.keys.sorted() {
-            let a = apps[name]!
-            w.string(name)
+        for e in apps.entries {
+            let a = e.state
+            w.string(e.name)
             w.u8(Self.statusCode(a.status))
             w.u8(a.options.rawValue)
             w.varint(UInt64(a.flags.rawValue))
@@ -58,11 +60,11 @@ extension UserState {
             w.optInstant(a.mutedUntil)
         }
 
-        let recentApps = recent.keys.sorted()
+        let recentApps = apps.entries.filter { !$0.recent.isEmpty }
         w.count(recentApps.count)
-        for app in recentApps {
-            let list = recent[app]!
-            w.string(app)
+        for e in recentApps {
+            let list = e.recent
+            w.string(e.name)
             w.count(list.count)
             for r in list {
                 w.string(r.id); w.int(r.seq); w.optString(r.collapseId); w.bool(r.counted)
@@ -140,7 +142,6 @@ extension UserState {
         if try r.u8() == 1 { global.attentionBudget = Int32(clamping: try r.int()) }
 
         let appCount = try r.count()
-        if appCount > 0 { apps.reserveCapacity(appCount) }
         for _ in 0..<appCount {
             let name = try r.sharedString()
             var a = AppState()
@@ -151,7 +152,7 @@ extension UserState {
             a.provisionalChoice = choice
             a.badge = Int32(clamping: try r.int())
             a.mutedUntil = try r.optInstant()
-            apps[name] = a
+            apps.set(name, state: a)
         }
 
         let recentCount = try r.count()
@@ -164,7 +165,7 @@ extension UserState {
                 let id = try r.string(), seq = try r.int(), cid = try r.optString(), counted = try r.bool()
                 list.append(DeliveredRecord(id: id, seq: seq, collapseId: cid, counted: counted))
             }
-            recent[app] = list
+            apps.set(app, recent: list)
         }
 
         if try r.u8() == 1 {
