@@ -77,20 +77,21 @@ struct DeliveryMatcher {
         self.recordsDecisions = recordsDecisions
     }
 
-    /// A delivery the replay derived, the `index`-th of its user.
-    mutating func derived(_ d: Delivery, index: Int64) {
-        let key = Key(user: d.user, index: index)
+    /// A delivery the replay derived, the `index`-th of its user. By pointer, read in place: passed
+    /// by value from the outcome's buffer it was copied first (retaining its nine references).
+    mutating func derived(_ d: UnsafePointer<Delivery>, index: Int64) {
+        let key = Key(user: d.pointee.user, index: index)
         if recordsDecisions {
-            derivedDecisions[d.user, default: [:]][index] = (d.notificationId, d.at, d.app, d.kind.rawValue, d.reason)
+            derivedDecisions[d.pointee.user, default: [:]][index] = (d.pointee.notificationId, d.pointee.at, d.pointee.app, d.pointee.kind.rawValue, d.pointee.reason)
         }
         let start = derivedQueue.arena.count
-        d.writeBody(to: &derivedQueue.arena)
+        d.pointee.writeBody(to: &derivedQueue.arena)
         let derived = derivedQueue.bytes(start: start, end: derivedQueue.arena.count)
         if !storedQueue.isEmpty {
             let twin = storedQueue.first
             if twin.key == key {
                 compare(key, derived: derived, stored: storedQueue.bytes(start: twin.start, end: twin.end),
-                        notification: twin.notification ?? d.notificationId)
+                        notification: twin.notification ?? d.pointee.notificationId)
                 storedQueue.popFirst()
                 derivedQueue.arena.truncate(to: start)
                 return
@@ -98,10 +99,10 @@ struct DeliveryMatcher {
             storedQueue.spill(into: &storedWaiting)
         }
         if !storedWaiting.isEmpty, let stored = storedWaiting.removeValue(forKey: key) {
-            stored.body.withUnsafeBytes { compare(key, derived: derived, stored: $0, notification: stored.notification ?? d.notificationId) }
+            stored.body.withUnsafeBytes { compare(key, derived: derived, stored: $0, notification: stored.notification ?? d.pointee.notificationId) }
             derivedQueue.arena.truncate(to: start)
         } else {
-            derivedQueue.push(key, from: start, notification: d.notificationId)
+            derivedQueue.push(key, from: start, notification: d.pointee.notificationId)
         }
     }
 

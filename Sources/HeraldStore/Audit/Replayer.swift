@@ -187,7 +187,7 @@ public struct Replayer {
             outcome.deliveries.withUnsafeBufferPointer { deliveries in
                 for i in deliveries.indices {
                     replicas[o].delivered += 1
-                    matcher.derived(deliveries[i], index: replicas[o].delivered)
+                    matcher.derived(deliveries.baseAddress! + i, index: replicas[o].delivered)
                 }
             }
         }

@@ -109,7 +109,7 @@ public final class LogStream {
         }
         let typeBytes = r.bytes(2) ?? UnsafeRawBufferPointer(start: nil, count: 0)
         let kind = EventKind(utf8: typeBytes)
-        let type = kind == .other ? String(decoding: typeBytes, as: UTF8.self) : kind.name.description
+        let type = kind == .other ? String(decoding: typeBytes, as: UTF8.self) : kind.typeName
         return .event(Event(seq: position, userBytes: r.bytes(1), type: type, kind: kind, appBytes: r.bytes(3),
                             notificationIdBytes: r.bytes(4), body: body, engineTime: time, interner: interner))
     }
