@@ -30,19 +30,27 @@ struct DeliveryMatcher {
     /// One side's deliveries waiting for their twins, in arrival order: entry `i`'s bytes are
     /// `arena[start..<end]`.
     struct Queue {
-        var entries: [(key: Key, start: Int, end: Int, notification: String?)] = []
+        /// A struct, not a tuple: an array of tuples was destroyed through the runtime's generic
+        /// tuple witness on every `clear()`.
+        struct Entry {
+            var key: Key
+            var start: Int
+            var end: Int
+            var notification: String?
+        }
+        var entries: [Entry] = []
         var head = 0
         var arena: ByteSink
 
         init(arenaCapacity: Int = 1 << 16) { arena = ByteSink(capacity: arenaCapacity) }
 
         var isEmpty: Bool { head == entries.count }
-        var first: (key: Key, start: Int, end: Int, notification: String?) { entries[head] }
+        var first: Entry { entries[head] }
         func bytes(start: Int, end: Int) -> UnsafeRawBufferPointer {
             UnsafeRawBufferPointer(start: arena.base + start, count: end - start)
         }
         mutating func push(_ key: Key, from start: Int, notification: String?) {
-            entries.append((key, start, arena.count, notification))
+            entries.append(Entry(key: key, start: start, end: arena.count, notification: notification))
         }
         mutating func popFirst() {
             head += 1

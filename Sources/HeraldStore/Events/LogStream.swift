@@ -17,9 +17,11 @@ public final class LogStream {
         /// The user's id as stored (nil for a global event), valid until the next `next()`.
         public var userBytes: UnsafeRawBufferPointer?
         public var user: String? { userBytes.map { String(decoding: $0, as: UTF8.self) } }
-        public var type: String
+        /// The stored `type` (a literal for the kinds this build folds).
+        public var type: String { kind == .other ? String(decoding: typeBytes, as: UTF8.self) : kind.typeName }
         /// `type`, decoded.
         public var kind: EventKind
+        var typeBytes: UnsafeRawBufferPointer
         /// Read only when asked for (the fold does not need them): valid until the next `next()`.
         var appBytes: UnsafeRawBufferPointer?
         var notificationIdBytes: UnsafeRawBufferPointer?
@@ -29,7 +31,10 @@ public final class LogStream {
         public var body: UnsafeRawBufferPointer
         public var engineTime: Instant
         /// The stream's cache of repeated long strings (app ids…), shared by its decoded submits.
-        var interner: StringInterner?
+        /// The stream's interner. Unowned and unsafe, so that a record holds no reference and costs
+        /// nothing to destroy (a `String` and this reference made every `Record?` go through
+        /// Optional's generic destroy, ~120 instructions a record); the stream outlives its records.
+        unowned(unsafe) var interner: StringInterner
 
         /// The event as the engine folds it (the body read straight from the COPY buffer). A
         /// submit arrives decoded, its `body` left null: the engine folds the decoded notification
@@ -109,8 +114,7 @@ public final class LogStream {
         }
         let typeBytes = r.bytes(2) ?? UnsafeRawBufferPointer(start: nil, count: 0)
         let kind = EventKind(utf8: typeBytes)
-        let type = kind == .other ? String(decoding: typeBytes, as: UTF8.self) : kind.typeName
-        return .event(Event(seq: position, userBytes: r.bytes(1), type: type, kind: kind, appBytes: r.bytes(3),
+        return .event(Event(seq: position, userBytes: r.bytes(1), kind: kind, typeBytes: typeBytes, appBytes: r.bytes(3),
                             notificationIdBytes: r.bytes(4), body: body, engineTime: time, interner: interner))
     }
 
