@@ -35,7 +35,10 @@ public final class WireClient: @unchecked Sendable {
         }
         if rc != 0 {
             let m = String(cString: strerror(errno))
+            // -1 before throwing: the object is fully initialized, so `deinit` runs and would
+            // close the number again — by then perhaps another thread's descriptor.
             Glibc.close(fd)
+            fd = -1
             throw .connect("\(host):\(port): \(m)")
         }
         var one: Int32 = 1

@@ -1,0 +1,62 @@
+// The test client owns its socket: a failed connect closes it exactly once.
+import Foundation
+import Glibc
+import HeraldTestSupport
+import Synchronization
+import Testing
+
+@Suite struct WireClientTests {
+    /// A port nothing listens on (bound, then closed).
+    static func closedPort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A refused connect used to close its socket in `init` and again in `deinit` (the object was
+    /// fully initialized when `init` threw). Between the two closes another thread could open a
+    /// descriptor with the same number — a libpq connection, in the suite — and lose it: the
+    /// flaky "could not get socket error status: Bad file descriptor" of session 4. Here another
+    /// thread keeps opening pipes (they get the lowest free numbers, the one just closed among
+    /// them) and checks each still works before closing it.
+    @Test func aRefusedConnectClosesItsSocketOnce() {
+        let port = Self.closedPort()
+        let stop = Atomic<Bool>(false)
+        let lost = Atomic<Int>(0)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            // No reads or writes: a pipe end closed under this thread may already be someone
+            // else's socket (a read would block). Each end must stay the same pipe until closed.
+            func inode(_ fd: Int32) -> UInt? {
+                var st = stat()
+                guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFIFO else { return nil }
+                return UInt(st.st_ino)
+            }
+            while !stop.load(ordering: .relaxed) {
+                var fds: [Int32] = [0, 0]
+                guard pipe(&fds) == 0, let ino = inode(fds[0]) else { continue }
+                for _ in 0..<50 where inode(fds[0]) != ino || inode(fds[1]) != ino {
+                    lost.add(1, ordering: .relaxed)
+                }
+                close(fds[0])
+                close(fds[1])
+            }
+            done.signal()
+        }.start()
+        var refused = 0
+        for _ in 0..<5_000 {
+            do { _ = try WireClient(port: port) } catch { refused += 1 }
+        }
+        stop.store(true, ordering: .relaxed)
+        done.wait()
+        #expect(refused == 5_000)
+        #expect(lost.load(ordering: .relaxed) == 0, "a descriptor another thread opened was closed under it")
+    }
+}
