@@ -6,20 +6,6 @@ import Synchronization
 import Testing
 
 @Suite struct WireClientTests {
-    /// A port nothing listens on (bound, then closed).
-    static func closedPort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     /// A refused connect used to close its socket in `init` and again in `deinit` (the object was
     /// fully initialized when `init` threw). Between the two closes another thread could open a
     /// descriptor with the same number — a libpq connection, in the suite — and lose it: the
@@ -27,7 +13,7 @@ import Testing
     /// thread keeps opening pipes (they get the lowest free numbers, the one just closed among
     /// them) and checks each still works before closing it.
     @Test func aRefusedConnectClosesItsSocketOnce() {
-        let port = Self.closedPort()
+        let port = LocalClusterPort.free()
         let stop = Atomic<Bool>(false)
         let lost = Atomic<Int>(0)
         let done = DispatchSemaphore(value: 0)

@@ -14,31 +14,8 @@ public enum EventKind: UInt8, Sendable, CaseIterable {
     /// A type this build does not fold (from a newer rules version): ignored.
     case other
 
-    /// The wire and stored name.
-    public var name: StaticString {
-        switch self {
-        case .submit: "submit"
-        case .withdraw: "withdraw"
-        case .authorization: "authorization"
-        case .settings: "settings"
-        case .provisionalKeep: "provisionalKeep"
-        case .provisionalTurnOff: "provisionalTurnOff"
-        case .summarySchedule: "summarySchedule"
-        case .focusDefine: "focusDefine"
-        case .focusOn: "focusOn"
-        case .focusOff: "focusOff"
-        case .mute: "mute"
-        case .snooze: "snooze"
-        case .opened: "opened"
-        case .badgeClear: "badgeClear"
-        case .registerApp: "registerApp"
-        case .clock: "clock"
-        case .other: ""
-        }
-    }
-
-    /// The name as a `String`: a literal per case, so no string is built (`name.description`
-    /// decoded the bytes into a new one every event, ~1% of replay).
+    /// The wire and stored name: a literal per case, so asking builds no string (a
+    /// `StaticString`'s `description` decoded its bytes into a new one every event, ~1% of replay).
     public var typeName: String {
         switch self {
         case .submit: "submit"
@@ -73,8 +50,9 @@ public enum EventKind: UInt8, Sendable, CaseIterable {
         guard let p = bytes.baseAddress else { return }
         for raw in 0..<EventKind.other.rawValue {  // not `allCases`: that builds an array a call
             let kind = EventKind(rawValue: raw)!
-            let name = kind.name
-            if name.utf8CodeUnitCount == bytes.count, memcmp(name.utf8Start, p, bytes.count) == 0 {
+            let name = kind.typeName.utf8
+            guard name.count == bytes.count else { continue }
+            if name.withContiguousStorageIfAvailable({ memcmp($0.baseAddress!, p, bytes.count) == 0 }) == true {
                 self = kind
                 return
             }

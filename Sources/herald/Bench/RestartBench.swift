@@ -170,7 +170,7 @@ struct RestartBench: ParsableCommand {
     /// With `waitForSnapshot`, also waits (polling that connection) until a snapshot is complete and reports how long after serving.
     static func timeRestart(url: String, extra: [String], waitForSnapshot: PGConnection?) throws
         -> (serving: Double, rss: Int, peak: Int, stats: JSONValue?, snapshotSeconds: Double) {
-        let port = freePort()
+        let port = LocalCluster.freePort()
         let child = Process()
         child.executableURL = URL(fileURLWithPath: executablePath())
         child.arguments = ["serve", "--database-url", url, "--listen", "127.0.0.1:\(port)",
@@ -223,23 +223,6 @@ struct RestartBench: ParsableCommand {
         let events = try conn.execute("SELECT seq FROM event_head").int64(0, 0) ?? 0
         guard events > 0 else { throw StoreError.configuration("--reuse: the scratch database holds no history; run once without --reuse") }
         return SyntheticLog(seconds: 0.001, events: Int(events), deliveries: 0, copySeconds: 0, finishSeconds: 0)
-    }
-
-    /// A TCP port nothing listens on now (bound to port 0 and released).
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) }
-        }
-        _ = withUnsafeMutablePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
-        }
-        return Int(UInt16(bigEndian: addr.sin_port))
     }
 
     /// This executable's path (/proc/self/exe).
