@@ -44,18 +44,27 @@ public enum EventKind: UInt8, Sendable, CaseIterable {
         self = type.withUTF8 { EventKind(utf8: UnsafeRawBufferPointer($0)) }
     }
 
+    /// Every kind's name back to back, and where each ends: `typeName` laid out once for decoding.
+    private static let nameBytes: [UInt8] = (0..<EventKind.other.rawValue).flatMap { Array(EventKind(rawValue: $0)!.typeName.utf8) }
+    private static let nameEnds: [Int] = (0..<EventKind.other.rawValue).reduce(into: []) { ends, raw in
+        ends.append((ends.last ?? 0) + EventKind(rawValue: raw)!.typeName.utf8.count)
+    }
+
     /// The kind the UTF-8 bytes of a `type` name, compared by length first, then bytes.
     public init(utf8 bytes: UnsafeRawBufferPointer) {
         self = .other
         guard let p = bytes.baseAddress else { return }
-        for raw in 0..<EventKind.other.rawValue {  // not `allCases`: that builds an array a call
-            let kind = EventKind(rawValue: raw)!
-            let name = kind.typeName.utf8
-            guard name.count == bytes.count else { continue }
-            if name.withContiguousStorageIfAvailable({ memcmp($0.baseAddress!, p, bytes.count) == 0 }) == true {
-                self = kind
-                return
+        let found: UInt8? = Self.nameBytes.withUnsafeBytes { names in
+            Self.nameEnds.withUnsafeBufferPointer { ends in
+                var start = 0
+                for raw in 0..<ends.count {
+                    let end = ends[raw]
+                    if end - start == bytes.count, memcmp(names.baseAddress! + start, p, bytes.count) == 0 { return UInt8(raw) }
+                    start = end
+                }
+                return nil
             }
         }
+        if let found { self = EventKind(rawValue: found)! }
     }
 }
