@@ -60,18 +60,20 @@ extension Engine {
             if state.focusCheckAt == t { state.focusCheckAt = nil }  // never loop on one instant
         case .summary:
             state.summaryDue = nil
-            var items = state.removePending(stage: .queued)
-            guard !items.isEmpty else { return }
-            items.sort { a, b in
+            // In seq (arrival) order, as `pending` keeps them: remembered in that order below.
+            let queued = state.removePending(stage: .queued)
+            guard let lastSeq = queued.last?.seq else { return }
+            let previews = state.global.showPreviews
+            var d = Delivery(kind: .summary, user: state.user, app: nil, notificationId: nil, at: t,
+                             reason: Reason.summary, rulesVersion: rulesVersion, causeSeq: lastSeq)
+            d.items = queued.map { DeliveryItem(notification: $0.notification, seq: $0.seq, previews: previews) }
+            d.items.sort { a, b in
                 let ra = a.notification.relevanceScore ?? 0, rb = b.notification.relevanceScore ?? 0
                 return ra != rb ? ra > rb : a.seq < b.seq
             }
-            var d = Delivery(kind: .summary, user: state.user, app: nil, notificationId: nil, at: t,
-                             reason: Reason.summary, rulesVersion: rulesVersion, causeSeq: items.map(\.seq).max()!)
-            d.items = items.map { DeliveryItem(notification: $0.notification, seq: $0.seq, previews: state.global.showPreviews) }
             d.ruleTrace = RuleTrace(.summary, .fired)
             out.append(d)
-            for item in items.sorted(by: { $0.seq < $1.seq }) { state.remember(item) }
+            for item in queued { state.remember(item) }
         case .deferred:
             guard let i = state.pending.firstIndex(where: { $0.seq == timer.seq && $0.stage == .deferred }) else { return }
             let p = state.removePending(at: i)

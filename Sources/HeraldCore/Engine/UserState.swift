@@ -386,8 +386,15 @@ extension UserState {
     /// loads them from `events` and hands them to `supplyContent` before applying an event at
     /// `t` or advancing to `t` (the decision needs the notification). Cheap when none are due.
     public func contentNeeded(upTo t: Instant) -> [Int64] {
+        // Read in place, the cheap tests first: the runtime asks this of up to a slice's worth of
+        // users before every slice, and `for p in pending` copied each item (retaining its
+        // strings) — ~14k instructions per summary of the storm (docs/service-profile.md, session 5).
         var seqs: [Int64] = []
-        for p in pending where p.content == nil && p.stage == .deferred && p.deadline! <= t { seqs.append(p.seq) }
+        pending.withUnsafeBufferPointer { items in
+            for i in items.indices where items[i].stage == .deferred && items[i].content == nil && items[i].deadline! <= t {
+                seqs.append(items[i].seq)
+            }
+        }
         return seqs
     }
 

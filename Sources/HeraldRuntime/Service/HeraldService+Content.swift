@@ -44,19 +44,21 @@ extension HeraldService {
         return false
     }
 
-    /// True when the next slice of due users can fire (their lean content is in memory); otherwise
-    /// the content is asked for and the slice waits (`contentArrived` fires it).
-    func dueSliceContentReady() -> Bool {
-        var ready = true
+    /// True when the first due user's lean content is in memory, so the slice can fire that user.
+    /// Otherwise the content is asked for — for that user and every one of the next slice's worth
+    /// of due users missing some, in one read — and the slice stops there (`contentArrived` fires
+    /// it again). Checked user by user as the slice reaches them: checking a whole slice's worth
+    /// (2,000 users) before every slice, when a slice bounded in time fires ~60, cost ~14k
+    /// instructions per summary of the storm (docs/service-profile.md, session 5).
+    func nextDueUserContentReady() -> Bool {
+        guard let (ordinal, horizon) = dueUsers.first, Int(ordinal) < users.count,
+              !users[Int(ordinal)].state.contentNeeded(upTo: horizon).isEmpty else { return true }
         for (ordinal, horizon) in dueUsers.prefix(configuration.timerSliceUsers) where Int(ordinal) < users.count {
             let o = Int(ordinal)
-            let missing = users[o].state.contentNeeded(upTo: horizon)
-            if missing.isEmpty { continue }
-            ready = false
-            for seq in missing { restart.content.wanted[seq] = o }
+            for seq in users[o].state.contentNeeded(upTo: horizon) { restart.content.wanted[seq] = o }
         }
-        if !ready { readContent() }
-        return ready
+        readContent()
+        return false
     }
 
     /// Queues a committed event behind the one waiting for content (see `ContentLoading`).

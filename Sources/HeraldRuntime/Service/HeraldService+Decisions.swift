@@ -50,9 +50,12 @@ extension HeraldService {
     /// Queues the outcome's deliveries (or hands them to `collect`) and moves the user's wake-up.
     func take(_ outcome: Outcome, ordinal: Int, collect: ((Delivery, Int64) -> Void)? = nil) {
         var count = users[ordinal].deliveryCount
-        for d in outcome.deliveries {
-            count += 1
-            if let collect { collect(d, count) } else { unsentDeliveries.append(row(d, index: count)) }
+        // Borrowed from the buffer: `for d in outcome.deliveries` copied each delivery.
+        outcome.deliveries.withUnsafeBufferPointer { deliveries in
+            for i in deliveries.indices {
+                count += 1
+                if let collect { collect(deliveries[i], count) } else { unsentDeliveries.append(row(deliveries[i], index: count)) }
+            }
         }
         users[ordinal].deliveryCount = count
         if outcome.nextWake != users[ordinal].wakeAt {
@@ -118,15 +121,21 @@ extension HeraldService {
     /// carry later times, and an event folded for a user still waiting here advances the user's
     /// timers itself first (`Engine.apply`), so every user sees timers and events in replay's order.
     func fireDueSlice() {
-        // Lean items due in this slice are read first, asynchronously; until then the slice waits (docs/restart.md).
-        guard dueSliceContentReady() else { return }
         var fired = 0
+        var waitingForContent = false
         let sliceStart = FiringPhases.now()
         var t = sliceStart
         let budget = configuration.timerSliceMicroseconds * 1_000
         while fired < configuration.timerSliceUsers, unsentDeliveries.count < 2 * configuration.deliveryAppendRows,
               budget <= 0 || fired & 63 != 0 || t - sliceStart < budget,
-              let (ordinal, horizon) = dueUsers.popFirst() {
+              let (ordinal, horizon) = dueUsers.first {
+            // A user's lean items due now are read first, asynchronously; until then the slice
+            // stops before that user, and `contentArrived` fires the next one (docs/restart.md).
+            guard nextDueUserContentReady() else {
+                waitingForContent = true
+                break
+            }
+            dueUsers.removeFirst()
             let o = Int(ordinal)
             let outcome = engine.advance(&users[o].state, to: horizon, apps: apps)
             let decided = FiringPhases.now()
@@ -149,7 +158,7 @@ extension HeraldService {
             let waiters = dueWaiters
             dueWaiters.removeAll()
             for w in waiters { flushDeliveries(then: w) }
-        } else if unsentDeliveries.count < 2 * configuration.deliveryAppendRows {
+        } else if !waitingForContent && unsentDeliveries.count < 2 * configuration.deliveryAppendRows {
             fireTimersSoon()  // the next slice in the next loop turn
         }
         // Otherwise the next append's commit continues (`flushDeliveries`): while PostgreSQL is
