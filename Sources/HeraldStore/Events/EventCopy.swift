@@ -13,12 +13,16 @@ enum EventCopy {
     /// starts the COPY. With `commit`, COMMIT follows the COPY in the same query (the server runs
     /// it once the data has ended). `count` is an integer Herald formats; nothing else varies.
     /// With `deliveries` > 0 the query also claims that many delivery cursors (after the positions)
-    /// and runs a second COPY, into `deliveries` (`DeliveryCopy`), after the events'.
+    /// and runs a COPY into `deliveries` (`DeliveryCopy`) after the events'. With `count` 0 it
+    /// copies deliveries alone (no position claimed, the event head's row lock not taken).
     static func startQuery(count: Int, deliveries: Int = 0, commit: Bool) -> String {
-        "BEGIN;UPDATE event_head SET seq = seq + \(count) RETURNING seq - \(count);"
+        var copies: [String] = []
+        if count > 0 { copies.append("COPY events (\(columns)) FROM STDIN (FORMAT binary)") }
+        if deliveries > 0 { copies.append(DeliveryCopy.start) }
+        return "BEGIN;"
+            + (count > 0 ? "UPDATE event_head SET seq = seq + \(count) RETURNING seq - \(count);" : "")
             + (deliveries > 0 ? DeliveryCopy.claim(count: deliveries) : "")
-            + "COPY events (\(columns)) FROM STDIN (FORMAT binary)"
-            + (deliveries > 0 ? ";" + DeliveryCopy.start : "")
+            + copies.joined(separator: ";")
             + (commit ? ";COMMIT" : "")
     }
 
