@@ -16,9 +16,10 @@ import Testing
                     trace: #"[{"rule":"normal"}]"#, body: #"{"kind":"alert"}"#)
     }
 
-    static func writer(_ url: String, copy: Bool = true) throws -> GroupCommitWriter {
+    static func writer(_ url: String, copy: Bool = true, copyDeliveries: Bool = true) throws -> GroupCommitWriter {
         var limits = GroupCommitWriter.Limits()
         limits.copyEvents = copy
+        limits.copyDeliveries = copyDeliveries
         return try GroupCommitWriter(connection: PGConnection.connect(url), limits: limits)
     }
 
@@ -159,37 +160,144 @@ import Testing
     }
 
     @Test func copiedDeliveriesAreTheFunctionsRowsByteForByte() throws {
-        // The same rows through COPY (beside events) and through the function (alone): equal
-        // columns, json text kept exactly (non-ASCII, escapes, NULL app and notification id).
+        // The same rows through COPY (beside events, and alone) and through the function: equal
+        // columns, JSON text kept exactly (non-ASCII, escapes, spaces, NULL app and notification id).
         let url = try TestPostgres.freshDatabase()
         let writer = try Self.writer(url)
         let odd = DeliveryRow(user: "ü-user", userIndex: 1, causeSeq: 2, kind: "cleared", app: nil, notificationId: nil,
                               reason: "badge_clear", at: Instant(millisecondsSinceEpoch: -1234), rulesVersion: "1",
                               trace: #"[ {"rule":"a\u00e9","x":[1, 2.5e3]} ]"#, body: #"{"t":"é\n😀","n":null}"#)
+        var alone = odd; alone.user = "c-user"
         var viaFunction = odd; viaFunction.user = "f-user"
         _ = try EventStoreTests.appendAll(writer, [Self.event(1)])
         writer.append(events: [Self.event(2)]) { _ in }    // in flight; what follows queues behind
         writer.append(events: [Self.event(3)]) { _ in }
         writer.append(deliveries: [odd]) { _ in }
         #expect(writer.runUntilIdle())
-        writer.append(deliveries: [viaFunction]) { _ in }   // alone: through the function
+        writer.append(deliveries: [alone]) { _ in }         // alone: a COPY of its own
         #expect(writer.runUntilIdle())
-        #expect(writer.deliveriesCopied == 1)
+        #expect(writer.deliveriesCopied == 2)
+        let functionWriter = try Self.writer(url, copyDeliveries: false)
+        functionWriter.append(deliveries: [viaFunction]) { _ in }
+        #expect(functionWriter.runUntilIdle())
+        #expect(functionWriter.deliveriesCopied == 0)
         let conn = try PGConnection.connect(url)
         let rows = try EventReader.deliveries(conn, after: 0).map(\.row)
-        #expect(rows == [odd, viaFunction])
-        let text = try conn.execute("SELECT trace::text || body::text FROM deliveries ORDER BY cursor")
-        #expect(text.string(0, 0) == text.string(1, 0))
+        #expect(rows == [odd, alone, viaFunction])
+        let text = try conn.execute("SELECT trace || body FROM deliveries ORDER BY cursor")
+        #expect(text.string(0, 0) == odd.trace + odd.body)
+        #expect(text.string(1, 0) == text.string(0, 0) && text.string(2, 0) == text.string(0, 0))
+    }
+
+    @Test func deliveriesAloneGoByACopyOfTheirOwn() throws {
+        // A storm's appends: deliveries without events. `BEGIN; UPDATE delivery_head …; COPY
+        // deliveries …; COMMIT` — two round trips; with an ack, its pipeline segment ends the
+        // transaction (three).
+        let url = try TestPostgres.freshDatabase()
+        let writer = try Self.writer(url)
+        var cursors: [Int64] = [], more: [Int64] = []
+        var trips = writer.roundTrips
+        writer.append(deliveries: [Self.delivery(1), Self.delivery(1, user: "u2")]) { cursors = (try? $0.get()) ?? [] }
+        #expect(writer.runUntilIdle())
+        #expect(cursors == [1, 2])
+        #expect(writer.deliveriesCopied == 2)
+        #expect(writer.roundTrips - trips == 2, "the query, then the data")
+        #expect(try PGConnection.connect(url).execute("SELECT cursor FROM delivery_head").int64(0, 0) == 2)
+
+        // Several appends queued behind one in flight share the next COPY; an ack joins its tail.
+        var acked: Int64 = 0
+        trips = writer.roundTrips
+        let before = writer.transactionsCommitted
+        writer.append(deliveries: [Self.delivery(2)]) { _ in }
+        writer.append(deliveries: [Self.delivery(3), Self.delivery(4)]) { cursors = (try? $0.get()) ?? [] }
+        writer.append(deliveries: [Self.delivery(2, user: "u2")]) { more = (try? $0.get()) ?? [] }
+        writer.ack(consumer: "push", cursor: 4) { acked = (try? $0.get()) ?? -1 }
+        #expect(writer.runUntilIdle())
+        #expect(cursors == [4, 5] && more == [6] && acked == 4)
+        #expect(writer.deliveriesCopied == 6)
+        #expect(writer.transactionsCommitted - before == 2)
+        #expect(writer.roundTrips - trips == 5, "2 for the first COPY, 3 for the one with an ack")
+        let stored = try EventReader.deliveries(PGConnection.connect(url), after: 0)
+        #expect(stored.map(\.cursor) == [1, 2, 3, 4, 5, 6])
+        #expect(stored.map(\.row) == [Self.delivery(1), Self.delivery(1, user: "u2"), Self.delivery(2), Self.delivery(3),
+                                       Self.delivery(4), Self.delivery(2, user: "u2")])
+        #expect(try PGConnection.connect(url).execute("SELECT acked FROM consumers WHERE name = 'push'").int64(0, 0) == 4)
+    }
+
+    @Test func aStoredDeliveryMakesACopyOfDeliveriesAloneGoThroughTheFunction() throws {
+        // A restart re-derives deliveries already stored: the COPY meets a stored (user, user_index)
+        // and fails as a whole; the batch goes again through `herald_append_deliveries`, which
+        // skips the stored ones (cursor 0) and numbers the fresh ones without a gap. Every append
+        // hears its own answer; the next batch tries COPY again.
+        let url = try TestPostgres.freshDatabase()
+        let writer = try Self.writer(url)
+        var first: [Int64] = []
+        writer.append(deliveries: (1...3).map { Self.delivery($0) }) { first = (try? $0.get()) ?? [] }
+        #expect(writer.runUntilIdle())
+        #expect(first == [1, 2, 3])
+
+        var a: [Int64] = [], b: [Int64] = [], c: [Int64] = []
+        writer.append(deliveries: [Self.delivery(9)]) { _ in }           // in flight; the rest queues behind it
+        writer.append(deliveries: [Self.delivery(2), Self.delivery(4)]) { a = (try? $0.get()) ?? [] }
+        writer.append(deliveries: [Self.delivery(3)]) { b = (try? $0.get()) ?? [] }
+        writer.append(deliveries: [Self.delivery(5)]) { c = (try? $0.get()) ?? [] }
+        #expect(writer.runUntilIdle())
+        #expect(a == [0, 5], "the re-derived delivery is skipped, the fresh one stored")
+        #expect(b == [0])
+        #expect(c == [6])
+        #expect(writer.deliveriesCopied == 4, "3 + the lone one; the batch with stored rows went through the function")
+        #expect(writer.failure == nil)
+
+        var next: [Int64] = []
+        writer.append(deliveries: [Self.delivery(6)]) { next = (try? $0.get()) ?? [] }
+        #expect(writer.runUntilIdle())
+        #expect(next == [7])
+        #expect(writer.deliveriesCopied == 5, "COPY again")
+        let conn = try PGConnection.connect(url)
+        let stored = try EventReader.deliveries(conn, after: 0)
+        #expect(stored.map(\.cursor) == Array(1...7))
+        #expect(stored.map(\.row.userIndex) == [1, 2, 3, 9, 4, 5, 6], "each stored once")
+        #expect(try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) == 7, "no gap")
+    }
+
+    @Test func theAppendFunctionsStillRefuseInvalidJSON() throws {
+        // Bodies and traces are `text` since migration 007 (Herald's COPY writes canonical bytes);
+        // the SQL functions other writers call still parse what they are given.
+        let url = try TestPostgres.freshDatabase()
+        let conn = try PGConnection.connect(url)
+        #expect(throws: StoreError.self) {
+            try conn.execute("""
+                SELECT * FROM herald_append_events(ARRAY['u'], ARRAY['submit'], ARRAY['a'], ARRAY['n'], ARRAY['{not json'], ARRAY[now()])
+                """)
+        }
+        for (trace, body) in [("[]", "{bad"), ("[x", "{}")] {
+            #expect(throws: StoreError.self) {
+                try conn.execute("""
+                    SELECT * FROM herald_append_deliveries(ARRAY['u'], ARRAY[1::bigint], ARRAY[1::bigint], ARRAY['alert'],
+                        ARRAY['a'], ARRAY['n'], ARRAY['normal'], ARRAY[now()], ARRAY['1'], ARRAY[$1], ARRAY[$2])
+                    """, [trace, body])
+            }
+        }
+        #expect(try conn.execute("SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM deliveries)").int64(0, 0) == 0)
+        // Valid JSON is stored as sent, byte for byte (json kept its input text; text does too).
+        let body = #"{"b": [1,  2], "a":"é"}"#
+        _ = try conn.execute("""
+            SELECT * FROM herald_append_events(ARRAY['u'], ARRAY['submit'], ARRAY['a'], ARRAY['n'], ARRAY[$1], ARRAY[now()])
+            """, [body])
+        #expect(try conn.execute("SELECT body FROM events").string(0, 0) == body)
+        #expect(try conn.execute("SELECT body::json ->> 'a' FROM events").string(0, 0) == "é")
     }
 
     @Test func aCopyThatFailsForAnotherReasonFailsOnlyItsBatch() throws {
-        // Not JSON: the COPY is refused (not a key problem), the batch's waiters get the error, the
-        // transaction is rolled back, and the next batch appends at the next free position.
+        // A NUL byte (the protocol refuses it; PostgreSQL's text type too): the COPY is refused (not
+        // a key problem), the batch's waiters get the error, the transaction is rolled back, and the
+        // next batch appends at the next free position. (Bodies are `text` since migration 007: the
+        // server no longer parses them as JSON, so an invalid body is not the failure used here.)
         let url = try TestPostgres.freshDatabase()
         let writer = try Self.writer(url)
         _ = try EventStoreTests.appendAll(writer, [Self.event(1)])
         var bad: Result<[AppendOutcome], StoreError>?
-        writer.append(events: [Self.event(2), Self.event(3, body: "{not json")]) { bad = $0 }
+        writer.append(events: [Self.event(2), Self.event(3, body: "{\"a\":\"x\u{0}y\"}")]) { bad = $0 }
         #expect(writer.runUntilIdle())
         #expect(throws: StoreError.self) { try bad?.get() }
         #expect(writer.failure == nil, "the writer stays usable")

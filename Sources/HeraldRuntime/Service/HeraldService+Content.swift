@@ -86,7 +86,7 @@ extension HeraldService {
         }
         list += "}"
         c.readInFlight = true
-        // `body` is `json`: its text is the stored canonical bytes, unchanged.
+        // `body` is `text` (migration 007; `json` before): the stored canonical bytes, unchanged.
         reader.query("SELECT seq, body FROM events WHERE seq = ANY($1::bigint[])", [list]) { [weak self] result in
             self?.contentRead(seqs, result)
         }

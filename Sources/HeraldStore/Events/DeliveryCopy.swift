@@ -5,9 +5,12 @@
 /// transaction, as `herald_append_deliveries` does). Sent in the same simple query as the events'
 /// COPY (`EventCopy`), so a transaction with both takes the same three round trips it took when the
 /// deliveries went through the append function, without the function's eleven arrays, `unnest`
-/// and row-at-a-time insert on the server. A (user, user_index) stored already (a delivery
-/// re-derived after a restart) aborts the COPY with a unique violation; the writer then sends the
-/// whole transaction through the append functions, whose careful path skips it.
+/// and row-at-a-time insert on the server; or alone (`BEGIN; UPDATE delivery_head …; COPY
+/// deliveries …; COMMIT`, two round trips), as a summary storm's appends are. A (user, user_index)
+/// stored already (a delivery re-derived after a restart) aborts the COPY with a unique violation;
+/// the writer then sends the whole transaction through the append functions, whose careful path
+/// skips it. `trace` and `body` are `text` (migration 007): binary COPY sends their bytes as they
+/// are, and the server checks only their encoding (Herald wrote them as canonical JSON).
 enum DeliveryCopy {
     /// The COPY's column list, in the order `encode` writes the fields.
     static let columns = "cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason, at, rules_version, trace, body"

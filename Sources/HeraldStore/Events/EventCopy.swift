@@ -4,7 +4,8 @@ import HeraldCore
 /// Binary `COPY events (…) FROM STDIN (FORMAT binary)` data for a batch whose positions are
 /// known (base + 1 … base + n, claimed by `UPDATE event_head … RETURNING` in the same
 /// transaction). Binary: no escaping on either side; text fields still pass the server's encoding
-/// check (a NUL byte is refused, not truncated) and `json` fields its JSON check.
+/// check (a NUL byte is refused, not truncated). `body` is `text` since migration 007: the server
+/// no longer parses it as JSON (Herald's parser accepted the request, its encoder wrote the bytes).
 enum EventCopy {
     /// The COPY's column list, in the order `encode` writes the fields.
     static let columns = "seq, user_id, type, app, notification_id, idempotency_key, body, engine_time"
@@ -13,12 +14,16 @@ enum EventCopy {
     /// starts the COPY. With `commit`, COMMIT follows the COPY in the same query (the server runs
     /// it once the data has ended). `count` is an integer Herald formats; nothing else varies.
     /// With `deliveries` > 0 the query also claims that many delivery cursors (after the positions)
-    /// and runs a second COPY, into `deliveries` (`DeliveryCopy`), after the events'.
+    /// and runs a COPY into `deliveries` (`DeliveryCopy`) after the events'. With `count` 0 it
+    /// copies deliveries alone (no position claimed, the event head's row lock not taken).
     static func startQuery(count: Int, deliveries: Int = 0, commit: Bool) -> String {
-        "BEGIN;UPDATE event_head SET seq = seq + \(count) RETURNING seq - \(count);"
+        var copies: [String] = []
+        if count > 0 { copies.append("COPY events (\(columns)) FROM STDIN (FORMAT binary)") }
+        if deliveries > 0 { copies.append(DeliveryCopy.start) }
+        return "BEGIN;"
+            + (count > 0 ? "UPDATE event_head SET seq = seq + \(count) RETURNING seq - \(count);" : "")
             + (deliveries > 0 ? DeliveryCopy.claim(count: deliveries) : "")
-            + "COPY events (\(columns)) FROM STDIN (FORMAT binary)"
-            + (deliveries > 0 ? ";" + DeliveryCopy.start : "")
+            + copies.joined(separator: ";")
             + (commit ? ";COMMIT" : "")
     }
 

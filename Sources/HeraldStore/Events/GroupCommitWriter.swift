@@ -9,7 +9,8 @@ import DequeModule
 /// `BEGIN; UPDATE event_head … RETURNING; COPY events … FROM STDIN (FORMAT binary)[; COMMIT]`,
 /// the rows encoded at the claimed positions once the base arrives (two round trips), then any
 /// deliveries and acks with COMMIT as one pipeline segment; a stored key rolls the COPY back and
-/// the transaction goes again through the append function, which reports duplicates. Otherwise:
+/// the transaction goes again through the append function, which reports duplicates. Deliveries
+/// go by COPY as well, beside the events or alone (`Limits.copyDeliveries`). Otherwise:
 /// `BEGIN; <one batch statement per kind>; COMMIT; Sync` in one write (pipeline mode, one round
 /// trip). Appends made by completions join the next transaction. The batch statements are prepared once per connection and take
 /// binary array parameters; the session is set up (`StoreSQL.writerSessionSetup`) in a pipeline
@@ -31,9 +32,13 @@ public final class GroupCommitWriter {
         /// transaction; a stored key makes the batch go again through `herald_append_events`.
         /// Off: every batch goes through the function (the path before migration 004).
         public var copyEvents: Bool = true
-        /// Deliveries that share a COPY transaction with events go by a second COPY in the same
-        /// query (cursors claimed first, like positions). Deliveries alone still go through
-        /// `herald_append_deliveries` in one pipeline segment (one round trip, not two).
+        /// Deliveries go by `COPY deliveries … FROM STDIN (FORMAT binary)` at cursors claimed
+        /// first in the same transaction: a second COPY in the events' query when they share a
+        /// transaction, or a COPY transaction of their own (`BEGIN; UPDATE delivery_head …
+        /// RETURNING; COPY deliveries …[; COMMIT]`, two round trips) when they are alone, as in a
+        /// summary storm. A stored (user, user_index) — a delivery re-derived after a restart —
+        /// makes the batch go again through `herald_append_deliveries`, which skips it. Only with
+        /// `copyEvents` (COPY needs transactions one at a time); off: every batch through the function.
         public var copyDeliveries: Bool = true
         public init() {}
     }
@@ -71,32 +76,43 @@ public final class GroupCommitWriter {
         var copyBase: Int64?
         /// The deliveries were stored by COPY at base + 1 … in this transaction (a tail segment).
         var deliveryCopyBase: Int64?
+        /// A tail segment: a COPY query opened the transaction (BEGIN was in it).
+        var continuesCopy: Bool { copyBase != nil || deliveryCopyBase != nil }
         /// A COPY transaction (simple query, outside pipeline mode), with the rows it still needs:
         /// the events to encode once the base is known and, for the tail or a fallback, the deliveries.
         var copy: CopyState?
     }
 
-    /// Where a COPY transaction stands. The simple query is `BEGIN; UPDATE event_head … RETURNING;
-    /// [UPDATE delivery_head … RETURNING;] COPY events …[; COPY deliveries …]` (+ `COMMIT` when no
-    /// acks follow in a pipeline segment).
+    /// Where a COPY transaction stands. The simple query is `BEGIN; [UPDATE event_head … RETURNING;]
+    /// [UPDATE delivery_head … RETURNING;] [COPY events …;] [COPY deliveries …]` (+ `COMMIT` when no
+    /// acks or function-appended deliveries follow in a pipeline segment): events, deliveries, or both.
     private struct CopyState {
         var events: [EventRow]
         var deliveries: [DeliveryRow]
-        /// The deliveries go by the second COPY of the query (otherwise, in the tail segment).
+        /// The deliveries go by a COPY of the query (otherwise, in the tail segment or not at all).
         var deliveriesByCopy: Bool
         /// COMMIT is part of the simple query (nothing follows in a pipeline segment).
         var commitsInQuery: Bool
         var base: Int64?
         var deliveryBase: Int64?
-        /// COPY data sent for the events (the first COPY_IN result arrived).
+        /// COPY data sent for the events (their COPY_IN result arrived).
         var dataSent = false
-        /// COPY data sent for the deliveries (the second COPY_IN result arrived).
+        /// COPY data sent for the deliveries (their COPY_IN result arrived).
         var deliveryDataSent = false
         /// Successful results after the data: the COPYs', then COMMIT's.
         var okAfterData = 0
         var error: StoreError?
+        var eventsByCopy: Bool { !events.isEmpty }
         /// Successful results expected after the data when the query commits.
-        var expectedOKAfterData: Int { (deliveriesByCopy ? 2 : 1) + (commitsInQuery ? 1 : 0) }
+        var expectedOKAfterData: Int { (eventsByCopy ? 1 : 0) + (deliveriesByCopy ? 1 : 0) + (commitsInQuery ? 1 : 0) }
+        /// Every claim the query makes has answered (the UPDATEs come before the COPYs).
+        var claimed: Bool { (!eventsByCopy || base != nil) && (!deliveriesByCopy || deliveryBase != nil) }
+        /// The COPY whose COPY_IN result arrives next: the events' first, then the deliveries'.
+        var nextCopyIsEvents: Bool { eventsByCopy && !dataSent }
+        /// The data of the query's last COPY is the one sent now (COMMIT, if in the query, follows it).
+        func isLastCopy(events: Bool) -> Bool { events ? !deliveriesByCopy : true }
+        /// Every COPY of the query got its data.
+        var allDataSent: Bool { (!eventsByCopy || dataSent) && (!deliveriesByCopy || deliveryDataSent) }
     }
 
     private enum Statement: Equatable { case begin, events, deliveries, ack(Int), commit, setup, rollback }
@@ -296,12 +312,16 @@ public final class GroupCommitWriter {
         if limits.copyEvents && !functionUntilACleanBatch && !events.isEmpty {
             return sendCopyTransaction(tx, events: events, deliveries: deliveries)
         }
+        if limits.copyEvents && limits.copyDeliveries && events.isEmpty && !deliveries.isEmpty {
+            // Deliveries alone (a storm's summaries, timers' decisions): a COPY transaction of their own.
+            return sendCopyTransaction(tx, events: [], deliveries: deliveries)
+        }
         return sendPipelined(tx, events: events, deliveries: deliveries, rollbackFirst: false)
     }
 
     /// Sends `tx` as one pipeline segment: `[ROLLBACK;] BEGIN; <events through the function>;
-    /// <deliveries>; <acks>; COMMIT; Sync`. With `tx.copyBase` set the events are in the open
-    /// transaction already (stored by COPY) and only the rest follows: `<deliveries>; <acks>; COMMIT; Sync`.
+    /// <deliveries>; <acks>; COMMIT; Sync`. After a COPY query (`tx.continuesCopy`) the transaction
+    /// is open and what it copied is in it; only the rest follows: `[<deliveries>;] <acks>; COMMIT; Sync`.
     private func sendPipelined(_ tx: Transaction, events: [EventRow], deliveries: [DeliveryRow], rollbackFirst: Bool) -> Bool {
         var tx = tx
         var ok = true
@@ -309,7 +329,7 @@ public final class GroupCommitWriter {
             ok = connection.send("ROLLBACK")
             tx.statements.append(.rollback)
         }
-        if tx.copyBase == nil {
+        if !tx.continuesCopy {
             ok = ok && connection.send("BEGIN")
             tx.statements.append(.begin)
             if !events.isEmpty {
@@ -336,9 +356,10 @@ public final class GroupCommitWriter {
     }
 
     /// Starts a COPY transaction (nothing else is in flight): leaves pipeline mode and sends the
-    /// simple query that claims `events.count` positions and starts the COPY. The data follows
-    /// when the COPY_IN result arrives with the base (`drainCopy`): two round trips in all, three
-    /// when deliveries or acks share the transaction (their pipeline segment ends it).
+    /// simple query that claims `events.count` positions and/or `deliveries.count` cursors and
+    /// starts the COPY(s). Each COPY's data follows when its COPY_IN result arrives, the bases known
+    /// by then (`drainCopy`): two round trips for one COPY, three for two; one more when acks (or
+    /// deliveries through the function) share the transaction (their pipeline segment ends it).
     private func sendCopyTransaction(_ tx: Transaction, events: [EventRow], deliveries: [DeliveryRow]) -> Bool {
         var tx = tx
         let deliveriesByCopy = limits.copyDeliveries && !deliveries.isEmpty
@@ -354,6 +375,7 @@ public final class GroupCommitWriter {
         }
         let query = EventCopy.startQuery(count: events.count, deliveries: deliveriesByCopy ? deliveries.count : 0,
                                          commit: commitsInQuery)
+        precondition(!events.isEmpty || deliveriesByCopy, "a COPY transaction copies something")
         let ok = connection.sendSimpleQuery(query)
         inFlight.append(tx)
         roundTrips += 1
@@ -399,53 +421,31 @@ public final class GroupCommitWriter {
             case .result(let result):
                 var state = inFlight[0].copy!
                 defer { if broken == nil, !inFlight.isEmpty { inFlight[0].copy = state } }
-                if result.status == PGRES_COPY_IN && state.dataSent && state.deliveriesByCopy && !state.deliveryDataSent {
-                    // The events' COPY ended; the deliveries' COPY starts (its cursors were claimed first).
-                    guard let deliveryBase = state.deliveryBase, state.error == nil else {
-                        state.error = state.error ?? .unavailable("the delivery head was not claimed before COPY")
-                        state.deliveryDataSent = true
-                        guard let h = connection.rawHandle, PQputCopyEnd(h, "herald: no cursors") == 1 else {
-                            fail(.unavailable(connection.lastErrorMessage)); return true
-                        }
-                        flush()
+                if result.status == PGRES_COPY_IN {
+                    // The next COPY of the query starts: the events' first, then the deliveries'.
+                    let events = state.nextCopyIsEvents
+                    if events { state.dataSent = true } else { state.deliveryDataSent = true }
+                    guard state.error == nil, state.claimed else {
+                        // Cannot happen (the UPDATEs precede the COPYs): end the COPY with an error
+                        // so the server rolls the transaction back (and skips what follows).
+                        state.error = state.error ?? .unavailable("the heads were not claimed before COPY")
+                        if !abortCopy(events ? "herald: no positions" : "herald: no cursors") { return true }
                         continue
                     }
-                    let data = DeliveryCopy.encode(state.deliveries, base: deliveryBase)
-                    state.deliveryDataSent = true
-                    roundTrips += 1
-                    let ok = data.withUnsafeBytes { connection.putCopyData($0) } && connection.putCopyEnd()
-                    guard ok else { fail(.unavailable(connection.lastErrorMessage)); return true }
-                    if state.commitsInQuery, commitFlushedForTesting != nil { unflushedCommits.append(state.events.count) }
-                    flush()
-                } else if result.status == PGRES_COPY_IN {
-                    guard let base = state.base, state.error == nil, !state.dataSent,
-                          !state.deliveriesByCopy || state.deliveryBase != nil else {
-                        // Cannot happen (the UPDATEs precede the COPY); end the COPY with an error so
-                        // the server rolls the transaction back.
-                        state.error = state.error ?? .unavailable("the event head was not claimed before COPY")
-                        state.dataSent = true
-                        state.deliveryDataSent = true
-                        guard let h = connection.rawHandle, PQputCopyEnd(h, "herald: no positions") == 1 else {
-                            fail(.unavailable(connection.lastErrorMessage)); return true
-                        }
-                        flush()
-                        continue
-                    }
-                    let data = EventCopy.encode(state.events, base: base)
-                    state.dataSent = true
-                    roundTrips += 1
-                    let ok = data.withUnsafeBytes { connection.putCopyData($0) } && connection.putCopyEnd()
-                    guard ok else { fail(.unavailable(connection.lastErrorMessage)); return true }
-                    if state.commitsInQuery, !state.deliveriesByCopy, commitFlushedForTesting != nil {
-                        unflushedCommits.append(state.events.count)
-                    }
-                    flush()
+                    let data = events ? EventCopy.encode(state.events, base: state.base!)
+                                      : DeliveryCopy.encode(state.deliveries, base: state.deliveryBase!)
+                    if !sendCopy(data, commitsAfter: state.commitsInQuery && state.isLastCopy(events: events),
+                                 eventRows: state.events.count) { return true }
                 } else if let error = result.error {
                     if state.error == nil { state.error = error }
-                } else if !state.dataSent {
+                } else if !state.dataSent && !state.deliveryDataSent {
                     // BEGIN, then the UPDATEs' one row each: the position (then the cursor) before the batch.
                     if result.status == PGRES_TUPLES_OK {
-                        if state.base == nil { state.base = result.int64(0, 0) } else { state.deliveryBase = result.int64(0, 0) }
+                        if state.eventsByCopy && state.base == nil {
+                            state.base = result.int64(0, 0)
+                        } else {
+                            state.deliveryBase = result.int64(0, 0)
+                        }
                     }
                 } else {
                     state.okAfterData += 1
@@ -458,6 +458,27 @@ public final class GroupCommitWriter {
             }
         }
         return false
+    }
+
+    /// Sends one COPY's whole data and ends it; false when the connection failed (the writer is broken).
+    private func sendCopy(_ data: [UInt8], commitsAfter: Bool, eventRows: Int) -> Bool {
+        roundTrips += 1
+        let ok = data.withUnsafeBytes { connection.putCopyData($0) } && connection.putCopyEnd()
+        guard ok else { fail(.unavailable(connection.lastErrorMessage)); return false }
+        if commitsAfter, commitFlushedForTesting != nil { unflushedCommits.append(eventRows) }
+        flush()
+        return true
+    }
+
+    /// Ends the COPY in progress with an error (the server fails it and rolls the transaction
+    /// back); false when the connection failed.
+    private func abortCopy(_ reason: String) -> Bool {
+        guard let h = connection.rawHandle, PQputCopyEnd(h, reason) == 1 else {
+            fail(.unavailable(connection.lastErrorMessage))
+            return false
+        }
+        flush()
+        return true
     }
 
     /// The simple query of a COPY transaction ended: complete it (COMMIT was in the query), send its
@@ -474,8 +495,7 @@ public final class GroupCommitWriter {
         }
         var plain = tx
         plain.copy = nil
-        let succeeded = state.error == nil && state.dataSent && state.base != nil
-            && (!state.deliveriesByCopy || (state.deliveryDataSent && state.deliveryBase != nil))
+        let succeeded = state.error == nil && state.allDataSent && state.claimed
         if succeeded && state.commitsInQuery {
             guard state.okAfterData == state.expectedOKAfterData else {
                 complete(tx, with: .unavailable("the COPY transaction did not commit"))
@@ -484,9 +504,7 @@ public final class GroupCommitWriter {
             }
             transactionsCommitted += 1
             rowsCommitted += tx.eventRowCount + tx.deliveryRowCount
-            let base = state.base!
-            let outcomes = (0..<tx.eventRowCount).map { AppendOutcome.appended(seq: base + Int64($0) + 1) }
-            for (range, completion) in tx.events { completion(.success(Array(outcomes[range]))) }
+            if let base = state.base { completeEvents(tx, base: base) }
             if let deliveryBase = state.deliveryBase { completeDeliveries(tx, base: deliveryBase) }
             return
         }
@@ -498,9 +516,12 @@ public final class GroupCommitWriter {
             return
         }
         if case .duplicate = state.error {
-            // A stored key (or one repeated in the batch): nothing of the COPY is stored. The
-            // function's careful path reports duplicates and conflicts with their original seq.
-            functionUntilACleanBatch = true
+            // A stored key (or one repeated in the batch), or a stored (user, user_index): nothing
+            // of the transaction is stored. The functions' careful paths report duplicates and
+            // conflicts with their original seq, and skip stored deliveries (cursor 0).
+            // Only a stored *key* keeps events on the function for a while (client retries come in
+            // bursts); a re-derived delivery is rare and costs one failed COPY per batch that has one.
+            if !state.deliveryDataSent { functionUntilACleanBatch = true }
             _ = sendPipelined(plain, events: state.events, deliveries: state.deliveries,
                               rollbackFirst: connection.isInFailedTransaction)
             return
@@ -548,11 +569,7 @@ public final class GroupCommitWriter {
         }
         transactionsCommitted += 1
         rowsCommitted += tx.eventRowCount + tx.deliveryRowCount + tx.acks.count
-        if let base = tx.copyBase {
-            // The events went by COPY at base + 1 … in this transaction, now committed.
-            let outcomes = (0..<tx.eventRowCount).map { AppendOutcome.appended(seq: base + Int64($0) + 1) }
-            for (range, completion) in tx.events { completion(.success(Array(outcomes[range]))) }
-        }
+        if let base = tx.copyBase { completeEvents(tx, base: base) }
         if let base = tx.deliveryCopyBase { completeDeliveries(tx, base: base) }
         for (index, statement) in tx.statements.enumerated() {
             let result = tx.results[index]
@@ -597,6 +614,12 @@ public final class GroupCommitWriter {
                 tx.acks[i].completion(.success(result.int64(0, 0) ?? tx.acks[i].cursor))
             }
         }
+    }
+
+    /// Completes the events of `tx`, stored by COPY at base + 1 … and now committed.
+    private func completeEvents(_ tx: Transaction, base: Int64) {
+        let outcomes = (0..<tx.eventRowCount).map { AppendOutcome.appended(seq: base + Int64($0) + 1) }
+        for (range, completion) in tx.events { completion(.success(Array(outcomes[range]))) }
     }
 
     /// Completes the deliveries of `tx`, stored by COPY at base + 1 … and now committed.

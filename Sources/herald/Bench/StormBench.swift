@@ -73,7 +73,10 @@ struct StormBench: ParsableCommand {
         try reportingErrors {
             let location = try database.resolve()
             defer { location.close() }
-            let template = "herald_bench_storm_u\(users)_i\(items)"
+            // The schema's latest migration is part of the name: a history saved by a binary with
+            // another schema would be migrated on every copy (007 rewrites both tables).
+            let schema = Migrator.available.last.map { String($0.name.prefix(3)) } ?? "0"
+            let template = "herald_bench_storm_u\(users)_i\(items)_m\(schema)"
             let log: SyntheticLog
             let url: String
             if reuse, let saved = try Self.copyTemplate(location, template: template, to: scratch) {
