@@ -139,7 +139,8 @@ extension Engine {
             warnings.append(RequestWarning(code: "title_ends_with_punctuation",
                 message: "The title “\(t)” ends in “\(last)”: titles read better without ending punctuation."))
         }
-        let appName = app.split(separator: ".").last.map { String($0).lowercased() } ?? ""
+        // Only actions need it: `split` cost ~8,000 instructions a submit (docs/service-profile.md, session 5).
+        let appName = n.actions.isEmpty ? "" : app.split(separator: ".").last.map { String($0).lowercased() } ?? ""
         for (i, a) in n.actions.enumerated() {
             let lower = a.title.trimmed.lowercased()
             if Engine.openOnlyTitles.contains(lower) || (appName.count >= 3 && lower == "open \(appName)") {
