@@ -47,7 +47,10 @@ extension Engine {
             for u in f.unknown(known) {
                 warnings.append(RequestWarning(code: "unknown_field", message: "Field “\(u)” is not part of \(op) and was ignored (not stored)."))
             }
-            let size = draft.body.canonicalBytes.count
+            // Encoded once: kept as the bytes the runtime stores (`storedBody` encoded them again).
+            let canonical = draft.body.canonicalBytes
+            draft.canonicalBody = canonical
+            let size = canonical.count
             if size > Engine.maxPayloadBytes {
                 throw RequestError(code: "payload_too_large", title: "\(op) request is \(size) bytes, over the 4 KiB limit",
                                    detail: "A request body may be at most \(Engine.maxPayloadBytes) bytes of canonical JSON. Split it or shorten its lists.")
