@@ -130,7 +130,7 @@ public final class SyntheticHistory {
         StoreRowsText.field(draft.type, to: &events); events.append(9)
         StoreRowsText.field(draft.app, to: &events); events.append(9)
         StoreRowsText.field(draft.type == "submit" ? draft.notificationId : nil, to: &events); events.append(9)
-        StoreRowsText.field(draft.body.canonicalString, to: &events); events.append(9)
+        StoreRowsText.field(String(decoding: draft.storedBody, as: UTF8.self), to: &events); events.append(9)
         StoreRowsText.field(at.rfc3339, to: &events); events.append(10)
         pendingEvents += 1
         eventsWritten += 1

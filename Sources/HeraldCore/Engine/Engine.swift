@@ -10,8 +10,14 @@ public struct StoredEvent: Hashable, Sendable {
     public var type: String { didSet { kind = EventKind(type) } }
     /// `type`, decoded (what the engine branches on).
     public private(set) var kind: EventKind
-    /// The normalized request body (see `EventDraft.body`).
-    public var body: JSONValue
+    /// The normalized request body (see `EventDraft.body`): parsed from `bodyBytes` when the
+    /// event came from a door-admitted submit (the fold reads `decoded` instead).
+    public var body: JSONValue {
+        get { bodyBytes.flatMap { try? JSONValue.parse($0) } ?? bodyValue }
+        set { bodyValue = newValue; bodyBytes = nil }
+    }
+    private var bodyValue: JSONValue
+    private var bodyBytes: [UInt8]?
     /// The engine time at which it was accepted.
     public var at: Instant
     /// For a `submit`: the notification already decoded from `body` (by `admit`, see
@@ -33,13 +39,19 @@ public struct StoredEvent: Hashable, Sendable {
     /// Creates one whose `type` was already decoded (`kind` must be `EventKind(type)`).
     public init(seq: Int64, user: String?, kind: EventKind, type: String, body: JSONValue, at: Instant,
                 decoded: SubmittedNotification? = nil, target: NotificationTarget? = nil) {
-        self.seq = seq; self.user = user; self.type = type; self.kind = kind; self.body = body; self.at = at
+        self.seq = seq; self.user = user; self.type = type; self.kind = kind; self.bodyValue = body; self.at = at
         self.decoded = decoded; self.target = target
     }
 
-    /// A stored event from a draft, with its seq and engine time (keeps the decoded cache).
+    /// A stored event from a draft, with its seq and engine time (keeps the decoded cache). A
+    /// submit the door admitted keeps its body as bytes, parsed only if `body` is asked for.
     public init(_ draft: EventDraft, seq: Int64, at: Instant) {
-        self.init(seq: seq, user: draft.user, type: draft.type, body: draft.body, at: at, decoded: draft.decoded)
+        if !draft.holdsBodyValue, draft.decoded != nil, let bytes = draft.canonicalBody {
+            self.init(seq: seq, user: draft.user, type: draft.type, body: .null, at: at, decoded: draft.decoded)
+            bodyBytes = bytes
+        } else {
+            self.init(seq: seq, user: draft.user, type: draft.type, body: draft.body, at: at, decoded: draft.decoded)
+        }
     }
 
     /// Equal when the fields are (caches excluded).

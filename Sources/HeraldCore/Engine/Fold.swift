@@ -4,7 +4,8 @@ extension Engine {
     /// Folds `event` into `state`. Never fails: a committed event already happened, so a
     /// malformed or stale field is ignored (the door rejects such requests before storage).
     func fold(_ event: StoredEvent, into state: inout UserState, apps: AppRegistry, out: inout [Delivery]) {
-        let b = event.body
+        // A submit reads `decoded` (its body may be held as bytes only: not parsed here).
+        let b = event.kind == .submit && event.decoded != nil ? JSONValue.null : event.body
         let t = event.at
         switch event.kind {
         case .submit:

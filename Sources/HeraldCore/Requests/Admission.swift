@@ -29,7 +29,16 @@ public struct EventDraft: Hashable, Sendable {
     public var notificationId: String?
     /// The normalized request: known fields only, canonical forms (timestamps in canonical
     /// RFC 3339), no `op`/`rid`/`token`/`users`; a per-user event has its own `user`.
-    public var body: JSONValue
+    /// A submit from the door holds only its canonical bytes (and `decoded`): the value is
+    /// parsed from them when asked for — the runtime never asks, and building the dictionary
+    /// for every submit was ~11,500 instructions (docs/service-profile.md, session 5).
+    public var body: JSONValue {
+        get { builtBody ?? canonicalBody.flatMap { try? JSONValue.parse($0) } ?? .null }
+        set { builtBody = newValue; canonicalBody = nil }
+    }
+    private var builtBody: JSONValue?
+    /// Whether `body` is held as a value (false: it would be parsed from `canonicalBody`).
+    public var holdsBodyValue: Bool { builtBody != nil }
     /// For `submit`: the notification as the door decoded it (equal to
     /// `SubmittedNotification(body: body)`). Pass it on through `StoredEvent(_:seq:at:)` so
     /// `apply` need not parse the body again; not stored, ignored by `==`.
@@ -41,7 +50,14 @@ public struct EventDraft: Hashable, Sendable {
     /// Creates one from its fields.
     public init(user: String?, type: String, app: String?, notificationId: String?, body: JSONValue,
                 decoded: SubmittedNotification? = nil, canonicalBody: [UInt8]? = nil) {
-        self.user = user; self.type = type; self.app = app; self.notificationId = notificationId; self.body = body
+        self.user = user; self.type = type; self.app = app; self.notificationId = notificationId; self.builtBody = body
+        self.decoded = decoded; self.canonicalBody = canonicalBody
+    }
+
+    /// A submit as the door admits it: its body is `canonicalBody` (see `body`), decoded as `decoded`.
+    public init(submitFor user: String, app: String, notificationId: String, decoded: SubmittedNotification,
+                canonicalBody: [UInt8]) {
+        self.user = user; self.type = "submit"; self.app = app; self.notificationId = notificationId
         self.decoded = decoded; self.canonicalBody = canonicalBody
     }
 
@@ -62,8 +78,7 @@ public struct EventDraft: Hashable, Sendable {
     public func withUser(_ user: String) -> EventDraft {
         var d = self
         d.user = user
-        d.canonicalBody = nil
-        if case .object(var o) = body { o["user"] = .string(user); d.body = .object(o) }
+        if case .object(var o) = body { o["user"] = .string(user); d.body = .object(o) }  // (clears canonicalBody)
         return d
     }
 }

@@ -173,7 +173,6 @@ extension Engine {
         }
 
         // The normalized body and its size.
-        var body = Engine.normalizedSubmitBody(n)
         let canonical = withSink(capacity: 512) { Engine.writeNormalizedSubmitBody(n, to: &$0) }
         let size = canonical.count
         if size > Engine.maxPayloadBytes {
@@ -187,14 +186,12 @@ extension Engine {
         var sink = ByteSink(capacity: canonical.count + 64)
         defer { sink.deallocate() }
         for u in users {
-            body["user"] = .string(u)
             sink.removeAll()
             canonical.withUnsafeBytes { sink.append(UnsafeRawBufferPointer(rebasing: $0.dropLast())) }
             sink.append(",\"user\":")
             writeString(u, to: &sink)
             sink.append(UInt8(ascii: "}"))
-            events.append(EventDraft(user: u, type: "submit", app: app, notificationId: id, body: .object(body), decoded: n,
-                                     canonicalBody: sink.array))
+            events.append(EventDraft(submitFor: u, app: app, notificationId: id, decoded: n, canonicalBody: sink.array))
         }
         return AcceptedRequest(events: events, warnings: warnings)
     }
@@ -255,6 +252,7 @@ extension Engine {
     }
 
     /// The stored form of a notification: only known fields, canonical values.
+    /// The reference form of `writeNormalizedSubmitBody` (tests compare the two; the door writes bytes).
     static func normalizedSubmitBody(_ n: SubmittedNotification) -> [String: JSONValue] {
         var o: [String: JSONValue] = ["id": .string(n.id), "app": .string(n.app), "interruptionLevel": .string(n.level.rawValue)]
         if let v = n.title { o["title"] = .string(v) }
