@@ -11,8 +11,35 @@ struct AppTable: Hashable, Sendable {
     struct Entry: Hashable, Sendable {
         let name: String
         var state: AppState
-        /// The most recently delivered notifications (oldest first); see `UserState.rememberDelivered`.
+        /// The most recently delivered notifications (oldest first); see `remember`.
         var recent: [DeliveredRecord]
+
+        /// Appends to the recently delivered list. Trimming is amortized: when the list reaches
+        /// twice `Engine.recentLimit` the oldest are dropped down to the limit, so between 64 and
+        /// 128 are remembered and an append is O(1) on average.
+        mutating func remember(_ r: DeliveredRecord) {
+            recent.append(r)
+            if recent.count >= 2 * Engine.recentLimit { recent.removeFirst(recent.count - Engine.recentLimit) }
+        }
+
+        /// Counts a notification that reached the user toward this app's badge: drops the delivered
+        /// one it `replaces` (collapse, lowering the badge if that one counted), then counts the new
+        /// one unless badges are off or it is provisional (a snoozed one keeps its `carriedCount`).
+        /// Returns whether it counts, and the badge to present (nil with badges off).
+        mutating func count(replacing replaces: DeliveredRecord?, carriedCount: Bool?, provisional: Bool) -> (counted: Bool, badge: Int?) {
+            if let old = replaces, let i = recent.firstIndex(where: { $0.seq == old.seq }) {
+                if recent.remove(at: i).counted { state.badge -= 1 }
+            }
+            let badgeOn = state.flags.contains(.badge) && !provisional
+            var counted = false
+            if let carried = carriedCount {
+                counted = carried
+            } else if badgeOn {
+                state.badge += 1
+                counted = true
+            }
+            return (counted, badgeOn ? Int(state.badge) : nil)
+        }
     }
 
     private(set) var entries: [Entry] = []

@@ -264,26 +264,10 @@ extension Engine {
         let previews = state.global.showPreviews
         // `decide` found the entry (nil: created here, with every default); nothing in between adds apps.
         let ai = appIndex ?? state.apps.slot(n.app)
-        let counted: Bool = {
-            (entry: inout AppTable.Entry) -> Bool in
-            if let old = replaces, let i = entry.recent.firstIndex(where: { $0.seq == old.seq }) {
-                if entry.recent.remove(at: i).counted { entry.state.badge -= 1 }
-            }
-            let badgeOn = entry.state.flags.contains(.badge) && !provisional
-            var counted = false
-            if let carried = carriedCount {
-                counted = carried
-            } else if badgeOn {
-                entry.state.badge += 1
-                counted = true
-            }
-            if badgeOn { p.badge = Int(entry.state.badge) }
-            if kind == .alert || kind == .quiet {
-                UserState.append(DeliveredRecord(n, seq: seq, counted: counted), to: &entry.recent)
-            }
-            return counted
-        }(&state.apps[at: ai])
+        let (counted, badge) = state.apps[at: ai].count(replacing: replaces, carriedCount: carriedCount, provisional: provisional)
+        if let badge { p.badge = badge }
         if kind == .alert || kind == .quiet {
+            state.apps[at: ai].remember(DeliveredRecord(n, seq: seq, counted: counted))
             state.rememberSnoozable(n, seq: seq)
         }
         var summaryAt: Instant?
@@ -337,16 +321,9 @@ struct AppView {
 }
 
 extension UserState {
-    /// Appends to `app`'s recently delivered list. Trimming is amortized: when the list
-    /// reaches twice `Engine.recentLimit` the oldest are dropped down to the limit, so
-    /// between 64 and 128 are remembered and an append is O(1) on average.
+    /// Appends to `app`'s recently delivered list (`AppTable.Entry.remember`), creating the entry if needed.
     mutating func rememberDelivered(_ r: DeliveredRecord, app: String) {
-        UserState.append(r, to: &apps[at: apps.slot(app)].recent)
-    }
-
-    static func append(_ r: DeliveredRecord, to list: inout [DeliveredRecord]) {
-        list.append(r)
-        if list.count >= 2 * Engine.recentLimit { list.removeFirst(list.count - Engine.recentLimit) }
+        apps[at: apps.slot(app)].remember(r)
     }
 }
 
