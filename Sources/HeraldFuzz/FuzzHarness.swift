@@ -53,7 +53,7 @@ enum FuzzHarness {
             // The reply is irrelevant here; admission must finish for every request.
             defer { check(session.replyCompleted(ticket: request.ticket, reply: WireReply.ok(rid: request.rid))) }
             guard Engine.admittedOps.contains(request.op) else { return }
-            guard case .accepted(let accepted) = engine.admit(op: request.op, request: request.body, apps: apps, now: now) else { return }
+            guard case .accepted(let accepted) = engine.admit(request, apps: apps, now: now) else { return }
             reach.accepted += 1
             for draft in accepted.events {
                 let canonical = draft.body.canonicalString
@@ -80,7 +80,10 @@ enum FuzzHarness {
             var actions: [ClientSession.Action] = []
             let ok = framer.feed(UnsafeRawBufferPointer(rebasing: bytes[offset..<end])) {
                 reach.lines += 1
-                actions += session.lineReceived($0)
+                let line = $0
+                precondition(line.withUnsafeBytes { SubmitLine.agreesWithGeneralPath($0, engine: engine, apps: apps, now: now) },
+                             "a submit read straight from its line is admitted as the general path admits it")
+                actions += session.lineReceived(line)
             }
             check(actions)
             if !ok {

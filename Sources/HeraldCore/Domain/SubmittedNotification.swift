@@ -68,6 +68,11 @@ public struct SubmittedNotification: Hashable, Sendable {
         storage = Storage(Fields(id: id, app: app, level: level))
     }
 
+    /// From fields read elsewhere in the module (`SubmitLine`).
+    init(fields: Fields) {
+        storage = Storage(fields)
+    }
+
     private mutating func unique() -> Storage {
         if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.fields) }
         return storage

@@ -97,8 +97,9 @@ private let openBrace: UInt8 = 0x7B, closeBrace: UInt8 = 0x7D
 private let openBracket: UInt8 = 0x5B, closeBracket: UInt8 = 0x5D
 
 /// A single-use cursor over the input. Works on a raw pointer so that the hot loops do no
-/// bounds-checked array access; every read is guarded by `i < end` first.
-private struct JSONParser {
+/// bounds-checked array access; every read is guarded by `i < end` first. Internal so that
+/// `SubmitLine` can read a submit's members with the same string, number and literal rules.
+struct JSONParser {
     let p: UnsafePointer<UInt8>
     let end: Int
     let maxDepth: Int

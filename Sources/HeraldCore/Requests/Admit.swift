@@ -27,6 +27,17 @@ extension Engine {
         "registerApp": ["app", "entitlements"],
     ]
 
+    /// The door for a dispatched request: its submit read from the line (`SubmitLine`) when the
+    /// session read it so, else its body (`admit(op:request:apps:now:)`).
+    public func admit(_ request: ClientSession.Request, apps: AppRegistry, now: Instant? = nil) -> Admission {
+        guard let line = request.submitLine else { return admit(op: request.op, request: request.body, apps: apps, now: now) }
+        do throws(RequestError) {
+            return .accepted(try admitSubmit(line, apps: apps, now: now))
+        } catch {
+            return .rejected(error)
+        }
+    }
+
     /// The door: parse and content-check (SPEC §4) one wire request object for a
     /// state-changing op. `now` is the engine time (used only for the "Time Sensitive more
     /// than an hour away" warning; skipped when nil). Pure: the same inputs give the same

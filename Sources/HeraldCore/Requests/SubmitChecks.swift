@@ -29,7 +29,7 @@ extension Engine {
         // Recipients: exactly one of user / users.
         let single = try f.string("user")
         let many = try f.stringArray("users")
-        var users: [String]
+        let users: [String]
         switch (single, many) {
         case (.some, .some):
             throw RequestError(code: "user_and_users",
@@ -113,6 +113,22 @@ extension Engine {
             guard case .object = d else { throw f.wrongType("data", expected: "an object", got: d) }
             n.data = d
         }
+        return try finishSubmit(n, users: users, warnings: warnings, unknownFields: f.unknown(Engine.submitFields),
+                                apps: apps, now: now)
+    }
+
+    /// A submit read straight from its line (`SubmitLine`): only what the general path reads
+    /// without a refusal or a warning is read there, so the rest of the door is the same.
+    func admitSubmit(_ line: SubmitLine, apps: AppRegistry, now: Instant?) throws(RequestError) -> AcceptedRequest {
+        try finishSubmit(line.notification, users: line.users, warnings: [], unknownFields: [], apps: apps, now: now)
+    }
+
+    /// The door after the fields are read: checks between fields, warnings, the normalized body
+    /// and its size, one draft per recipient.
+    private func finishSubmit(_ n: SubmittedNotification, users: [String], warnings: [RequestWarning], unknownFields: [String],
+                              apps: AppRegistry, now: Instant?) throws(RequestError) -> AcceptedRequest {
+        var warnings = warnings
+        let app = n.app, id = n.id
 
         // Errors between fields.
         if n.marketing && (n.level == .timeSensitive || n.level == .critical) {
@@ -168,7 +184,7 @@ extension Engine {
                 }
             }
         }
-        for u in f.unknown(Engine.submitFields) {
+        for u in unknownFields {
             warnings.append(RequestWarning(code: "unknown_field", message: "Field “\(u)” is not part of submit and was ignored (not stored)."))
         }
 

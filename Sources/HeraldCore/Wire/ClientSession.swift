@@ -10,8 +10,11 @@ public struct ClientSession: Sendable {
         public var ticket: UInt64
         public var op: String
         public var rid: JSONValue?
+        /// The members other than `op` and `rid`; `.null` when `submitLine` holds the request.
         public var body: JSONValue
         public var grant: Grant
+        /// A plain submit read straight from its line (`SubmitLine`), else nil.
+        public var submitLine: SubmitLine? = nil
     }
 
     public enum Action: Sendable {
@@ -57,6 +60,12 @@ public struct ClientSession: Sendable {
     public mutating func lineReceived(_ line: [UInt8]) -> [Action] {
         let ticket = nextTicket
         nextTicket += 1
+        // The common case first: a plain submit from a producer for one of its apps, read without
+        // a JSON tree. Anything else — including every refusal — takes the general path below.
+        if let grant, grant.roles.contains(Self.submitRole),
+           let submit = line.withUnsafeBytes(SubmitLine.read), grant.mayActFor(app: submit.app) {
+            return [.dispatch(Request(ticket: ticket, op: "submit", rid: submit.rid, body: .null, grant: grant, submitLine: submit))]
+        }
         let value: JSONValue
         do {
             value = try JSONValue.parse(line)
@@ -128,6 +137,9 @@ public struct ClientSession: Sendable {
     public mutating func peerCertificateVerified(names: [String]) {
         certificateNames = names
     }
+
+    /// The role a submit needs (`OpAccess.requiredRole["submit"]`, without the look-up).
+    static let submitRole = Role.producer
 
     /// The tokens file was reloaded. A connection whose credential now maps to the same grant
     /// carries on; one whose grant changed or was removed is told so and closed (it may

@@ -5,7 +5,7 @@ import HeraldStore
 extension HeraldService {
     func submitEvent(_ request: ClientSession.Request, reply: @escaping ([UInt8]) -> Void) {
         let at = now()
-        let admission = engine.admit(op: request.op, request: request.body, apps: apps, now: at)
+        let admission = engine.admit(request, apps: apps, now: at)
         guard case .accepted(let accepted) = admission else {
             if case .rejected(let error) = admission {
                 requestsRejected += 1

@@ -6,7 +6,12 @@ import Testing
     let engine = Engine()
 
     func admit(_ json: String, op: String = "submit", apps: AppRegistry = AppRegistry(), now: Instant? = T0) -> Admission {
-        engine.admit(op: op, request: try! JSONValue.parse(json), apps: apps, now: now)
+        // Every check here also runs through the fast door for plain submits: the same verdict when it reads the line.
+        if op == "submit", json.hasPrefix("{\"") {
+            var line = "{\"op\":\"submit\"," + json.dropFirst()
+            #expect(line.withUTF8 { SubmitLine.agreesWithGeneralPath(UnsafeRawBufferPointer($0), engine: engine, apps: apps, now: now) })
+        }
+        return engine.admit(op: op, request: try! JSONValue.parse(json), apps: apps, now: now)
     }
 
     func rejection(_ json: String, op: String = "submit", apps: AppRegistry = AppRegistry(),
