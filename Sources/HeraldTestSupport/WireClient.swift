@@ -21,6 +21,10 @@ public final class WireClient: @unchecked Sendable {
 
     private var fd: Int32
     private var buffer: [UInt8] = []
+    /// Where the unread part of `buffer` starts: lines are consumed by moving it, and the buffer
+    /// is compacted only when it is refilled (removing each line from the front copied the whole
+    /// rest every time: quadratic when thousands of pipelined replies arrive at once).
+    private var bufferStart = 0
     private var tls: TLSClientSession?
 
     /// Connects; with `tls` the TLS handshake is done before this returns (or throws `.connect`).
@@ -113,7 +117,7 @@ public final class WireClient: @unchecked Sendable {
 
     /// Lines received so far and not yet read (after `isClosedByPeer`).
     public func bufferedLines() -> [[UInt8]] {
-        buffer.split(separator: 0x0A, omittingEmptySubsequences: true).map(Array.init)
+        buffer[bufferStart...].split(separator: 0x0A, omittingEmptySubsequences: true).map(Array.init)
     }
 
     /// Sends one line (a newline is added).
@@ -124,11 +128,13 @@ public final class WireClient: @unchecked Sendable {
     /// The next line, waiting at most `timeoutMilliseconds`; nil on time-out.
     public func readLine(timeoutMilliseconds: Int32 = 10_000) throws(Failure) -> [UInt8]? {
         while true {
-            if let nl = buffer.firstIndex(of: 0x0A) {
-                let line = Array(buffer[..<nl])
-                buffer.removeSubrange(...nl)
+            if let nl = buffer[bufferStart...].firstIndex(of: 0x0A) {
+                let line = Array(buffer[bufferStart..<nl])
+                bufferStart = nl + 1
                 return line
             }
+            buffer.removeSubrange(..<bufferStart)
+            bufferStart = 0
             if (tls?.pending ?? 0) == 0 {
                 var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
                 let ready = poll(&p, 1, timeoutMilliseconds)

@@ -267,7 +267,9 @@ public final class HeraldService: ConnectionDelegate {
     }
 
     func handle(_ request: ClientSession.Request, from connection: ClientConnection) {
-        let reply: ([UInt8]) -> Void = { [weak connection] bytes in connection?.complete(ticket: request.ticket, reply: bytes) }
+        // The ticket alone: capturing `request` kept a copy of it (strings, grant, body) per reply closure.
+        let ticket = request.ticket
+        let reply: ([UInt8]) -> Void = { [weak connection] bytes in connection?.complete(ticket: ticket, reply: bytes) }
         switch request.op {
         case "stats": reply(WireReply.ok(rid: request.rid, stats()))
         case "subscribe": subscribe(request, connection: connection, reply: reply)
