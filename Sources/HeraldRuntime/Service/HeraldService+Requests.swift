@@ -24,8 +24,7 @@ extension HeraldService {
     /// Finds the recipients of (app, id) — committed, or in flight — and withdraws it for each.
     func resolveWithdraw(_ request: ClientSession.Request, accepted: AcceptedRequest, reply: @escaping ([UInt8]) -> Void) {
         guard let draft = accepted.events.first, let app = draft.app, let id = draft.notificationId else { return }
-        let prefix = Self.idempotencyKeyPrefix(app: app, id: id)
-        let inFlight = inFlightKeys.keys.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
+        let inFlight = inFlightKeys.keys.filter { $0.app == app && $0.id == id }.map(\.user)
         reader.query("SELECT DISTINCT user_id FROM events WHERE app = $1 AND notification_id = $2 AND type = 'submit' ORDER BY 1",
                      [app, id]) { [weak self] result in
             guard let self else { return }
@@ -65,7 +64,7 @@ extension HeraldService {
         // A re-send racing its original (an idempotency key already in flight) waits for it and is
         // then admitted afresh: the store answers it as a duplicate (or conflict) of the committed
         // original, and its engine time is taken then, so it never lands behind fired timers.
-        let keys = rows.compactMap(Self.idempotencyKey)
+        let keys = accepted.events.compactMap(InFlightKey.init)
         if let busy = keys.first(where: { inFlightKeys[$0] != nil }) {
             inFlightKeys[busy]!.append { [weak self] in self?.submitEvent(request, reply: reply) }
             return
@@ -158,15 +157,17 @@ extension HeraldService {
         }
     }
 
-    /// The in-flight key of a submit: (app, id, user). Other rows carry none.
-    static func idempotencyKey(_ row: EventRow) -> String? {
-        guard row.type == "submit", let id = row.notificationId, let app = row.app, let user = row.user else { return nil }
-        return idempotencyKeyPrefix(app: app, id: id) + user
-    }
+    /// The in-flight key of a submit: (app, id, user). Other events carry none. Three fields, not
+    /// one joined `String`: joining them allocated twice per submit (docs/service-profile.md, session 6).
+    struct InFlightKey: Hashable {
+        var app: String
+        var id: String
+        var user: String
 
-    /// The part of the key shared by every recipient of (app, id); the user follows it.
-    static func idempotencyKeyPrefix(app: String, id: String) -> String {
-        app + "\u{1}" + id + "\u{1}"
+        init?(_ draft: EventDraft) {
+            guard draft.type == "submit", let id = draft.notificationId, let app = draft.app, let user = draft.user else { return nil }
+            self.app = app; self.id = id; self.user = user
+        }
     }
 
     func replyFor(outcomes: [AppendOutcome], rid: JSONValue?, warnings: [RequestWarning]) -> [UInt8] {

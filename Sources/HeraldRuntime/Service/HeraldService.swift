@@ -73,7 +73,7 @@ public final class HeraldService: ConnectionDelegate {
     var inFlightTimes: Deque<Instant> = []
     /// Idempotency keys in flight, each with the requests waiting for it: a re-send racing its
     /// original is admitted again once the original committed (and so answered as a duplicate).
-    var inFlightKeys: [String: [() -> Void]] = [:]
+    var inFlightKeys: [InFlightKey: [() -> Void]] = [:]
     /// The highest seq folded into memory: every event up to it is in the users' state.
     var lastFoldedSeq: Int64 = 0
     /// Engine time of the oldest append whose COMMIT outcome is unknown (the connection broke with
