@@ -58,12 +58,17 @@ public struct ClientSession: Sendable {
 
     /// A complete line arrived.
     public mutating func lineReceived(_ line: [UInt8]) -> [Action] {
+        line.withUnsafeBytes { lineReceived($0) }
+    }
+
+    /// A complete line arrived, as bytes valid during the call (`LineFramer.feedLines`).
+    public mutating func lineReceived(_ line: UnsafeRawBufferPointer) -> [Action] {
         let ticket = nextTicket
         nextTicket += 1
         // The common case first: a plain submit from a producer for one of its apps, read without
         // a JSON tree. Anything else — including every refusal — takes the general path below.
         if let grant, grant.roles.contains(Self.submitRole),
-           let submit = line.withUnsafeBytes(SubmitLine.read), grant.mayActFor(app: submit.app) {
+           let submit = SubmitLine.read(line), grant.mayActFor(app: submit.app) {
             return [.dispatch(Request(ticket: ticket, op: "submit", rid: submit.rid, body: .null, grant: grant, submitLine: submit))]
         }
         let value: JSONValue

@@ -1,4 +1,9 @@
 // Splits a TCP byte stream into newline-terminated request lines, with a hard limit per line.
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
 
 /// Newline-delimited framing (SPEC §5): one request per `\n`-terminated line, at most
 /// `maxLineBytes` bytes before the newline (a trailing `\r` is dropped). A line over the limit
@@ -21,24 +26,38 @@ public struct LineFramer: Sendable {
     /// Feeds received bytes; calls `line` for each complete line (without the newline).
     /// Returns false — and stops — once a line exceeds the limit.
     public mutating func feed(_ bytes: UnsafeRawBufferPointer, line: ([UInt8]) -> Void) -> Bool {
+        feedLines(bytes) { line(Array($0)) }
+    }
+
+    /// `feed`, handing each line over as bytes valid only during the call: a line that arrived
+    /// whole in `bytes` is not copied at all (the service's path; a copy and an allocation per
+    /// request before).
+    public mutating func feedLines(_ bytes: UnsafeRawBufferPointer, line: (UnsafeRawBufferPointer) -> Void) -> Bool {
         guard !overflowed else { return false }
+        guard let base = bytes.baseAddress else { return true }
         var start = 0
         let count = bytes.count
         while start < count {
-            guard let nl = bytes[start..<count].firstIndex(of: 0x0A) else {
-                partial.append(contentsOf: bytes[start..<count])
+            guard let found = memchr(base + start, 0x0A, count - start) else {
+                partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<count]).assumingMemoryBound(to: UInt8.self))
                 if partial.count > maxLineBytes { overflowed = true; return false }
                 return true
             }
-            var piece = partial
-            partial.removeAll(keepingCapacity: true)
-            piece.append(contentsOf: bytes[start..<nl])
-            if piece.count > maxLineBytes + 1 || (piece.count == maxLineBytes + 1 && piece.last != 0x0D) {
+            let nl = UnsafeRawPointer(found) - base
+            let length = partial.count + nl - start
+            let lastByte = nl > start ? bytes[nl - 1] : partial.last
+            if length > maxLineBytes + 1 || (length == maxLineBytes + 1 && lastByte != 0x0D) {
                 overflowed = true
                 return false
             }
-            if piece.last == 0x0D { piece.removeLast() }
-            line(piece)
+            let dropCR = lastByte == 0x0D ? 1 : 0
+            if partial.isEmpty {
+                line(UnsafeRawBufferPointer(rebasing: bytes[start..<(nl - dropCR)]))
+            } else {
+                partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<nl]).assumingMemoryBound(to: UInt8.self))
+                partial.withUnsafeBytes { line(UnsafeRawBufferPointer(rebasing: $0[..<($0.count - dropCR)])) }
+                partial.removeAll(keepingCapacity: true)
+            }
             start = nl + 1
         }
         return true

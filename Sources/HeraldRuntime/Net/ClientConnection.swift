@@ -211,7 +211,7 @@ public final class ClientConnection {
             var actions: [ClientSession.Action] = []
             var lines = 0
             let hadGrant = session.grant != nil
-            let ok = framer.feed(chunk) { line in
+            let ok = framer.feedLines(chunk) { line in
                 lines += 1
                 actions += session.lineReceived(line)
             }
