@@ -3,6 +3,15 @@
 // Layers (dependency direction →): HeraldCore ← HeraldStore ← HeraldRuntime ← herald.
 import PackageDescription
 
+/// The service's loop and writer are classes whose stored properties Swift checks for
+/// overlapping access at run time on every read and write (`swift_beginAccess`): ~2,400
+/// instructions per submit and 17 checks per summary (docs/service-profile.md, session 6).
+/// Release builds of those two modules skip the run-time check; debug builds — every test
+/// run — keep it, so an overlapping access still traps there.
+let releaseWithoutExclusivityChecks: [SwiftSetting] = [
+    .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
+]
+
 let package = Package(
     name: "Herald",
     platforms: [.macOS(.v15)],
@@ -32,6 +41,7 @@ let package = Package(
         .target(
             name: "HeraldStore",
             dependencies: ["HeraldCore", "CLibPQ", .product(name: "DequeModule", package: "swift-collections")],
+            swiftSettings: releaseWithoutExclusivityChecks,
             plugins: ["EmbedSchema"]
         ),
         // libevent only: the loop, listener, connections, wiring core ↔ store.
@@ -40,7 +50,8 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "HeraldStore", "CLibEvent", "CLibEventSSL",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: releaseWithoutExclusivityChecks
         ),
         // Shared by tests and benchmarks: private Postgres, manual clock, seeded RNG, TCP client.
         .target(
