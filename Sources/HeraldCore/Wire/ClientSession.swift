@@ -6,13 +6,14 @@
 /// replies wait for the tickets before them.
 public struct ClientSession: Sendable {
     /// A request the runtime must carry out; answer it with `replyCompleted(ticket:reply:)`.
+    /// It carries no grant: the session checked the grant before dispatching it (and a request is
+    /// copied several times on its way; a grant is four reference-counted values).
     public struct Request: Sendable {
         public var ticket: UInt64
         public var op: String
         public var rid: JSONValue?
         /// The members other than `op` and `rid`; `.null` when `submitLine` holds the request.
         public var body: JSONValue
-        public var grant: Grant
         /// A plain submit read straight from its line (`SubmitLine`), else nil.
         public var submitLine: SubmitLine? = nil
     }
@@ -69,7 +70,7 @@ public struct ClientSession: Sendable {
         // a JSON tree. Anything else — including every refusal — takes the general path below.
         if let grant, grant.roles.contains(Self.submitRole),
            let submit = SubmitLine.read(line), grant.mayActFor(app: submit.app) {
-            return [.dispatch(Request(ticket: ticket, op: "submit", rid: submit.rid, body: .null, grant: grant, submitLine: submit))]
+            return [.dispatch(Request(ticket: ticket, op: "submit", rid: submit.rid, body: .null, submitLine: submit))]
         }
         let value: JSONValue
         do {
@@ -135,7 +136,7 @@ public struct ClientSession: Sendable {
         } else if !OpAccess.openOps.contains(op) {
             return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .unknownOp(op)))
         }
-        return [.dispatch(Request(ticket: ticket, op: op, rid: rid, body: .object(body), grant: grant))]
+        return [.dispatch(Request(ticket: ticket, op: op, rid: rid, body: .object(body)))]
     }
 
     /// The TLS handshake verified a client certificate with these names (CN, DNS and URI SANs).
