@@ -5,7 +5,8 @@ import DequeModule
 
 /// The store's single writer. Work (event appends, delivery appends, consumer acks) queues up
 /// while a transaction is in flight; when it completes, everything queued is sent as the next
-/// transaction. With events in it (and `Limits.copyEvents`, the default), it leaves pipeline mode:
+/// transaction — before the completed one's completions run, which wait until the next one's COPY
+/// data is on the wire, so PostgreSQL stores a batch while the owner handles the previous one. With events in it (and `Limits.copyEvents`, the default), it leaves pipeline mode:
 /// `BEGIN; UPDATE event_head … RETURNING; COPY events … FROM STDIN (FORMAT binary)[; COMMIT]`,
 /// the rows encoded at the claimed positions once the base arrives (two round trips), then any
 /// deliveries and acks with COMMIT as one pipeline segment; a stored key rolls the COPY back and
@@ -130,6 +131,11 @@ public final class GroupCommitWriter {
     /// extra cost) until one comes back without any, so a storm of client retries after an outage
     /// does not pay for a failed COPY in every batch.
     private var functionUntilACleanBatch = false
+    /// Completions of a committed COPY transaction held back while the next transaction, already
+    /// queued, was started (`finishCopy`): they run once its data is on the wire — or before any
+    /// later completion, or a failure — so PostgreSQL stores the next batch while the owner runs
+    /// these (acks, folds, decisions) instead of the two taking turns. Always run in commit order.
+    private var committedNotCompleted: [() -> Void] = []
 
     /// FAULT INJECTION FOR TESTS ONLY (nil in production): called each time a transaction's
     /// COMMIT has been flushed to the socket, before its reply is read, with the socket and the
@@ -148,6 +154,8 @@ public final class GroupCommitWriter {
     public private(set) var roundTrips = 0
     /// Deliveries committed by COPY (the rest went through `herald_append_deliveries`).
     public private(set) var deliveriesCopied = 0
+    /// COPY transactions whose completions ran while the next transaction was already being stored.
+    public private(set) var transactionsOverlapped = 0
 
     /// Takes a connected connection and puts it in non-blocking pipeline mode.
     public init(connection: PGConnection, limits: Limits = Limits()) throws(StoreError) {
@@ -183,7 +191,7 @@ public final class GroupCommitWriter {
     /// True when output is buffered and the owner should wait for the socket to be writable.
     public private(set) var wantsWrite = false
     /// Work queued or in flight.
-    public var isIdle: Bool { queue.isEmpty && inFlight.isEmpty }
+    public var isIdle: Bool { queue.isEmpty && inFlight.isEmpty && committedNotCompleted.isEmpty }
     public var pendingTransactions: Int { inFlight.count - (setupPending ? 1 : 0) }
     public var queuedWork: Int { queue.count }
     /// Set once the connection failed; every later request fails at once with it.
@@ -436,6 +444,14 @@ public final class GroupCommitWriter {
                                       : DeliveryCopy.encode(state.deliveries, base: state.deliveryBase!)
                     if !sendCopy(data, commitsAfter: state.commitsInQuery && state.isLastCopy(events: events),
                                  eventRows: state.events.count) { return true }
+                    // The query's last data is on its way (a second COPY's start would wait behind
+                    // them): the previous transaction's completions run while it is stored.
+                    if !committedNotCompleted.isEmpty && state.allDataSent {
+                        inFlight[0].copy = state
+                        runCommittedCompletions()
+                        if broken != nil || inFlight.isEmpty { return true }
+                        state = inFlight[0].copy!
+                    }
                 } else if let error = result.error {
                     if state.error == nil { state.error = error }
                 } else if !state.dataSent && !state.deliveryDataSent {
@@ -504,8 +520,24 @@ public final class GroupCommitWriter {
             }
             transactionsCommitted += 1
             rowsCommitted += tx.eventRowCount + tx.deliveryRowCount
-            if let base = state.base { completeEvents(tx, base: base) }
-            if let deliveryBase = state.deliveryBase { completeDeliveries(tx, base: deliveryBase) }
+            let completeAll = { [unowned self] in
+                if let base = state.base { completeEvents(tx, base: base) }
+                if let deliveryBase = state.deliveryBase { completeDeliveries(tx, base: deliveryBase) }
+            }
+            guard !queue.isEmpty, inFlight.isEmpty else {
+                runCommittedCompletions()
+                completeAll()
+                return
+            }
+            // Work queued while this transaction ran: start it before running these completions
+            // (`committedNotCompleted`); appends they make join the transaction after it.
+            committedNotCompleted.append(completeAll)
+            transactionsOverlapped += 1
+            if sendNextTransaction() {
+                flush()
+                // Sent whole (a pipeline segment, no COPY data to wait for): nothing to overlap with.
+                if inFlight.last?.copy == nil { runCommittedCompletions() }
+            }
             return
         }
         if succeeded {
@@ -569,6 +601,7 @@ public final class GroupCommitWriter {
         }
         transactionsCommitted += 1
         rowsCommitted += tx.eventRowCount + tx.deliveryRowCount + tx.acks.count
+        runCommittedCompletions()
         if let base = tx.copyBase { completeEvents(tx, base: base) }
         if let base = tx.deliveryCopyBase { completeDeliveries(tx, base: base) }
         for (index, statement) in tx.statements.enumerated() {
@@ -618,12 +651,14 @@ public final class GroupCommitWriter {
 
     /// Completes the events of `tx`, stored by COPY at base + 1 … and now committed.
     private func completeEvents(_ tx: Transaction, base: Int64) {
+        runCommittedCompletions()
         let outcomes = (0..<tx.eventRowCount).map { AppendOutcome.appended(seq: base + Int64($0) + 1) }
         for (range, completion) in tx.events { completion(.success(Array(outcomes[range]))) }
     }
 
     /// Completes the deliveries of `tx`, stored by COPY at base + 1 … and now committed.
     private func completeDeliveries(_ tx: Transaction, base: Int64) {
+        runCommittedCompletions()
         deliveriesCopied += tx.deliveryRowCount
         for (range, completion) in tx.deliveries {
             completion(.success(range.map { base + Int64($0) + 1 }))
@@ -636,7 +671,13 @@ public final class GroupCommitWriter {
         return result.int64(0, 1)
     }
 
+    /// Runs the held-back completions of committed transactions (see `committedNotCompleted`), oldest first.
+    private func runCommittedCompletions() {
+        while !committedNotCompleted.isEmpty { committedNotCompleted.removeFirst()() }
+    }
+
     private func complete(_ tx: Transaction, with error: StoreError) {
+        runCommittedCompletions()
         for e in tx.events { e.completion(.failure(error)) }
         for d in tx.deliveries { d.completion(.failure(error)) }
         for a in tx.acks { a.completion(.failure(error)) }
@@ -648,6 +689,8 @@ public final class GroupCommitWriter {
         guard broken == nil else { return }
         broken = error
         wantsWrite = false
+        // Committed before the failure: they succeeded, and are told so before anything fails.
+        runCommittedCompletions()
         let transactions = inFlight
         inFlight.removeAll()
         setupPending = false

@@ -1,0 +1,99 @@
+// The writer starts the next COPY transaction before it runs the completions of the one that just
+// committed, against a real PostgreSQL: order, positions and failures stay as if it had not.
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+@Suite struct OverlapTests {
+    /// A writer whose set-up segment has been answered, so the next append goes out alone.
+    static func readyWriter(_ url: String) throws -> GroupCommitWriter {
+        let writer = try CopyAppendTests.writer(url)
+        #expect(writer.runUntilIdle())
+        return writer
+    }
+
+    @Test func theNextQueuedBatchIsStoredWhileTheCommittedOnesCompletionsWait() throws {
+        let url = try TestPostgres.freshDatabase()
+        let writer = try Self.readyWriter(url)
+        var heard: [String] = []
+        writer.append(events: (1...3).map { CopyAppendTests.event($0) }) { result in
+            heard.append("A \(String(describing: try? result.get()))")
+            // B was queued while A ran: it is on the wire (in flight), not waiting behind this completion.
+            #expect(writer.pendingTransactions == 1 && writer.queuedWork == 0, "B started before A's completion ran")
+            // An append made here joins the transaction after B.
+            writer.append(events: [CopyAppendTests.event(9)]) { heard.append("C \(String(describing: try? $0.get()))") }
+        }
+        #expect(writer.pendingTransactions == 1, "A is alone in flight")
+        writer.append(events: (4...5).map { CopyAppendTests.event($0) }) { heard.append("B \(String(describing: try? $0.get()))") }
+        #expect(writer.queuedWork == 1, "B waits for A")
+        #expect(writer.runUntilIdle())
+        #expect(heard == [
+            "A \(String(describing: Optional([AppendOutcome.appended(seq: 1), .appended(seq: 2), .appended(seq: 3)])))",
+            "B \(String(describing: Optional([AppendOutcome.appended(seq: 4), .appended(seq: 5)])))",
+            "C \(String(describing: Optional([AppendOutcome.appended(seq: 6)])))",
+        ], "completions in commit order, positions gap-free")
+        #expect(writer.transactionsOverlapped >= 1)
+        let stored = try EventReader.events(PGConnection.connect(url), after: 0)
+        #expect(stored.map(\.seq) == [1, 2, 3, 4, 5, 6])
+        #expect(stored.map(\.row.notificationId) == ["n1", "n2", "n3", "n4", "n5", "n9"])
+    }
+
+    @Test func deliveriesAloneOverlapTheSameWay() throws {
+        let url = try TestPostgres.freshDatabase()
+        let writer = try Self.readyWriter(url)
+        var heard: [[Int64]] = []
+        writer.append(deliveries: (1...4).map { CopyAppendTests.delivery($0) }) { result in
+            heard.append((try? result.get()) ?? [])
+            #expect(writer.pendingTransactions == 1, "the second batch started before this completion ran")
+        }
+        writer.append(deliveries: (5...6).map { CopyAppendTests.delivery($0) }) { heard.append((try? $0.get()) ?? []) }
+        #expect(writer.runUntilIdle())
+        #expect(heard == [[1, 2, 3, 4], [5, 6]])
+        #expect(writer.transactionsOverlapped == 1)
+        #expect(writer.deliveriesCopied == 6)
+    }
+
+    @Test func aBatchCommittedBeforeTheConnectionBrokeIsStillReportedCommittedAndFirst() throws {
+        // A commits; B is started (its COMMIT flushed) and the connection is cut before B's answer.
+        // A's waiters hear success, then B's hear the error (B's outcome is unknown to the writer).
+        let url = try TestPostgres.freshDatabase()
+        let writer = try Self.readyWriter(url)
+        writer.commitFlushedForTesting = { _, eventRows in eventRows == 2 }   // B only: cut after its COMMIT
+        var heard: [String] = []
+        writer.append(events: (1...3).map { CopyAppendTests.event($0) }) { result in
+            switch result {
+            case .success(let o): heard.append("A ok \(o.count)")
+            case .failure: heard.append("A failed")
+            }
+        }
+        writer.append(events: (4...5).map { CopyAppendTests.event($0) }) { result in
+            switch result {
+            case .success: heard.append("B ok")
+            case .failure: heard.append("B failed")
+            }
+        }
+        writer.runUntilIdle(timeoutMilliseconds: 10_000)
+        #expect(heard == ["A ok 3", "B failed"])
+        #expect(writer.failure != nil)
+        let stored = try EventReader.events(PGConnection.connect(url), after: 0)
+        #expect(stored.prefix(3).map(\.seq) == [1, 2, 3], "A is stored whatever became of B")
+    }
+
+    @Test func aDuplicateInTheOverlappedBatchStillFallsBackAfterTheCommittedCompletions() throws {
+        // B re-sends a stored id: its COPY fails and B goes again through the function. A's
+        // completions still come first, and B hears the duplicate with the original seq.
+        let url = try TestPostgres.freshDatabase()
+        let writer = try Self.readyWriter(url)
+        var heard: [String] = []
+        writer.append(events: [CopyAppendTests.event(1), CopyAppendTests.event(2)]) { heard.append("A \((try? $0.get())?.count ?? -1)") }
+        writer.append(events: [CopyAppendTests.event(1), CopyAppendTests.event(3)]) { result in
+            heard.append("B \(String(describing: try? result.get()))")
+        }
+        #expect(writer.runUntilIdle())
+        #expect(heard == ["A 2", "B \(String(describing: Optional([AppendOutcome.duplicate(seq: 1), .appended(seq: 3)])))"])
+        let stored = try EventReader.events(PGConnection.connect(url), after: 0)
+        #expect(stored.map(\.seq) == [1, 2, 3])
+    }
+}
