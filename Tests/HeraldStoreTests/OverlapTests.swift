@@ -96,4 +96,36 @@ import Testing
         let stored = try EventReader.events(PGConnection.connect(url), after: 0)
         #expect(stored.map(\.seq) == [1, 2, 3])
     }
+
+    @Test func aFailedDeliveryTransactionFailsTheDeliveriesQueuedBehindIt() throws {
+        // Deliveries are one ordered stream: when a batch of them fails (a NUL byte here, refused by
+        // the protocol), the delivery batches queued behind it fail too, so none commits ahead of
+        // rows the service will send again. Events queued behind it are not affected.
+        let url = try TestPostgres.freshDatabase()
+        var limits = GroupCommitWriter.Limits()
+        limits.maxRowsPerTransaction = 1   // one append per transaction
+        let writer = try GroupCommitWriter(connection: PGConnection.connect(url), limits: limits)
+        #expect(writer.runUntilIdle())
+        var heard: [String] = []
+        func outcome<T>(_ name: String) -> (Result<T, StoreError>) -> Void {
+            { result in heard.append("\(name) \((try? result.get()) == nil ? "failed" : "ok")") }
+        }
+        writer.append(events: [CopyAppendTests.event(1)], completion: outcome("E1"))   // in flight
+        var bad = CopyAppendTests.delivery(1)
+        bad.bodyBytes = Array("{\"kind\":\"x\u{0}y\"}".utf8)
+        writer.append(deliveries: [bad], completion: outcome("D1"))                   // queued, fails
+        #expect(writer.runUntilIdle())
+        writer.append(events: [CopyAppendTests.event(2)], completion: outcome("E2"))   // in flight
+        writer.append(deliveries: [bad], completion: outcome("D2"))
+        writer.append(deliveries: [CopyAppendTests.delivery(2)], completion: outcome("D3"))
+        writer.append(events: [CopyAppendTests.event(3)], completion: outcome("E3"))
+        #expect(writer.runUntilIdle())
+        #expect(heard == ["E1 ok", "D1 failed", "E2 ok", "D2 failed", "D3 failed", "E3 ok"])
+        #expect(writer.failure == nil, "the writer stays usable")
+        let conn = try PGConnection.connect(url)
+        #expect(try conn.execute("SELECT count(*) FROM deliveries").int64(0, 0) == 0, "nothing committed ahead of the failed batch")
+        writer.append(deliveries: [CopyAppendTests.delivery(1)], completion: outcome("D4"))
+        #expect(writer.runUntilIdle())
+        #expect(heard.last == "D4 ok")
+    }
 }

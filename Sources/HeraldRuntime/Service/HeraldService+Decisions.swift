@@ -170,28 +170,32 @@ extension HeraldService {
         if dueUsers.isEmpty { flushDeliveries(then: done) } else { dueWaiters.append(done) }
     }
 
-    /// Commits decided deliveries (one append of at most `deliveryAppendRows` in flight at a
-    /// time), then streams them. `done` runs once every delivery decided before it is committed.
+    /// Commits decided deliveries (appends of at most `deliveryAppendRows`, up to
+    /// `maxDeliveryAppends` handed to the writer at a time), then streams them. `done` runs once every delivery decided before it is committed.
     func flushDeliveries(then done: (() -> Void)? = nil) {
         if let done { deliveryWaiters.append((deliveriesSent + unsentDeliveries.count, done)) }
         runDeliveryWaiters()
-        guard !deliveriesInFlight, !unsentDeliveries.isEmpty else { return }
+        guard deliveryAppendsInFlight < Self.maxDeliveryAppends, !unsentDeliveries.isEmpty else { return }
         guard case .success(let writer) = store.currentWriter() else { return }  // retried on reconnect
         let n = min(unsentDeliveries.count, max(configuration.deliveryAppendRows, 1))
         let rows = Array(unsentDeliveries.prefix(n))
         unsentDeliveries.removeFirst(n)
+        requeuedDeliveries = max(0, requeuedDeliveries - n)
         deliveriesSent += n
-        deliveriesInFlight = true
+        deliveryAppendsInFlight += 1
         let sentAt = FiringPhases.now()
+        // The writer completes appends in order, and fails the deliveries queued behind a failed
+        // one (`GroupCommitWriter.complete`): a second append never commits ahead of a first that failed.
         writer.append(deliveries: rows) { [weak self] result in
             guard let self else { return }
-            self.deliveriesInFlight = false
+            self.deliveryAppendsInFlight -= 1
             let doneAt = FiringPhases.now()
             defer { self.phases.completionNanoseconds += FiringPhases.now() - doneAt }
             switch result {
             case .failure(let error):
                 self.log("deliveries not committed yet (\(error)); will retry")
-                self.unsentDeliveries.prepend(contentsOf: rows)
+                self.unsentDeliveries.insert(contentsOf: rows, at: self.requeuedDeliveries)
+                self.requeuedDeliveries += rows.count
                 self.deliveriesSent -= rows.count
             case .success(let cursors):
                 self.phases.appends += 1

@@ -83,7 +83,15 @@ public final class HeraldService: ConnectionDelegate {
     var retryReconcile: LoopEvent?
     /// Deliveries decided but not yet committed (re-sent after a reconnect).
     var unsentDeliveries: Deque<DeliveryRow> = []
-    var deliveriesInFlight = false
+    /// Delivery appends handed to the writer and not completed: at most `maxDeliveryAppends`, so
+    /// the next batch is queued when one commits and the writer stores it while this loop handles
+    /// the committed one.
+    var deliveryAppendsInFlight = 0
+    static let maxDeliveryAppends = 2
+    var deliveriesInFlight: Bool { deliveryAppendsInFlight > 0 }
+    /// Rows at the front of `unsentDeliveries` put back by failed appends: a later failed append's
+    /// rows go after them, so a failure of both appends keeps the decided order.
+    var requeuedDeliveries = 0
     /// Rows taken from `unsentDeliveries` into appends (less those put back after a failure), and
     /// rows of appends committed: a waiter runs once `deliveriesDone` reaches its target.
     var deliveriesSent = 0

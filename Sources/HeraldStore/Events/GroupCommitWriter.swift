@@ -681,6 +681,20 @@ public final class GroupCommitWriter {
         for e in tx.events { e.completion(.failure(error)) }
         for d in tx.deliveries { d.completion(.failure(error)) }
         for a in tx.acks { a.completion(.failure(error)) }
+        if !tx.deliveries.isEmpty { failQueuedDeliveries(error) }
+    }
+
+    /// Deliveries are one ordered stream: when a transaction with deliveries fails, the delivery
+    /// appends queued behind it fail too (in order), so none commits ahead of rows its owner will
+    /// send again. Queued events and acks stay.
+    private func failQueuedDeliveries(_ error: StoreError) {
+        var failed: [DeliveriesCompletion] = []
+        queue.removeAll { work in
+            guard case .deliveries(_, let completion) = work else { return false }
+            failed.append(completion)
+            return true
+        }
+        for completion in failed { completion(.failure(error)) }
     }
 
     /// The connection broke: nothing in flight is known to have committed, so every waiter gets
