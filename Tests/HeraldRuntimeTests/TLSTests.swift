@@ -79,6 +79,31 @@ struct TLSTests {
         #expect(try ok.call(["op": "ping"])["op"] == "pong")
     }
 
+    @Test func aConnectionWhoseTLSSessionCannotBeMadeIsClosedNotServedInPlaintext() throws {
+        // When libevent cannot make the TLS bufferevent (memory exhausted; injected here), the
+        // connection is refused: no plaintext bufferevent takes its place on the TLS port.
+        let certs = try TestCertificates()
+        let server = try Self.tlsServer(certs) { $0.tls?.failBuffereventsForTesting = true }
+        defer { server.stop() }
+        let plain = try WireClient(port: server.port)
+        try? plain.send(#"{"op":"ping"}"#)
+        var ended = false
+        do {
+            while let line = try plain.readLine(timeoutMilliseconds: 10_000) {
+                Issue.record("a reply in plaintext on the TLS port: \(line)")
+            }
+            ended = true
+        } catch WireClient.Failure.closed {
+            ended = true
+        } catch {
+            ended = "\(error)".contains("reset") || "\(error)".contains("closed")
+        }
+        #expect(ended, "the server closes the connection")
+        #expect(throws: (any Error).self, "a TLS client cannot connect either") {
+            _ = try server.tlsClient(TLSClientOptions(caFile: certs.caFile))
+        }
+    }
+
     @Test func aClientCertificateActsOnlyForItsApp() throws {
         let certs = try TestCertificates()
         let tokens = #"""

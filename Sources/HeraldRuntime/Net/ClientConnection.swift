@@ -42,9 +42,11 @@ public final class ClientConnection {
         public init() {}
     }
 
-    /// With `tls`, the bufferevent speaks TLS (the handshake runs before any line is read).
-    init(id: UInt64, fd: Int32, loop: EventLoop, session: ClientSession, maxLineBytes: Int, delegate: ConnectionDelegate,
-         tls: TLSContext? = nil) {
+    /// With `tls`, the bufferevent speaks TLS (the handshake runs before any line is read). Nil when
+    /// the bufferevent cannot be made (memory ran out): the caller closes `fd`. A TLS connection
+    /// never falls back to plaintext.
+    init?(id: UInt64, fd: Int32, loop: EventLoop, session: ClientSession, maxLineBytes: Int, delegate: ConnectionDelegate,
+          tls: TLSContext? = nil) {
         self.id = id
         self.loop = loop
         self.session = session
@@ -54,7 +56,10 @@ public final class ClientConnection {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         peerChecked = tls == nil
-        bev = tls?.bufferevent(base: loop.base, fd: fd) ?? bufferevent_socket_new(loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
+        let made = if let tls { tls.bufferevent(base: loop.base, fd: fd) }
+                   else { bufferevent_socket_new(loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) }
+        guard let made else { return nil }
+        bev = made
         // Unretained: the service holds this connection until the bufferevent is freed (in deinit).
         let context = Unmanaged.passUnretained(self).toOpaque()
         bufferevent_setcb(bev, { _, context in

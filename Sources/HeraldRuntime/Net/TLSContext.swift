@@ -13,6 +13,9 @@ public struct TLSSettings: Sendable, Equatable {
     /// may present a certificate; one that verifies and whose name is in the tokens file is
     /// granted that entry at hello. Clients without a certificate still use tokens.
     public var clientCAFile: String?
+    /// FAULT INJECTION FOR TESTS ONLY (false in production): every TLS bufferevent fails to be made,
+    /// as when memory runs out, so a test can check connections are refused, not served in plaintext.
+    public var failBuffereventsForTesting = false
 
     public init(certificateFile: String, keyFile: String, clientCAFile: String? = nil) {
         self.certificateFile = certificateFile
@@ -77,14 +80,16 @@ public final class TLSContext {
     deinit { SSL_CTX_free(context) }
 
     /// A server-side OpenSSL bufferevent on an accepted socket; the handshake runs as data arrives.
-    /// Freeing the bufferevent frees the SSL and closes the socket (BEV_OPT_CLOSE_ON_FREE).
+    /// Freeing the bufferevent frees the SSL and closes the socket (BEV_OPT_CLOSE_ON_FREE). Nil if
+    /// it cannot be made (only when memory runs out).
     func bufferevent(base: OpaquePointer, fd: Int32) -> OpaquePointer? {
+        if settings.failBuffereventsForTesting { return nil }
         guard let ssl = SSL_new(context) else { return nil }
+        // From here libevent owns the SSL, also when it fails: with BEV_OPT_CLOSE_ON_FREE its error
+        // paths free it (libevent 2.1: by freeing the half-made bufferevent), so freeing it here
+        // too would be a double free. (If libevent's own first allocation fails, it leaks one SSL.)
         guard let bev = bufferevent_openssl_socket_new(base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                                        Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
-            SSL_free(ssl)
-            return nil
-        }
+                                                        Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else { return nil }
         // A client that closes without close_notify has just closed: lines are framed by
         // newlines, so a truncated stream loses at most a partial line, never a request's meaning.
         bufferevent_openssl_set_allow_dirty_shutdown(bev, 1)

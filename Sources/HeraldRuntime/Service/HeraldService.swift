@@ -248,8 +248,13 @@ public final class HeraldService: ConnectionDelegate {
         let id = nextConnectionId
         nextConnectionId += 1
         let session = ClientSession(tokens: tokens, serverName: configuration.serverName)
-        let connection = ClientConnection(id: id, fd: fd, loop: loop, session: session,
-                                          maxLineBytes: configuration.maxLineBytes, delegate: self, tls: tls)
+        guard let connection = ClientConnection(id: id, fd: fd, loop: loop, session: session,
+                                                maxLineBytes: configuration.maxLineBytes, delegate: self, tls: tls) else {
+            log("connection \(id) refused: could not set up its \(tls == nil ? "socket" : "TLS session") in libevent (memory exhausted?); the client sees the connection close and may retry")
+            // libevent has not closed it on these paths (it does only once the bufferevent owns it).
+            if fcntl(fd, F_GETFD) != -1 { close(fd) }
+            return
+        }
         var limits = ClientConnection.Limits()
         limits.helloMilliseconds = configuration.helloTimeoutMilliseconds
         limits.idleMilliseconds = configuration.idleTimeoutMilliseconds
