@@ -108,6 +108,7 @@ struct StormBench: ParsableCommand {
             let committed = Mutex(0.0)
             var streamedAt = 0.0, received = 0, firstAt = 0.0
             var firing: JSONValue = .null
+            var overlapped: Int64 = 0
             var loopCpuMs: Int64 = 0
             var pgCPU = 0.0, processCPU = 0.0
             var lateStart: Double?
@@ -169,6 +170,7 @@ struct StormBench: ParsableCommand {
                 let after = try admin.request(#"{"op":"stats"}"#)
                 if let f = after["firing"] { firing = f }
                 if let a = after["loopCpuMs"]?.intValue, let b = before["loopCpuMs"]?.intValue { loopCpuMs = a - b }
+                if let a = after["storeTransactionsOverlapped"]?.intValue, let b = before["storeTransactionsOverlapped"]?.intValue { overlapped = a - b }
             }
             let rss = BenchMachine.memory()
             let committedAt = committed.withLock { $0 }
@@ -211,7 +213,9 @@ struct StormBench: ParsableCommand {
                            "\(i("usersFired")) users in \(i("slices")) slices; first → last slice \(i("firstToLastSliceMs")) ms, "
                            + "first slice → last commit \(i("firstSliceToLastCommitMs")) ms")
                 report.row("  appends: count / rows / sent → committed", "\(i("appends")) / \(i("appendRows")) / \(i("appendMs")) ms",
-                           "completions (wire lines, ring, consumers) \(i("completionMs")) ms of loop time")
+                           "completions (wire lines, ring, consumers) \(i("completionMs")) ms of loop time; "
+                           + "\(overlapped) transactions sent before the previous one's completions ran")
+                report.json["transactionsOverlapped"] = .int(overlapped)
                 report.row("  consumer catch-up reads / rows / latency", "\(i("catchUpReads")) / \(i("catchUpRows")) / \(i("catchUpMs")) ms", "")
                 report.json["firing"] = firing
             }
