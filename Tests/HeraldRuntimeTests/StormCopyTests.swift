@@ -1,5 +1,6 @@
 // A storm's summaries are appended by COPY; a restart that re-derives summaries already stored stores each once and consumers see each once.
 import Foundation
+import Synchronization
 import Testing
 import HeraldCore
 @testable import HeraldRuntime
@@ -71,5 +72,61 @@ import HeraldTestSupport
         let report = try Replayer().run(conn) { 0 }
         #expect(report.differences.isEmpty, "\(report.differences)")
         #expect(report.deliveriesCompared == 24)
+    }
+
+    @Test func aStormWhoseWriterIsCutWithTwoAppendsOutStoresEverySummaryOnceInOrder() throws {
+        // Appends of 2 rows, two handed to the writer at once. The connection is cut right after the
+        // COMMIT of the second summary append was sent (outcome unknown); the service puts the rows
+        // back and sends them again after the reconnect. Every summary is stored once, the consumer
+        // sees cursors 1… once each, in the order an uncut storm stores them, and replay agrees.
+        // (At that instant the append behind it is not queued yet — the first append's completions,
+        // which queue it, run after the cut — so two failed appends re-queued in order are covered by
+        // OverlapTests.aFailedDeliveryTransactionFailsTheDeliveriesQueuedBehindIt, not here.)
+        let uncut = try Self.summaryOrder(cutAt: nil)
+        let cut = try Self.summaryOrder(cutAt: 2)
+        #expect(uncut.count == 12)
+        #expect(cut == uncut, "summaries in decided order after the cut")
+    }
+
+    /// Runs the storm with appends of 2 rows (cut after the `cutAt`-th summary COMMIT is sent) and
+    /// returns the summaries' users in cursor order, after checking each is stored once and replay agrees.
+    static func summaryOrder(cutAt: Int?) throws -> [String] {
+        let url = try TestPostgres.freshDatabase()
+        let armed = Atomic<Bool>(false)
+        let deliveryOnlyCommits = Atomic<Int>(0)
+        let server = try TestServer(url: url, start: "2026-03-27T07:00:00Z") { config in
+            Self.configure(&config)
+            config.deliveryAppendRows = 2
+            config.commitFlushedForTesting = { socket, eventRows in
+                guard let cutAt, armed.load(ordering: .relaxed), eventRows == 0,
+                      deliveryOnlyCommits.add(1, ordering: .relaxed).newValue == cutAt else { return false }
+                shutdown(socket, Int32(SHUT_RDWR))
+                return true
+            }
+        }
+        defer { server.stop() }
+        let c = try server.client()
+        for u in Self.users {
+            _ = try c.call(["op": "authorization", "user": .string(u), "app": .string(Self.app), "status": "authorized",
+                            "options": ["alert", "sound", "badge"]])
+            _ = try c.call(["op": "settings", "user": .string(u), "app": .string(Self.app), "delivery": "summary"])
+            _ = try c.call(["op": "summarySchedule", "user": .string(u), "times": ["08:00"], "timeZone": "UTC"])
+            #expect(try c.call(["op": "submit", "id": .string("\(u)-0"), "app": .string(Self.app), "user": .string(u),
+                                "title": "Item", "body": "b"])["ok"] == true)
+        }
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "live", "from": "earliest"])
+        _ = try server.statsWhen { $0["deliveryHead"]?.intValue == 12 }   // the 12 queued deliveries
+        armed.store(true, ordering: .relaxed)
+        #expect(try c.call(["op": "clock", "advanceTo": "2026-03-27T08:00:00Z"])["ok"] == true)
+        let live = try consumer.deliveries(24)
+        #expect(live.compactMap { $0["cursor"]?.intValue } == Array(1...24), "each cursor once, in order")
+        if let cutAt { #expect(deliveryOnlyCommits.load(ordering: .relaxed) >= cutAt, "the cut happened") }
+        _ = try server.statsWhen { $0["deliveryHead"]?.intValue == 24 }
+        let conn = try PGConnection.connect(url)
+        #expect(try conn.execute("SELECT count(*) FROM deliveries WHERE kind = 'summary'").int64(0, 0) == 12, "each summary stored once")
+        let report = try Replayer().run(conn) { 0 }
+        #expect(report.differences.isEmpty, "\(report.differences)")
+        return live.filter { $0["kind"] == "summary" }.compactMap { $0["user"]?.stringValue }
     }
 }
