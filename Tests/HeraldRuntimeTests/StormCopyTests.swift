@@ -21,10 +21,8 @@ import HeraldTestSupport
         config.snapshotEveryEvents = nil
     }
 
-    @Test func summariesGoByCopyAndARestartThatReDerivesThemStoresEachOnce() throws {
-        let url = try TestPostgres.freshDatabase()
-        var server = try TestServer(url: url, start: "2026-03-27T07:00:00Z", configure: Self.configure)
-        let c = try server.client()
+    /// Every user authorized, on summary delivery at 08:00 UTC, with one queued item.
+    static func setUpUsers(_ c: WireClient) throws {
         for u in Self.users {
             _ = try c.call(["op": "authorization", "user": .string(u), "app": .string(Self.app), "status": "authorized",
                             "options": ["alert", "sound", "badge"]])
@@ -33,6 +31,13 @@ import HeraldTestSupport
             #expect(try c.call(["op": "submit", "id": .string("\(u)-0"), "app": .string(Self.app), "user": .string(u),
                                 "title": "Item", "body": "b"])["ok"] == true)
         }
+    }
+
+    @Test func summariesGoByCopyAndARestartThatReDerivesThemStoresEachOnce() throws {
+        let url = try TestPostgres.freshDatabase()
+        var server = try TestServer(url: url, start: "2026-03-27T07:00:00Z", configure: Self.configure)
+        let c = try server.client()
+        try Self.setUpUsers(c)
         // 12 queued deliveries (cursors 1…12); the storm adds 12 summaries (13…24), appended alone.
         let consumer = try server.client()
         _ = try consumer.call(["op": "subscribe", "consumer": "live", "from": "earliest"])
@@ -106,14 +111,7 @@ import HeraldTestSupport
         }
         defer { server.stop() }
         let c = try server.client()
-        for u in Self.users {
-            _ = try c.call(["op": "authorization", "user": .string(u), "app": .string(Self.app), "status": "authorized",
-                            "options": ["alert", "sound", "badge"]])
-            _ = try c.call(["op": "settings", "user": .string(u), "app": .string(Self.app), "delivery": "summary"])
-            _ = try c.call(["op": "summarySchedule", "user": .string(u), "times": ["08:00"], "timeZone": "UTC"])
-            #expect(try c.call(["op": "submit", "id": .string("\(u)-0"), "app": .string(Self.app), "user": .string(u),
-                                "title": "Item", "body": "b"])["ok"] == true)
-        }
+        try Self.setUpUsers(c)
         let consumer = try server.client()
         _ = try consumer.call(["op": "subscribe", "consumer": "live", "from": "earliest"])
         _ = try server.statsWhen { $0["deliveryHead"]?.intValue == 12 }   // the 12 queued deliveries
