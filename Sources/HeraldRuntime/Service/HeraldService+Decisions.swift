@@ -171,7 +171,8 @@ extension HeraldService {
     }
 
     /// Commits decided deliveries (appends of at most `deliveryAppendRows`, up to
-    /// `maxDeliveryAppends` handed to the writer at a time), then streams them. `done` runs once every delivery decided before it is committed.
+    /// `maxDeliveryAppends` handed to the writer at a time), then streams them. `done` runs once
+    /// every delivery decided before it is committed.
     func flushDeliveries(then done: (() -> Void)? = nil) {
         if let done { deliveryWaiters.append((deliveriesSent + unsentDeliveries.count, done)) }
         runDeliveryWaiters()

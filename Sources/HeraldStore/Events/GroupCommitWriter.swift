@@ -6,7 +6,8 @@ import DequeModule
 /// The store's single writer. Work (event appends, delivery appends, consumer acks) queues up
 /// while a transaction is in flight; when it completes, everything queued is sent as the next
 /// transaction — before the completed one's completions run, which wait until the next one's COPY
-/// data is on the wire, so PostgreSQL stores a batch while the owner handles the previous one. With events in it (and `Limits.copyEvents`, the default), it leaves pipeline mode:
+/// data is on the wire, so PostgreSQL stores a batch while the owner handles the previous one.
+/// With events in it (and `Limits.copyEvents`, the default), it leaves pipeline mode:
 /// `BEGIN; UPDATE event_head … RETURNING; COPY events … FROM STDIN (FORMAT binary)[; COMMIT]`,
 /// the rows encoded at the claimed positions once the base arrives (two round trips), then any
 /// deliveries and acks with COMMIT as one pipeline segment; a stored key rolls the COPY back and
@@ -651,14 +652,12 @@ public final class GroupCommitWriter {
 
     /// Completes the events of `tx`, stored by COPY at base + 1 … and now committed.
     private func completeEvents(_ tx: Transaction, base: Int64) {
-        runCommittedCompletions()
         let outcomes = (0..<tx.eventRowCount).map { AppendOutcome.appended(seq: base + Int64($0) + 1) }
         for (range, completion) in tx.events { completion(.success(Array(outcomes[range]))) }
     }
 
     /// Completes the deliveries of `tx`, stored by COPY at base + 1 … and now committed.
     private func completeDeliveries(_ tx: Transaction, base: Int64) {
-        runCommittedCompletions()
         deliveriesCopied += tx.deliveryRowCount
         for (range, completion) in tx.deliveries {
             completion(.success(range.map { base + Int64($0) + 1 }))

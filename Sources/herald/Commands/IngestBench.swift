@@ -132,7 +132,7 @@ func withInProcessService<T>(url: String, configure: (inout ServiceConfiguration
     nonisolated(unsafe) let loopService = service
     let stopped = DispatchSemaphore(value: 0)
     Thread {
-        Thread.current.name = loopThreadName  // sets the kernel thread name too (read back from /proc)
+        Thread.current.name = loopThreadName  // sets the kernel thread name too (seen in top and perf)
         loopService.run()
         stopped.signal()
     }.start()
