@@ -447,12 +447,9 @@ public final class GroupCommitWriter {
                                  eventRows: state.events.count) { return true }
                     // The query's last data is on its way (a second COPY's start would wait behind
                     // them): the previous transaction's completions run while it is stored.
-                    if !committedNotCompleted.isEmpty && state.allDataSent {
-                        inFlight[0].copy = state
-                        runCommittedCompletions()
-                        if broken != nil || inFlight.isEmpty { return true }
-                        state = inFlight[0].copy!
-                    }
+                    // They only queue work (`pump` waits while results are drained), so the
+                    // transaction in flight and `state` stay as they are.
+                    if !committedNotCompleted.isEmpty && state.allDataSent { runCommittedCompletions() }
                 } else if let error = result.error {
                     if state.error == nil { state.error = error }
                 } else if !state.dataSent && !state.deliveryDataSent {
