@@ -45,6 +45,26 @@ import Testing
         #expect(count == Int64(Migrator.available.count))
     }
 
+    /// Every index on the two append tables costs the single writer's backend a B-tree insert per
+    /// row; each one here is read by something Herald runs (migrations 004 and 008 say which).
+    /// Adding one is a decision about append speed: measure it (docs/store-performance.md).
+    @Test func theAppendTablesKeepOnlyTheIndexesHeraldReads() throws {
+        let url = try TestPostgres.freshDatabase()
+        let conn = try PGConnection.connect(url)
+        let r = try conn.execute("""
+            SELECT tablename || '.' || indexname FROM pg_indexes
+            WHERE schemaname = 'public' AND tablename IN ('events', 'deliveries') ORDER BY 1
+            """)
+        let indexes = (0..<r.rowCount).compactMap { r.string($0, 0) }
+        #expect(indexes == [
+            "deliveries.deliveries_cause",                    // replay and start-up: deliveries merged after their cause
+            "deliveries.deliveries_pkey",                     // consumers and catch-up, by cursor
+            "deliveries.deliveries_user_id_user_index_key",   // per-user order; explain, restore, the views
+            "events.events_idempotency_key",                  // (user, app, id) unique forever
+            "events.events_pkey",                             // the log, by seq
+        ])
+    }
+
     @Test func updateDeleteAndTruncateOnTheLogAreRefused() throws {
         let url = try TestPostgres.freshDatabase()
         let writer = try GroupCommitWriter(connection: try PGConnection.connect(url))

@@ -1,0 +1,17 @@
+-- 008: `deliveries` loses its index on (app, notification_id) (measurements in
+-- docs/store-performance.md, session 8).
+--
+-- Why: nothing Herald runs reads it. Replay and start-up read deliveries along `cursor` and
+-- `cause_seq`, consumers along `cursor`, `herald explain` and the operator views by `user_id`
+-- (the unique (user_id, user_index) index), and the service never looks a delivery up by its
+-- notification. Yet every delivery that names a notification (every submit's decision) paid for
+-- it on the single writer's backend: a B-tree insert at a random leaf with two text comparisons
+-- per level, ~5 µs of the ~27 µs a submit's two rows cost PostgreSQL (COPY of 100k stored
+-- delivery rows: 2.7–3.1 s with it, 2.0–2.4 s without, three interleaved rounds).
+--
+-- What an operator does instead: name the user (`WHERE user_id = 'alice' AND notification_id =
+-- 'n-42'` uses the per-user index), or `herald explain <app> <id>`. An installation that needs
+-- look-ups by notification alone can create the index again and pay for it on every append:
+--   CREATE INDEX CONCURRENTLY deliveries_notification ON deliveries (app, notification_id)
+--       WHERE notification_id IS NOT NULL;
+DROP INDEX IF EXISTS deliveries_notification;
