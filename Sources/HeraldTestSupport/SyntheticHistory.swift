@@ -16,7 +16,7 @@ import HeraldStore
 /// delivery it derives already stored, as after a clean shutdown. Users are independent, so
 /// requests are generated user by user and only one user's state is held at a time.
 /// Rows go through COPY: deliveries straight into `deliveries`; events into an unlogged staging
-/// table and then into `events` with the idempotency key computed by PostgreSQL (`herald_idempotency_key`).
+/// table and then into `events` (bodies validated as JSON by the cast, as `herald import` does).
 public final class SyntheticHistory {
     public let connection: PGConnection
     public let engine = Engine()
@@ -105,8 +105,8 @@ public final class SyntheticHistory {
         let clock = ContinuousClock(), t0 = clock.now
         defer { finishSeconds = Self.seconds(clock.now - t0) }
         try connection.execute("""
-            INSERT INTO events (seq, user_id, type, app, notification_id, idempotency_key, body, engine_time)
-            SELECT seq, user_id, type, app, notification_id, herald_idempotency_key(user_id, app, notification_id), body::json, engine_time
+            INSERT INTO events (seq, user_id, type, app, notification_id, body, engine_time)
+            SELECT seq, user_id, type, app, notification_id, body::json, engine_time
             FROM herald_synthetic_events ORDER BY seq
             """)
         try connection.execute("DROP TABLE herald_synthetic_events")

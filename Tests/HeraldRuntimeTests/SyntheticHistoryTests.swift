@@ -48,7 +48,7 @@ import Testing
         var out: [String] = []
         let e = try conn.execute("""
             SELECT seq::text || '|' || coalesce(user_id, '-') || '|' || type || '|' || coalesce(app, '-') || '|' ||
-                   coalesce(notification_id, '-') || '|' || body::text || '|' || coalesce(idempotency_key::text, '-') || '|' || engine_time::text
+                   coalesce(notification_id, '-') || '|' || body::text || '|' || engine_time::text
             FROM events ORDER BY seq
             """)
         for i in 0..<e.rowCount { out.append(e.string(i, 0) ?? "") }

@@ -60,7 +60,7 @@ import Testing
             "deliveries.deliveries_cause",                    // replay and start-up: deliveries merged after their cause
             "deliveries.deliveries_pkey",                     // consumers and catch-up, by cursor
             "deliveries.deliveries_user_id_user_index_key",   // per-user order; explain, restore, the views
-            "events.events_idempotency_key",                  // (user, app, id) unique forever
+            "events.events_notification",                     // (app, id, user) unique forever; withdraw's recipients
             "events.events_pkey",                             // the log, by seq
         ])
     }

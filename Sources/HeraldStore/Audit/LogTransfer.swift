@@ -67,8 +67,8 @@ public enum LogTransfer {
                     guard let seq = e["seq"]?.intValue, let type = e["type"]?.stringValue, let body = e["body"]?.stringValue,
                           let at = e["engineTime"]?.stringValue else { throw ImportError.badLine(number, "an event needs seq, type, body, engineTime") }
                     try connection.execute("""
-                        INSERT INTO events (seq, user_id, type, app, notification_id, idempotency_key, body, engine_time)
-                        VALUES ($1, $2, $3, $4, $5, herald_idempotency_key($2, $4, $5), $6::json, $7)
+                        INSERT INTO events (seq, user_id, type, app, notification_id, body, engine_time)
+                        VALUES ($1, $2, $3, $4, $5, $6::json, $7)
                         """, [String(seq), e["user"]?.stringValue, type, e["app"]?.stringValue, e["notificationId"]?.stringValue, body, at])
                     events += 1
                 } else if let d = v["delivery"] {

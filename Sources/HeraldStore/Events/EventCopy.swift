@@ -1,4 +1,4 @@
-// The writer's COPY fast path: rows of `events` in PostgreSQL's binary COPY format, with their idempotency keys.
+// The writer's COPY fast path: rows of `events` in PostgreSQL's binary COPY format.
 import HeraldCore
 
 /// Binary `COPY events (…) FROM STDIN (FORMAT binary)` data for a batch whose positions are
@@ -8,7 +8,7 @@ import HeraldCore
 /// no longer parses it as JSON (Herald's parser accepted the request, its encoder wrote the bytes).
 enum EventCopy {
     /// The COPY's column list, in the order `encode` writes the fields.
-    static let columns = "seq, user_id, type, app, notification_id, idempotency_key, body, engine_time"
+    static let columns = "seq, user_id, type, app, notification_id, body, engine_time"
 
     /// The simple query that opens a COPY transaction for `count` rows: claims the positions, then
     /// starts the COPY. With `commit`, COMMIT follows the COPY in the same query (the server runs
@@ -33,7 +33,7 @@ enum EventCopy {
     static func encode(_ rows: some Collection<EventRow>, base: Int64) -> [UInt8] {
         var capacity = 32
         for r in rows {
-            capacity += 2 + 8 * 4 + 8 + 16 + 8 + r.body.utf8.count + r.type.utf8.count
+            capacity += 2 + 7 * 4 + 8 + 8 + r.body.utf8.count + r.type.utf8.count
                 + (r.user?.utf8.count ?? 0) + (r.app?.utf8.count ?? 0) + (r.notificationId?.utf8.count ?? 0)
         }
         var out: [UInt8] = []
@@ -41,22 +41,15 @@ enum EventCopy {
         out += signature
         be32(0, &out)          // flags: no OIDs
         be32(0, &out)          // header extension length
-        var hasher = IdempotencyKey.Hasher()
         var seq = base
         for r in rows {
             seq += 1
-            be16(8, &out)
+            be16(7, &out)
             be32(8, &out); be64(UInt64(bitPattern: seq), &out)
             text(r.user, &out)
             text(r.type, &out)
             text(r.app, &out)
             text(r.notificationId, &out)
-            if let user = r.user, let app = r.app, let id = r.notificationId {
-                be32(16, &out)
-                hasher.appendKey(user: user, app: app, id: id, to: &out)
-            } else {
-                be32(UInt32(bitPattern: -1), &out)
-            }
             text(r.body, &out)
             be32(8, &out)
             be64(UInt64(bitPattern: (r.engineTime.millisecondsSinceEpoch - PGBinaryParameters.postgresEpochMilliseconds) * 1000), &out)
@@ -85,42 +78,3 @@ enum EventCopy {
         withUnsafeBytes(of: v.bigEndian) { out.append(contentsOf: $0) }
     }
 }
-
-/// The idempotency key of an event: the first 16 bytes of SHA-256(user ‖ 0x00 ‖ app ‖ 0x00 ‖ id),
-/// exactly as `herald_idempotency_key` computes it in SQL (schema/004_copy_append.sql); no key when
-/// any part is missing. NUL never occurs in a stored text value, so the separators are unambiguous.
-public enum IdempotencyKey {
-    /// The key as 16 bytes, or nil when the row has no user, app or notification id.
-    public static func bytes(user: String?, app: String?, id: String?) -> [UInt8]? {
-        guard let user, let app, let id else { return nil }
-        var hasher = Hasher()
-        var out: [UInt8] = []
-        hasher.appendKey(user: user, app: app, id: id, to: &out)
-        return out
-    }
-
-    /// SHA-256 without allocations per key: the message and the schedule live in buffers reused
-    /// for a whole batch (the writer hashes one key per submit on the service's thread).
-    struct Hasher {
-        private var message: [UInt8] = []
-        private var w = [UInt32](repeating: 0, count: 64)
-
-        init() { message.reserveCapacity(256) }
-
-        /// Appends the 16-byte key of (user, app, id) to `out`.
-        mutating func appendKey(user: String, app: String, id: String, to out: inout [UInt8]) {
-            message.removeAll(keepingCapacity: true)
-            var user = user, app = app, id = id
-            user.withUTF8 { message.append(contentsOf: $0) }
-            message.append(0)
-            app.withUTF8 { message.append(contentsOf: $0) }
-            message.append(0)
-            id.withUTF8 { message.append(contentsOf: $0) }
-            SHA256.pad(&message)
-            let h = message.withUnsafeBufferPointer { m in w.withUnsafeMutableBufferPointer { SHA256.words(ofPadded: m, schedule: $0) } }
-            // 16 bytes: the first four words, big-endian.
-            for i in 0..<4 { withUnsafeBytes(of: h[i].bigEndian) { out.append(contentsOf: $0) } }
-        }
-    }
-}
-

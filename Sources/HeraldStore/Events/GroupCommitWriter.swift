@@ -747,15 +747,6 @@ enum EventBatch {
         p.appendText(rows.lazy.map(\.notificationId))
         p.appendText(rows.lazy.map(\.body))
         p.appendTimestamptz(rows.lazy.map(\.engineTime.millisecondsSinceEpoch))
-        // The idempotency keys, computed here as the COPY path does (not by SQL per row).
-        var hasher = IdempotencyKey.Hasher()
-        p.appendUUID(rows.map { r -> [UInt8]? in
-            guard let user = r.user, let app = r.app, let id = r.notificationId else { return nil }
-            var key: [UInt8] = []
-            key.reserveCapacity(16)
-            hasher.appendKey(user: user, app: app, id: id, to: &key)
-            return key
-        })
         return p
     }
 }

@@ -4,7 +4,7 @@ enum StoreSQL {
     /// Names of the writer's prepared statements (prepared once per connection by `GroupCommitWriter`).
     static let appendEventsName = "herald_append_events"
     static let appendDeliveriesName = "herald_append_deliveries"
-    static let appendEventsParameterCount = 7
+    static let appendEventsParameterCount = 6
     static let appendDeliveriesParameterCount = 11
 
     /// Session settings of the writer connection, sent once before its first transaction.
@@ -14,16 +14,16 @@ enum StoreSQL {
     /// for 510 rows). These statements are all row-at-a-time OLTP work, which JIT never speeds up.
     static let writerSessionSetup = "SET jit = off"
 
-    /// Appends a batch of events through `herald_append_events` (schema/004_copy_append.sql; the
+    /// Appends a batch of events through `herald_append_events` (schema/009_idempotency_by_notification.sql; the
     /// writer's fast path is COPY, `EventCopy`, and this is its fallback when a key is stored).
-    /// Rows whose idempotency key exists (or repeats inside the batch) are not inserted and are
+    /// Rows whose (user, app, notification id) is stored (or repeats inside the batch) are not inserted and are
     /// reported as duplicates (same body) or conflicts (different body). Fresh rows take consecutive positions from
     /// `event_head`, bumped in the same transaction, so a rolled-back batch leaves no gap and
     /// positions follow commit order. Returns (ord, seq, outcome) per input row, ordered by ord,
     /// or the single row (0, base, 'batch') when every row was appended at base + ord.
     static let appendEvents = """
         SELECT r_ord, r_seq, r_outcome
-        FROM herald_append_events($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::uuid[])
+        FROM herald_append_events($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
         """
 
     /// Appends a batch of deliveries through `herald_append_deliveries` (schema/002_fast_append.sql).
