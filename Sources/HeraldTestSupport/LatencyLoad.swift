@@ -17,8 +17,12 @@ public struct LatencyLoad: Sendable {
         public var delivered: Int
         public var seconds: Double
         public var latenciesMs: [Double]  // sorted
-        public func percentile(_ p: Double) -> Double {
-            latenciesMs.isEmpty ? 0 : latenciesMs[min(latenciesMs.count - 1, Int(Double(latenciesMs.count) * p))]
+        /// Send → acknowledgement (after COMMIT) of each submit, sorted: the "ack latency".
+        public var ackLatenciesMs: [Double]
+        public func percentile(_ p: Double) -> Double { Self.percentile(latenciesMs, p) }
+        public func ackPercentile(_ p: Double) -> Double { Self.percentile(ackLatenciesMs, p) }
+        static func percentile(_ sorted: [Double], _ p: Double) -> Double {
+            sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
         }
     }
 
@@ -33,9 +37,19 @@ public struct LatencyLoad: Sendable {
         let started = IngestLoad.monotonicNanoseconds()
         let sendTimes = Mutex([UInt64](repeating: 0, count: events))
         let failure = Mutex<String?>(nil)
+        let ackLatencies = Mutex([Double]())
         let ackReader = Thread {
-            do { for _ in 0..<events { _ = try producer.readLine(timeoutMilliseconds: 60_000) } }
-            catch { failure.withLock { $0 = "acks: \(error)" } }
+            // Replies come in request order: the i-th line answers the i-th submit.
+            var acks: [Double] = []
+            acks.reserveCapacity(events)
+            do {
+                for i in 0..<events {
+                    _ = try producer.readLine(timeoutMilliseconds: 60_000)
+                    let now = IngestLoad.monotonicNanoseconds()
+                    acks.append(Double(now - sendTimes.withLock { $0[i] }) / 1e6)
+                }
+            } catch { failure.withLock { $0 = "acks: \(error)" } }
+            ackLatencies.withLock { $0 = acks.sorted() }
         }
         ackReader.start()
         let sender = Thread {
@@ -61,8 +75,11 @@ public struct LatencyLoad: Sendable {
             latencies.append(Double(now - sent) / 1e6)
             return latencies.count < events
         }
+        let seconds = Double(IngestLoad.monotonicNanoseconds() - started) / 1e9
+        // Every delivery line follows its ack's COMMIT, so the acks are all read by now or soon.
+        while ackLatencies.withLock({ $0.isEmpty }) && failure.withLock({ $0 }) == nil { usleep(1_000) }
         if let f = failure.withLock({ $0 }) { throw WireClient.Failure.io(f) }
-        return Result(delivered: latencies.count, seconds: Double(IngestLoad.monotonicNanoseconds() - started) / 1e9,
-                      latenciesMs: latencies.sorted())
+        return Result(delivered: latencies.count, seconds: seconds, latenciesMs: latencies.sorted(),
+                      ackLatenciesMs: ackLatencies.withLock { $0 })
     }
 }

@@ -102,9 +102,13 @@ struct LatencyBench: ParsableCommand {
                 print(JSONValue.object([
                     "offeredPerSecond": .double(rate), "delivered": .int(Int64(r.delivered)),
                     "p50Ms": .double(r.percentile(0.5)), "p99Ms": .double(r.percentile(0.99)), "p999Ms": .double(r.percentile(0.999)),
+                    "ackP50Ms": .double(r.ackPercentile(0.5)), "ackP99Ms": .double(r.ackPercentile(0.99)),
+                    "ackP999Ms": .double(r.ackPercentile(0.999)),
                 ]).canonicalString)
             } else {
                 print("end to end: \(events) submits at \(Int(rate))/s offered, one consumer at the tail")
+                print("  submit → ack (COMMIT)    p50 " + String(format: "%.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
+                      r.ackPercentile(0.5), r.ackPercentile(0.99), r.ackPercentile(0.999), r.ackLatenciesMs.last ?? 0))
                 print("  submit → delivery line   p50 " + String(format: "%.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
                       r.percentile(0.5), r.percentile(0.99), r.percentile(0.999), r.latenciesMs.last ?? 0))
             }
