@@ -1,6 +1,7 @@
 // A paced load with a subscribed consumer: latency from each submit's send to its delivery line at the consumer.
 import Foundation
 import HeraldCore
+import HeraldStore
 import Synchronization
 
 /// The end-to-end scenario of `herald bench latency`: one producer sends submits at a fixed
@@ -21,7 +22,7 @@ public struct LatencyLoad: Sendable {
         public var ackLatenciesMs: [Double]
         public func percentile(_ p: Double) -> Double { Self.percentile(latenciesMs, p) }
         public func ackPercentile(_ p: Double) -> Double { Self.percentile(ackLatenciesMs, p) }
-        static func percentile(_ sorted: [Double], _ p: Double) -> Double {
+        public static func percentile(_ sorted: [Double], _ p: Double) -> Double {
             sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
         }
     }
@@ -81,5 +82,34 @@ public struct LatencyLoad: Sendable {
         if let f = failure.withLock({ $0 }) { throw WireClient.Failure.io(f) }
         return Result(delivered: latencies.count, seconds: seconds, latenciesMs: latencies.sorted(),
                       ackLatenciesMs: ackLatencies.withLock { $0 })
+    }
+}
+
+extension LatencyLoad {
+    /// The physical floor of an acknowledgement, measured beside Herald in the same run: one
+    /// connection commits one `line`-sized row per transaction (autocommit `INSERT` into a table
+    /// with a primary key, `synchronous_commit` as configured) at the same offered rate. Each
+    /// latency runs from the transaction's due time to its COMMIT's reply, so a commit that is late
+    /// because the previous one was slow counts its wait (as `pgbench --rate` does). Sorted, ms,
+    /// and the rate reached: one connection commits one row at a time, so above a few thousand
+    /// per second it falls behind and its latencies become queueing.
+    public func commitBaseline(databaseURL: String, count: Int) throws -> (latenciesMs: [Double], reachedPerSecond: Double) {
+        let conn = try PGConnection.connect(databaseURL)
+        defer { conn.close() }
+        try conn.execute("DROP TABLE IF EXISTS bench_latency_baseline")
+        try conn.execute("CREATE TABLE bench_latency_baseline (id bigint PRIMARY KEY, body text NOT NULL)")
+        var latencies: [Double] = []
+        latencies.reserveCapacity(count)
+        let started = IngestLoad.monotonicNanoseconds()
+        for i in 0..<count {
+            let due = started + UInt64(Double(i) / ratePerSecond * 1e9)
+            let now = IngestLoad.monotonicNanoseconds()
+            if due > now { usleep(UInt32((due - now) / 1000)) }
+            try conn.execute("INSERT INTO bench_latency_baseline (id, body) VALUES ($1, $2)", [String(i), ingest.line(i)])
+            latencies.append(Double(IngestLoad.monotonicNanoseconds() - due) / 1e6)
+        }
+        let seconds = Double(IngestLoad.monotonicNanoseconds() - started) / 1e9
+        try conn.execute("DROP TABLE bench_latency_baseline")
+        return (latencies.sorted(), Double(count) / seconds)
     }
 }

@@ -98,9 +98,18 @@ struct LatencyBench: ParsableCommand {
                 Log.info("latency: \(events) submits at \(Int(rate))/s with a consumer subscribed")
                 return try load.run(port: port)
             }
+            // The baseline in the same run: a bare durable commit per row at the same rate, on the
+            // same database (at most 10 s of it), after Herald has stopped.
+            let baselineCount = min(events, max(100, Int(rate * 10)))
+            Log.info("latency: baseline, \(baselineCount) single-row commits at \(Int(rate))/s on one connection")
+            let (floor, reached) = try load.commitBaseline(databaseURL: url, count: baselineCount)
+            let saturated = reached < rate * 0.95
+            func pct(_ p: Double) -> Double { LatencyLoad.Result.percentile(floor, p) }
             if json {
                 print(JSONValue.object([
                     "offeredPerSecond": .double(rate), "delivered": .int(Int64(r.delivered)),
+                    "baselineCommitP50Ms": .double(pct(0.5)), "baselineCommitP99Ms": .double(pct(0.99)),
+                    "baselineCommitP999Ms": .double(pct(0.999)), "baselineReachedPerSecond": .double(reached),
                     "p50Ms": .double(r.percentile(0.5)), "p99Ms": .double(r.percentile(0.99)), "p999Ms": .double(r.percentile(0.999)),
                     "ackP50Ms": .double(r.ackPercentile(0.5)), "ackP99Ms": .double(r.ackPercentile(0.99)),
                     "ackP999Ms": .double(r.ackPercentile(0.999)),
@@ -111,6 +120,14 @@ struct LatencyBench: ParsableCommand {
                       r.ackPercentile(0.5), r.ackPercentile(0.99), r.ackPercentile(0.999), r.ackLatenciesMs.last ?? 0))
                 print("  submit → delivery line   p50 " + String(format: "%.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
                       r.percentile(0.5), r.percentile(0.99), r.percentile(0.999), r.latenciesMs.last ?? 0))
+                print("  baseline: one-row COMMIT p50 " + String(format: "%.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
+                      pct(0.5), pct(0.99), pct(0.999), floor.last ?? 0)
+                      + "   (\(floor.count) autocommit INSERTs at the same rate, one connection; an ack needs one"
+                      + " commit, a delivery line two in sequence)")
+                if saturated {
+                    print("    the baseline reached only \(Int(reached))/s: one connection commits one row at a time, so at this"
+                          + " rate its latencies are queueing, not the floor; compare at a lower rate")
+                }
             }
         }
     }
