@@ -18,6 +18,7 @@ struct IngestBench: ParsableCommand {
     @Option(help: "Outstanding submits per producer.") var window = 256
     @Option(help: "Distinct users (each authorized first).") var users = 10_000
     @Flag(help: "Deliveries through the append function even beside events (the path before migration 006).") var noCopyDeliveries = false
+    @Option(help: "The writer's largest transaction, in rows (default: the service's).") var maxRowsPerTransaction: Int?
     @Flag(help: "Print JSON instead of a table.") var json = false
 
     func run() throws {
@@ -28,7 +29,10 @@ struct IngestBench: ParsableCommand {
             var load = IngestLoad()
             load.events = events; load.producers = producers; load.window = window; load.users = users
             var costs = IngestCosts()
-            let r = try withInProcessService(url: url, configure: { $0.writerLimits.copyDeliveries = !noCopyDeliveries }) { port in
+            let r = try withInProcessService(url: url, configure: {
+                $0.writerLimits.copyDeliveries = !noCopyDeliveries
+                if let maxRowsPerTransaction { $0.writerLimits.maxRowsPerTransaction = maxRowsPerTransaction }
+            }) { port in
                 Log.info("authorizing \(users) users")
                 try load.prepare(port: port)
                 Log.info("ingest: \(events) submits, \(producers) producers × \(window) outstanding")
