@@ -22,9 +22,7 @@ public struct IngestLoad: Sendable {
         public var seconds: Double
         public var latenciesMs: [Double]   // sorted
         public var acksPerSecond: Double { Double(acked) / seconds }
-        public func percentile(_ p: Double) -> Double {
-            latenciesMs.isEmpty ? 0 : latenciesMs[min(latenciesMs.count - 1, Int(Double(latenciesMs.count) * p))]
-        }
+        public func percentile(_ p: Double) -> Double { latenciesMs.sortedPercentile(p) }
     }
 
     /// Registers the app and authorizes every user (so submits are decided, not suppressed).
@@ -174,5 +172,13 @@ public struct IngestLoad: Sendable {
             if acks > 0 { acked(acks) }
         }
         return latencies
+    }
+}
+
+extension Array where Element == Double {
+    /// The p-quantile (0 ≤ p ≤ 1) of values already sorted ascending, by rank; 0 when empty.
+    /// Shared by every bench that reports latency percentiles.
+    public func sortedPercentile(_ p: Double) -> Double {
+        isEmpty ? 0 : self[Swift.min(count - 1, Int(Double(count) * p))]
     }
 }

@@ -20,11 +20,8 @@ public struct LatencyLoad: Sendable {
         public var latenciesMs: [Double]  // sorted
         /// Send → acknowledgement (after COMMIT) of each submit, sorted: the "ack latency".
         public var ackLatenciesMs: [Double]
-        public func percentile(_ p: Double) -> Double { Self.percentile(latenciesMs, p) }
-        public func ackPercentile(_ p: Double) -> Double { Self.percentile(ackLatenciesMs, p) }
-        public static func percentile(_ sorted: [Double], _ p: Double) -> Double {
-            sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
-        }
+        public func percentile(_ p: Double) -> Double { latenciesMs.sortedPercentile(p) }
+        public func ackPercentile(_ p: Double) -> Double { ackLatenciesMs.sortedPercentile(p) }
     }
 
     public func run(port: Int) throws -> Result {

@@ -104,9 +104,7 @@ public struct StoreBenchmark {
                                              chunks: Self.copyChunks(rows))
         let stringRate = try Self.timedCopy(conn, table: "bench_copy_strings", indexes: [], chunks: Self.stringCopyChunks(rows))
 
-        func percentile(_ p: Double) -> Double {
-            latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
-        }
+        func percentile(_ p: Double) -> Double { latencies.sortedPercentile(p) }
         return Result(
             groupCommitEventsPerSecond: Double(acked) / groupSeconds,
             copyRowsPerSecond: copyRate,

@@ -118,7 +118,7 @@ struct PeerBench: ParsableCommand {
             return latencies.count < total
         }
         latencies.sort()
-        func pct(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+        func pct(_ p: Double) -> Double { latencies.sortedPercentile(p) }
         return PeerResult(name: "Herald", enqueuePerSecond: Double(total) / enqueueSeconds,
                           enqueueNote: "8 producers × 256 outstanding submits, each acked after COMMIT",
                           p50: pct(0.5), p99: pct(0.99), max: latencies.last ?? 0, processed: latencies.count)

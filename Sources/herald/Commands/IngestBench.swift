@@ -108,7 +108,7 @@ struct LatencyBench: ParsableCommand {
             Log.info("latency: baseline, \(baselineCount) single-row commits at \(Int(rate))/s on one connection")
             let (floor, reached) = try load.commitBaseline(databaseURL: url, count: baselineCount)
             let saturated = reached < rate * 0.95
-            func pct(_ p: Double) -> Double { LatencyLoad.Result.percentile(floor, p) }
+            func pct(_ p: Double) -> Double { floor.sortedPercentile(p) }
             if json {
                 print(JSONValue.object([
                     "offeredPerSecond": .double(rate), "delivered": .int(Int64(r.delivered)),
