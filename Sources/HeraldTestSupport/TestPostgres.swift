@@ -1,5 +1,6 @@
 // A throwaway PostgreSQL cluster per test process, and a fresh migrated database per test.
 import Foundation
+import Glibc
 import HeraldStore
 import Synchronization
 
@@ -15,6 +16,7 @@ public enum TestPostgres {
             if let c = s.cluster { return .success(c) }
             if let e = s.error { return .failure(e) }
             do throws(StoreError) {
+                removeClustersOfDeadProcesses(in: FileManager.default.temporaryDirectory.path)
                 let base = FileManager.default.temporaryDirectory.path + "/herald-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
                 let c = try LocalCluster(dataDirectory: base + "/pgdata")
                 try c.start()
@@ -33,6 +35,28 @@ public enum TestPostgres {
             }
         }
         return try result.get()
+    }
+
+    /// Stops and removes the clusters of test processes that died without running their `atexit`
+    /// (a crash, SIGKILL, a debugger stopped): each left a server running, with its shared memory,
+    /// and a folder of ~100 MB. A folder is `herald-test-<pid>-<random>`; one whose process is
+    /// still alive (another test run, or a reused pid) is left alone. Returns the folders removed.
+    @discardableResult
+    public static func removeClustersOfDeadProcesses(in directory: String) -> [String] {
+        var removed: [String] = []
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix("herald-test-") {
+            let parts = name.split(separator: "-")
+            guard parts.count == 4, let pid = Int32(parts[2]), pid != getpid() else { continue }
+            if Glibc.kill(pid, 0) == 0 || errno == EPERM { continue }
+            let base = directory + "/" + name
+            if FileManager.default.fileExists(atPath: base + "/pgdata/postmaster.pid"),
+               let stale = try? LocalCluster(dataDirectory: base + "/pgdata") {
+                stale.kill()
+            }
+            try? FileManager.default.removeItem(atPath: base)
+            removed.append(name)
+        }
+        return removed
     }
 
     /// Creates an empty database (optionally migrated) and returns its connection string.
