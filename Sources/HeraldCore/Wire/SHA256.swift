@@ -14,17 +14,15 @@ public enum SHA256 {
     }
 
     /// Appends the FIPS 180-4 padding to a message in place: 0x80, zeros, the length in bits.
-    public static func pad(_ bytes: inout [UInt8]) {
+    private static func pad(_ bytes: inout [UInt8]) {
         let bitLength = UInt64(bytes.count) &* 8
         bytes.append(0x80)
         while bytes.count % 64 != 56 { bytes.append(0) }
         withUnsafeBytes(of: bitLength.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
-    /// The eight digest words of a padded message (`pad`), with `w` (64 words) as the message
-    /// schedule: no allocation, so a caller hashing many short messages (the writer's idempotency
-    /// keys) reuses its buffers.
-    public static func words(ofPadded m: UnsafeBufferPointer<UInt8>, schedule w: UnsafeMutableBufferPointer<UInt32>) -> SIMD8<UInt32> {
+    /// The eight digest words of a padded message (`pad`), with `w` (64 words) as the message schedule.
+    private static func words(ofPadded m: UnsafeBufferPointer<UInt8>, schedule w: UnsafeMutableBufferPointer<UInt32>) -> SIMD8<UInt32> {
         var h0: UInt32 = 0x6a09e667, h1: UInt32 = 0xbb67ae85, h2: UInt32 = 0x3c6ef372, h3: UInt32 = 0xa54ff53a
         var h4: UInt32 = 0x510e527f, h5: UInt32 = 0x9b05688c, h6: UInt32 = 0x1f83d9ab, h7: UInt32 = 0x5be0cd19
         k.withUnsafeBufferPointer { k in

@@ -37,7 +37,6 @@ struct PGBinaryParameters {
     static let textOID: UInt32 = 25
     static let int8OID: UInt32 = 20
     static let timestamptzOID: UInt32 = 1184
-    static let uuidOID: UInt32 = 2950
 
     /// 2000-01-01T00:00:00Z in milliseconds since the Unix epoch: PostgreSQL's timestamp origin.
     static let postgresEpochMilliseconds: Int64 = 946_684_800_000
@@ -107,19 +106,6 @@ struct PGBinaryParameters {
         for value in values {
             be32(8)
             be64(UInt64(bitPattern: value))
-        }
-        ranges.append(start..<bytes.count)
-    }
-
-    /// `uuid[]` from 16-byte values; nil elements are SQL NULL.
-    mutating func appendUUID<C: Collection>(_ values: C) where C.Element == [UInt8]? {
-        let start = bytes.count
-        let hasNull = values.contains { $0 == nil }
-        header(count: values.count, hasNull: hasNull, element: Self.uuidOID)
-        for value in values {
-            guard let value, value.count == 16 else { be32(UInt32(bitPattern: -1)); continue }
-            be32(16)
-            bytes.append(contentsOf: value)
         }
         ranges.append(start..<bytes.count)
     }
