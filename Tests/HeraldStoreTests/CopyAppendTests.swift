@@ -16,10 +16,11 @@ import Testing
                     trace: #"[{"rule":"normal"}]"#, body: #"{"kind":"alert"}"#)
     }
 
-    static func writer(_ url: String, copy: Bool = true, copyDeliveries: Bool = true) throws -> GroupCommitWriter {
+    static func writer(_ url: String, copy: Bool = true, copyDeliveries: Bool = true, completeFirstUpTo: Int? = nil) throws -> GroupCommitWriter {
         var limits = GroupCommitWriter.Limits()
         limits.copyEvents = copy
         limits.copyDeliveries = copyDeliveries
+        if let completeFirstUpTo { limits.completeFirstUpToEvents = completeFirstUpTo }
         return try GroupCommitWriter(connection: PGConnection.connect(url), limits: limits)
     }
 

@@ -7,11 +7,60 @@ import HeraldTestSupport
 import Testing
 
 @Suite struct OverlapTests {
-    /// A writer whose set-up segment has been answered, so the next append goes out alone.
-    static func readyWriter(_ url: String) throws -> GroupCommitWriter {
-        let writer = try CopyAppendTests.writer(url)
+    /// A writer whose set-up segment has been answered, so the next append goes out alone. These
+    /// batches are small: overlap them whatever their size (`completeFirstUpToEvents` 0), as the
+    /// writer does with large ones.
+    static func readyWriter(_ url: String, completeFirstUpTo: Int = 0) throws -> GroupCommitWriter {
+        let writer = try CopyAppendTests.writer(url, completeFirstUpTo: completeFirstUpTo)
         #expect(writer.runUntilIdle())
         return writer
+    }
+
+    @Test func aSmallCommittedBatchCompletesBeforeTheNextIsSentSoWhatItsCompletionsAppendRidesInIt() throws {
+        // Light load: A (3 events) commits while B waits. A's completions run first and append the
+        // deliveries they decided (in `afterCompletions`, once for the batch); B is sent after
+        // them, with those deliveries in the same transaction — one commit sooner than if B had gone first.
+        let url = try TestPostgres.freshDatabase()
+        let writer = try Self.readyWriter(url, completeFirstUpTo: 32)
+        var heard: [String] = []
+        var decided: [DeliveryRow] = []
+        writer.afterCompletions = {
+            heard.append("after completions (\(decided.count) decided)")
+            guard !decided.isEmpty else { return }
+            writer.append(deliveries: decided) { heard.append("D \(String(describing: try? $0.get()))") }
+            decided.removeAll()
+        }
+        writer.append(events: (1...3).map { CopyAppendTests.event($0) }) { result in
+            heard.append("A \((try? result.get())?.count ?? -1)")
+            #expect(writer.pendingTransactions == 0 && writer.queuedWork == 1, "B waits until A's completions ran")
+            decided = (1...3).map { CopyAppendTests.delivery(Int64($0)) }
+        }
+        writer.append(events: (4...5).map { CopyAppendTests.event($0) }) { heard.append("B \((try? $0.get())?.count ?? -1)") }
+        let committedBefore = writer.transactionsCommitted
+        #expect(writer.runUntilIdle())
+        #expect(heard == ["A 3", "after completions (3 decided)", "B 2", "D \(String(describing: Optional([Int64(1), 2, 3])))",
+                          "after completions (0 decided)"])
+        #expect(writer.transactionsCommitted - committedBefore == 2, "A, then B with A's deliveries")
+        #expect(writer.transactionsOverlapped == 0)
+        let conn = try PGConnection.connect(url)
+        #expect(try conn.execute("SELECT count(DISTINCT xmin::text) FROM events WHERE seq > 3").int64(0, 0) == 1)
+        #expect(try conn.execute("SELECT count(*) FROM deliveries d JOIN events e ON e.seq = 4 AND d.xmin = e.xmin").int64(0, 0) == 3,
+                "A's deliveries committed with B's events")
+    }
+
+    @Test func aLargeCommittedBatchStillOverlapsTheNextOne() throws {
+        // Above `completeFirstUpToEvents` the next transaction goes first, as before.
+        let url = try TestPostgres.freshDatabase()
+        let writer = try Self.readyWriter(url, completeFirstUpTo: 2)
+        var heard: [String] = []
+        writer.append(events: (1...3).map { CopyAppendTests.event($0) }) { _ in
+            heard.append("A")
+            #expect(writer.pendingTransactions == 1, "B started before A's completion ran")
+        }
+        writer.append(events: (4...5).map { CopyAppendTests.event($0) }) { _ in heard.append("B") }
+        #expect(writer.runUntilIdle())
+        #expect(heard == ["A", "B"])
+        #expect(writer.transactionsOverlapped == 1)
     }
 
     @Test func theNextQueuedBatchIsStoredWhileTheCommittedOnesCompletionsWait() throws {

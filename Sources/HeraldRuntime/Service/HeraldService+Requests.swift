@@ -93,7 +93,9 @@ extension HeraldService {
                     }
                 }
                 reply(self.replyFor(outcomes: outcomes, rid: rid, warnings: warnings))
-                self.flushDeliveries()
+                // Not `flushDeliveries()` here: a committed batch completes its requests one by
+                // one, and the first request's deliveries would go alone. The writer calls
+                // `afterCompletions` once the batch is complete (installed in `start`).
                 self.fireTimersSoon()
             }
         }

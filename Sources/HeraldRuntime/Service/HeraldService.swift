@@ -125,6 +125,9 @@ public final class HeraldService: ConnectionDelegate {
         reader.log = log
         store.commitFlushedForTesting = configuration.commitFlushedForTesting
         store.limits = configuration.writerLimits
+        // A committed batch's deliveries are appended once its requests have all completed: in
+        // one batch, and (small transactions) in the transaction sent next.
+        store.afterCompletions = { [weak self] in self?.flushDeliveries() }
         let systemClock = manualNow == nil
         let wallClock = configuration.wallClock
         self.timers = WheelDriver(loop: loop, start: .epoch, systemClock: systemClock) { [unowned self] in self.manualNow ?? wallClock() }

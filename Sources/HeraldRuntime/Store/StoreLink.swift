@@ -21,6 +21,9 @@ public final class StoreLink {
     public var log: (String) -> Void = { _ in }
     /// Test-only fault injection handed to every writer (`GroupCommitWriter.commitFlushedForTesting`).
     public var commitFlushedForTesting: ((_ socket: Int32, _ eventRows: Int) -> Bool)?
+    /// Handed to every writer (`GroupCommitWriter.afterCompletions`): runs once a committed
+    /// transaction's completions have run, before the next transaction is sent.
+    public var afterCompletions: (() -> Void)?
     /// Limits handed to every writer (first connection and reconnects).
     public var limits = GroupCommitWriter.Limits()
 
@@ -52,6 +55,7 @@ public final class StoreLink {
 
     private func install(_ w: GroupCommitWriter) {
         w.commitFlushedForTesting = commitFlushedForTesting
+        w.afterCompletions = afterCompletions
         writer = w
         lastError = nil
         backoffMs = 100

@@ -42,6 +42,14 @@ public final class GroupCommitWriter {
         /// makes the batch go again through `herald_append_deliveries`, which skips it. Only with
         /// `copyEvents` (COPY needs transactions one at a time); off: every batch through the function.
         public var copyDeliveries: Bool = true
+        /// A committed COPY transaction of 1 to this many events runs its completions *before*
+        /// the next transaction is sent, so that what they queue (the deliveries decided from its
+        /// events, through `afterCompletions`) rides in that next transaction instead of the one
+        /// after it. Larger ones send the next transaction first and complete while PostgreSQL
+        /// stores it (the two sides would otherwise take turns). Under light and moderate load
+        /// transactions are small, and the delivery line then waits one commit less
+        /// (docs/store-performance.md, session 9); 0: always send first.
+        public var completeFirstUpToEvents: Int = 32
         public init() {}
     }
 
@@ -128,6 +136,12 @@ public final class GroupCommitWriter {
     private var setupPending = false
     /// Results are being read and completions run: `pump` waits until they are all done.
     private var draining = false
+    /// Completions of a committed transaction ran during this read (see `afterCompletions`).
+    private var completionsRan = false
+    /// Called once after the completions run while reading PostgreSQL's answers, before the next
+    /// transaction is sent: appends made here (the owner's decided deliveries, in one batch) join
+    /// that transaction — not a one-row transaction for the first completion's deliveries.
+    public var afterCompletions: (() -> Void)?
     /// A COPY met a stored key: batches go through the function (which reports duplicates at no
     /// extra cost) until one comes back without any, so a storm of client retries after an outage
     /// does not pay for a failed COPY in every batch.
@@ -274,6 +288,10 @@ public final class GroupCommitWriter {
         guard connection.consumeInput() else { fail(.unavailable(connection.lastErrorMessage)); return }
         drainResults()
         if broken == nil && connection.isBad { fail(.unavailable(connection.lastErrorMessage)) }
+        if completionsRan {
+            completionsRan = false
+            afterCompletions?()
+        }
         pump()
     }
 
@@ -522,7 +540,11 @@ public final class GroupCommitWriter {
                 if let base = state.base { completeEvents(tx, base: base) }
                 if let deliveryBase = state.deliveryBase { completeDeliveries(tx, base: deliveryBase) }
             }
-            guard !queue.isEmpty, inFlight.isEmpty else {
+            let completeFirst = tx.eventRowCount > 0 && tx.eventRowCount <= limits.completeFirstUpToEvents
+            guard !queue.isEmpty, inFlight.isEmpty, !completeFirst else {
+                // Nothing to overlap with, or a small batch of events: complete first; `socketReadable`
+                // then runs `afterCompletions` and sends what is queued, their appends included.
+                // (Deliveries alone — a storm's — always overlap: their completions decide nothing.)
                 runCommittedCompletions()
                 completeAll()
                 return
@@ -608,6 +630,7 @@ public final class GroupCommitWriter {
             case .begin, .commit, .setup, .rollback:
                 break
             case .events:
+                completionsRan = true
                 var outcomes = [AppendOutcome?](repeating: nil, count: tx.eventRowCount)
                 if let base = Self.wholeBatchBase(result) {
                     // The whole batch was appended at base + ord (see herald_append_events): no
@@ -649,6 +672,7 @@ public final class GroupCommitWriter {
 
     /// Completes the events of `tx`, stored by COPY at base + 1 … and now committed.
     private func completeEvents(_ tx: Transaction, base: Int64) {
+        completionsRan = true
         let outcomes = (0..<tx.eventRowCount).map { AppendOutcome.appended(seq: base + Int64($0) + 1) }
         for (range, completion) in tx.events { completion(.success(Array(outcomes[range]))) }
     }
