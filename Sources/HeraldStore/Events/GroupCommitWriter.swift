@@ -49,7 +49,7 @@ public final class GroupCommitWriter {
         /// stores it (the two sides would otherwise take turns). Under light and moderate load
         /// transactions are small, and the delivery line then waits one commit less
         /// (docs/store-performance.md, session 9); 0: always send first.
-        public var completeFirstUpToEvents: Int = 32
+        public var completeFirstUpToEvents: Int = 16
         public init() {}
     }
 
