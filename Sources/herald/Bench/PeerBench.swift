@@ -70,6 +70,15 @@ struct PeerBench: ParsableCommand {
                 report.json[key + "Processed"] = .int(Int64(r.processed))
             }
             rows("Herald", herald, "herald")
+            if let first = herald.first, case .object(let f) = herald.firing {
+                func i(_ k: String) -> Int64 { f[k]?.intValue ?? 0 }
+                report.row("  first line / firing: slices, engine, encoding", "\(Fmt.ms(first)) / \(i("sliceMs")), \(i("engineMs")), \(i("encodeMs")) ms",
+                           "\(i("usersFired")) users in \(i("slices")) slices; first → last slice \(i("firstToLastSliceMs")) ms, "
+                           + "first slice → last commit \(i("firstSliceToLastCommitMs")) ms", key: "heraldFirstMs", value: Fmt.j(first))
+                report.row("  appends: count / rows / sent → committed", "\(i("appends")) / \(i("appendRows")) / \(i("appendMs")) ms",
+                           "completions (wire lines, ring, consumers) \(i("completionMs")) ms of loop time")
+                report.json["heraldFiring"] = herald.firing
+            }
             if let peer {
                 rows(peer.name, peer, "peer")
                 let enqueueRatio = herald.enqueuePerSecond / peer.enqueuePerSecond
@@ -88,6 +97,10 @@ struct PeerBench: ParsableCommand {
         var enqueueNote: String
         var p50: Double, p99: Double, max: Double
         var processed: Int
+        /// Herald only: the first delivery line after the due instant, and the service's firing
+        /// phases (`stats.firing`: slices, engine, encoding, appends), to see where p99 goes.
+        var first: Double? = nil
+        var firing: JSONValue = .null
     }
 
     /// Herald's side: pipelined deferred submits, then a consumer times each delivery line against the due instant.
@@ -119,9 +132,13 @@ struct PeerBench: ParsableCommand {
         }
         latencies.sort()
         func pct(_ p: Double) -> Double { latencies.sortedPercentile(p) }
+        let admin = try WireClient(port: port)
+        _ = try admin.request(#"{"op":"hello"}"#)
+        let stats = try admin.request(#"{"op":"stats"}"#)
         return PeerResult(name: "Herald", enqueuePerSecond: Double(total) / enqueueSeconds,
                           enqueueNote: "8 producers × 256 outstanding submits, each acked after COMMIT",
-                          p50: pct(0.5), p99: pct(0.99), max: latencies.last ?? 0, processed: latencies.count)
+                          p50: pct(0.5), p99: pct(0.99), max: latencies.last ?? 0, processed: latencies.count,
+                          first: latencies.first, firing: stats["firing"] ?? .null)
     }
 
     /// Runs the peer script and reads its one JSON line.
