@@ -203,9 +203,10 @@ extension HeraldService {
                 self.phases.appendRows += rows.count
                 self.phases.appendNanoseconds += doneAt - sentAt
                 self.phases.lastCommitAt = doneAt
-                for (row, cursor) in zip(rows, cursors) where cursor > 0 {
+                // By index: `for (row, cursor) in zip(…)` copied every row.
+                for (i, cursor) in zip(rows.indices, cursors) where cursor > 0 {
                     self.deliveriesCommitted += 1
-                    self.committed(row, cursor: cursor)
+                    self.committed(rows[i].bodyBytes, cursor: cursor)
                 }
                 // A row stored already (cursor 0) committed in an append whose outcome this
                 // process never learned (a COMMIT reply lost, a failed later part of a split
@@ -295,14 +296,14 @@ extension HeraldService {
         body.withUnsafeBytes { line($0, cursor: cursor) }
     }
 
-    func committed(_ row: DeliveryRow, cursor: Int64) {
+    func committed(_ body: [UInt8], cursor: Int64) {
         if ring.isEmpty { ringFirstCursor = cursor }
         if cursor != ringFirstCursor + Int64(ring.count) {
             // Another writer took cursors in between: restart the ring here (consumers read the gap from PostgreSQL).
             ring.removeAll()
             ringFirstCursor = cursor
         }
-        ring.append(Self.line(row.bodyBytes, cursor: cursor))
+        ring.append(Self.line(body, cursor: cursor))
         if ring.count > configuration.deliveryRingCapacity {
             ring.removeFirst()
             ringFirstCursor += 1

@@ -85,11 +85,12 @@ extension HeraldService {
                 if !self.store.isReady { self.unknownCommitSince = min(self.unknownCommitSince ?? at, at) }
                 reply(WireReply.error(rid: rid, self.requestError(error)))
             case .success(let outcomes):
-                for (outcome, draft) in zip(outcomes, accepted.events) {
+                // By index: `for (outcome, draft) in zip(…)` copied every draft.
+                for (i, outcome) in zip(accepted.events.indices, outcomes) {
                     if case .appended(let seq) = outcome {
                         self.eventsCommitted += 1
                         // Carries the door's decoded notification, so the fold does not parse the body again.
-                        self.applyCommitted(StoredEvent(draft, seq: seq, at: at))
+                        self.applyCommitted(StoredEvent(accepted.events[i], seq: seq, at: at))
                     }
                 }
                 reply(self.replyFor(outcomes: outcomes, rid: rid, warnings: warnings))

@@ -326,10 +326,10 @@ public final class GroupCommitWriter {
             switch work {
             case .events(let r, let c):
                 tx.events.append((events.count..<(events.count + r.count), c))
-                events += r
+                if events.isEmpty { events = r } else { events += r }  // the first part shared, not copied row by row
             case .deliveries(let r, let c):
                 tx.deliveries.append((deliveries.count..<(deliveries.count + r.count), c))
-                deliveries += r
+                if deliveries.isEmpty { deliveries = r } else { deliveries += r }
             case .ack(let name, let cursor, let c):
                 tx.acks.append((name, cursor, c))
             }
