@@ -26,12 +26,18 @@ enum DeliveryCopy {
 
     /// The whole COPY data for `rows` at base + 1 …: header, one tuple per row, trailer, written
     /// into a buffer of the exact size.
+    /// Rows are read in place (`rs[i].field`): `for r in rows` copied each row, retaining and
+    /// releasing its eight reference-counted fields.
     static func encode(_ rows: [DeliveryRow], base: Int64) -> [UInt8] {
+        rows.withUnsafeBufferPointer { encode($0, base: base) }
+    }
+
+    private static func encode(_ rs: UnsafeBufferPointer<DeliveryRow>, base: Int64) -> [UInt8] {
         var total = signature.count + 8 + 2
-        for r in rows {
+        for i in rs.indices {
             total += 2 + 12 * 4 + 8 * 4
-                + r.user.utf8.count + r.kind.utf8.count + (r.app?.utf8.count ?? 0) + (r.notificationId?.utf8.count ?? 0)
-                + r.reason.utf8.count + r.rulesVersion.utf8.count + r.traceBytes.count + r.bodyBytes.count
+                + rs[i].user.utf8.count + rs[i].kind.utf8.count + (rs[i].app?.utf8.count ?? 0) + (rs[i].notificationId?.utf8.count ?? 0)
+                + rs[i].reason.utf8.count + rs[i].rulesVersion.utf8.count + rs[i].traceBytes.count + rs[i].bodyBytes.count
         }
         return [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
             var w = BigEndianWriter(base: UnsafeMutableRawPointer(buffer.baseAddress!))
@@ -39,21 +45,21 @@ enum DeliveryCopy {
             w.be32(0)          // flags: no OIDs
             w.be32(0)          // header extension length
             var cursor = base
-            for r in rows {
+            for i in rs.indices {
                 cursor += 1
                 w.be16(12)
                 w.be32(8); w.be64(UInt64(bitPattern: cursor))
-                w.text(r.user)
-                w.be32(8); w.be64(UInt64(bitPattern: r.userIndex))
-                w.be32(8); w.be64(UInt64(bitPattern: r.causeSeq))
-                w.text(r.kind)
-                w.text(r.app)
-                w.text(r.notificationId)
-                w.text(r.reason)
-                w.be32(8); w.be64(UInt64(bitPattern: (r.at.millisecondsSinceEpoch - PGBinaryParameters.postgresEpochMilliseconds) * 1000))
-                w.text(r.rulesVersion)
-                r.traceBytes.withUnsafeBytes { w.be32(UInt32($0.count)); w.copy($0) }
-                r.bodyBytes.withUnsafeBytes { w.be32(UInt32($0.count)); w.copy($0) }
+                w.text(rs[i].user)
+                w.be32(8); w.be64(UInt64(bitPattern: rs[i].userIndex))
+                w.be32(8); w.be64(UInt64(bitPattern: rs[i].causeSeq))
+                w.text(rs[i].kind)
+                w.text(rs[i].app)
+                w.text(rs[i].notificationId)
+                w.text(rs[i].reason)
+                w.be32(8); w.be64(UInt64(bitPattern: (rs[i].at.millisecondsSinceEpoch - PGBinaryParameters.postgresEpochMilliseconds) * 1000))
+                w.text(rs[i].rulesVersion)
+                rs[i].traceBytes.withUnsafeBytes { w.be32(UInt32($0.count)); w.copy($0) }
+                rs[i].bodyBytes.withUnsafeBytes { w.be32(UInt32($0.count)); w.copy($0) }
             }
             w.be16(0xFFFF)     // trailer: field count -1
             precondition(w.at == total, "delivery COPY: wrote \(w.at) bytes of \(total)")
@@ -65,7 +71,12 @@ enum DeliveryCopy {
 extension BigEndianWriter {
     /// A text field: its length and UTF-8 bytes, or -1 for NULL.
     mutating func text(_ value: String?) {
-        guard var value else { be32(UInt32(bitPattern: -1)); return }
-        value.withUTF8 { be32(UInt32($0.count)); copy(UnsafeRawBufferPointer($0)) }
+        guard let value else { be32(UInt32(bitPattern: -1)); return }
+        // A native string's bytes in place; `var` + `withUTF8` copied the string first.
+        let done: Void? = value.utf8.withContiguousStorageIfAvailable { be32(UInt32($0.count)); copy(UnsafeRawBufferPointer($0)) }
+        if done == nil {
+            var bridged = value
+            bridged.withUTF8 { be32(UInt32($0.count)); copy(UnsafeRawBufferPointer($0)) }
+        }
     }
 }

@@ -30,11 +30,17 @@ enum EventCopy {
     private static let signature: [UInt8] = [0x50, 0x47, 0x43, 0x4F, 0x50, 0x59, 0x0A, 0xFF, 0x0D, 0x0A, 0x00]
 
     /// The whole COPY data for `rows` at base + 1 …: header, one tuple per row, trailer.
-    static func encode(_ rows: some Collection<EventRow>, base: Int64) -> [UInt8] {
+    static func encode(_ rows: [EventRow], base: Int64) -> [UInt8] {
+        rows.withUnsafeBufferPointer { encode($0, base: base) }
+    }
+
+    /// Rows are read in place (`rs[i].field`): `for r in rows` copied each row, retaining and
+    /// releasing its five strings.
+    private static func encode(_ rs: UnsafeBufferPointer<EventRow>, base: Int64) -> [UInt8] {
         var capacity = 32
-        for r in rows {
-            capacity += 2 + 7 * 4 + 8 + 8 + r.body.utf8.count + r.type.utf8.count
-                + (r.user?.utf8.count ?? 0) + (r.app?.utf8.count ?? 0) + (r.notificationId?.utf8.count ?? 0)
+        for i in rs.indices {
+            capacity += 2 + 7 * 4 + 8 + 8 + rs[i].body.utf8.count + rs[i].type.utf8.count
+                + (rs[i].user?.utf8.count ?? 0) + (rs[i].app?.utf8.count ?? 0) + (rs[i].notificationId?.utf8.count ?? 0)
         }
         var out: [UInt8] = []
         out.reserveCapacity(capacity)
@@ -42,27 +48,35 @@ enum EventCopy {
         be32(0, &out)          // flags: no OIDs
         be32(0, &out)          // header extension length
         var seq = base
-        for r in rows {
+        for i in rs.indices {
             seq += 1
             be16(7, &out)
             be32(8, &out); be64(UInt64(bitPattern: seq), &out)
-            text(r.user, &out)
-            text(r.type, &out)
-            text(r.app, &out)
-            text(r.notificationId, &out)
-            text(r.body, &out)
+            text(rs[i].user, &out)
+            text(rs[i].type, &out)
+            text(rs[i].app, &out)
+            text(rs[i].notificationId, &out)
+            text(rs[i].body, &out)
             be32(8, &out)
-            be64(UInt64(bitPattern: (r.engineTime.millisecondsSinceEpoch - PGBinaryParameters.postgresEpochMilliseconds) * 1000), &out)
+            be64(UInt64(bitPattern: (rs[i].engineTime.millisecondsSinceEpoch - PGBinaryParameters.postgresEpochMilliseconds) * 1000), &out)
         }
         be16(0xFFFF, &out)     // trailer: field count -1
         return out
     }
 
     @inline(__always) private static func text(_ value: String?, _ out: inout [UInt8]) {
-        guard var value else { be32(UInt32(bitPattern: -1), &out); return }
-        value.withUTF8 { utf8 in
+        guard let value else { be32(UInt32(bitPattern: -1), &out); return }
+        // A native string's bytes in place; `var` + `withUTF8` copied the string first.
+        let done: Void? = value.utf8.withContiguousStorageIfAvailable { utf8 in
             be32(UInt32(utf8.count), &out)
             out.append(contentsOf: utf8)
+        }
+        if done == nil {
+            var bridged = value
+            bridged.withUTF8 { utf8 in
+                be32(UInt32(utf8.count), &out)
+                out.append(contentsOf: utf8)
+            }
         }
     }
 
