@@ -38,15 +38,11 @@ public struct ClientSession: Sendable {
     public private(set) var tokens: TokenTable
     public let serverName: String
     public private(set) var grant: Grant? {
-        didSet {
-            mayProduce = grant?.roles.contains(Self.submitRole) ?? false
-            producerApps = grant?.apps
-        }
+        didSet { producerGrant = grant?.roles.contains(Self.submitRole) == true ? grant : nil }
     }
-    /// The grant's producer role and apps, read once per hello instead of once per line: the
-    /// fast submit path below checked `Set<Role>` (a hash) and copied the grant on every submit.
-    private var mayProduce = false
-    private var producerApps: Set<String>?
+    /// The grant when it has the producer role, decided once per hello instead of once per line:
+    /// the fast submit path below checked `Set<Role>` (a hash) and copied the grant on every submit.
+    private var producerGrant: Grant?
     private var credential: Credential?
     /// Names of the client's verified TLS certificate (CN, SANs); empty without one.
     public private(set) var certificateNames: [String] = []
@@ -77,7 +73,7 @@ public struct ClientSession: Sendable {
         nextTicket += 1
         // The common case first: a plain submit from a producer for one of its apps, read without
         // a JSON tree. Anything else — including every refusal — takes the general path below.
-        if mayProduce, let submit = SubmitLine.read(line), producerApps.map({ $0.contains(submit.app) }) ?? true {
+        if producerGrant != nil, let submit = SubmitLine.read(line), producerGrant?.mayActFor(app: submit.app) == true {
             return [.dispatch(Request(ticket: ticket, op: "submit", rid: submit.rid, body: .null, submitLine: submit))]
         }
         let value: JSONValue

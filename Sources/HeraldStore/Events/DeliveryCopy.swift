@@ -26,12 +26,12 @@ enum DeliveryCopy {
 
     /// The whole COPY data for `rows` at base + 1 …: header, one tuple per row, trailer, written
     /// into a buffer of the exact size.
-    /// Rows are read in place (`rs[i].field`): `for r in rows` copied each row, retaining and
-    /// releasing its eight reference-counted fields.
     static func encode(_ rows: [DeliveryRow], base: Int64) -> [UInt8] {
         rows.withUnsafeBufferPointer { encode($0, base: base) }
     }
 
+    /// Rows are read in place (`rs[i].field`): `for r in rows` copied each row, retaining and
+    /// releasing its eight reference-counted fields.
     private static func encode(_ rs: UnsafeBufferPointer<DeliveryRow>, base: Int64) -> [UInt8] {
         var total = signature.count + 8 + 2
         for i in rs.indices {
@@ -72,11 +72,6 @@ extension BigEndianWriter {
     /// A text field: its length and UTF-8 bytes, or -1 for NULL.
     mutating func text(_ value: String?) {
         guard let value else { be32(UInt32(bitPattern: -1)); return }
-        // A native string's bytes in place; `var` + `withUTF8` copied the string first.
-        let done: Void? = value.utf8.withContiguousStorageIfAvailable { be32(UInt32($0.count)); copy(UnsafeRawBufferPointer($0)) }
-        if done == nil {
-            var bridged = value
-            bridged.withUTF8 { be32(UInt32($0.count)); copy(UnsafeRawBufferPointer($0)) }
-        }
+        value.withUTF8Bytes { be32(UInt32($0.count)); copy(UnsafeRawBufferPointer($0)) }
     }
 }

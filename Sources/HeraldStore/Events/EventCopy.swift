@@ -66,17 +66,9 @@ enum EventCopy {
 
     @inline(__always) private static func text(_ value: String?, _ out: inout [UInt8]) {
         guard let value else { be32(UInt32(bitPattern: -1), &out); return }
-        // A native string's bytes in place; `var` + `withUTF8` copied the string first.
-        let done: Void? = value.utf8.withContiguousStorageIfAvailable { utf8 in
+        value.withUTF8Bytes { utf8 in
             be32(UInt32(utf8.count), &out)
             out.append(contentsOf: utf8)
-        }
-        if done == nil {
-            var bridged = value
-            bridged.withUTF8 { utf8 in
-                be32(UInt32(utf8.count), &out)
-                out.append(contentsOf: utf8)
-            }
         }
     }
 
