@@ -7,6 +7,9 @@ import DequeModule
 /// while a transaction is in flight; when it completes, everything queued is sent as the next
 /// transaction — before the completed one's completions run, which wait until the next one's COPY
 /// data is on the wire, so PostgreSQL stores a batch while the owner handles the previous one.
+/// A small batch of events (`Limits.completeFirstUpToEvents`) completes first instead, and what
+/// its completions and `afterCompletions` append (the deliveries it decided) rides in that next
+/// transaction.
 /// With events in it (and `Limits.copyEvents`, the default), it leaves pipeline mode:
 /// `BEGIN; UPDATE event_head … RETURNING; COPY events … FROM STDIN (FORMAT binary)[; COMMIT]`,
 /// the rows encoded at the claimed positions once the base arrives (two round trips), then any
