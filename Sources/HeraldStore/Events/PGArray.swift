@@ -75,8 +75,8 @@ struct PGBinaryParameters {
         let hasNull = values.contains { $0 == nil }
         header(count: values.count, hasNull: hasNull, element: Self.textOID)
         for value in values {
-            guard var value else { be32(UInt32(bitPattern: -1)); continue }
-            value.withUTF8 { utf8 in
+            guard let value else { be32(UInt32(bitPattern: -1)); continue }
+            value.withUTF8Bytes { utf8 in
                 be32(UInt32(utf8.count))
                 bytes.append(contentsOf: utf8)
             }
