@@ -19,7 +19,7 @@ struct IngestBench: ParsableCommand {
     @Option(help: "Distinct users (each authorized first).") var users = 10_000
     @Flag(help: "Deliveries through the append function even beside events (the path before migration 006).") var noCopyDeliveries = false
     @Option(help: "The writer's largest transaction, in rows (default: the service's).") var maxRowsPerTransaction: Int?
-    @Option(help: "Committed transactions of at most this many events complete before the next one is sent (default: the writer's; 0: always send first).") var completeFirstUpTo: Int?
+    @OptionGroup var writer: WriterOptions
     @Flag(help: "Print JSON instead of a table.") var json = false
 
     func run() throws {
@@ -33,7 +33,7 @@ struct IngestBench: ParsableCommand {
             let r = try withInProcessService(url: url, configure: {
                 $0.writerLimits.copyDeliveries = !noCopyDeliveries
                 if let maxRowsPerTransaction { $0.writerLimits.maxRowsPerTransaction = maxRowsPerTransaction }
-                if let completeFirstUpTo { $0.writerLimits.completeFirstUpToEvents = completeFirstUpTo }
+                writer.apply(to: &$0)
             }) { port in
                 Log.info("authorizing \(users) users")
                 try load.prepare(port: port)
@@ -89,7 +89,7 @@ struct LatencyBench: ParsableCommand {
     @Option(help: "Submits in all.") var events = 20_000
     @Option(help: "Offered load, submits per second (default: about half the measured ingest maximum).") var rate = 4_000.0
     @Option(help: "Distinct users (each authorized first).") var users = 10_000
-    @Option(help: "Committed transactions of at most this many events complete before the next one is sent (default: the writer's; 0: always send first).") var completeFirstUpTo: Int?
+    @OptionGroup var writer: WriterOptions
     @Flag(help: "Print JSON instead of a table.") var json = false
 
     func run() throws {
@@ -99,9 +99,7 @@ struct LatencyBench: ParsableCommand {
             let url = try scratchDatabase(location, name: "herald_bench_latency")
             var load = LatencyLoad()
             load.events = events; load.ratePerSecond = rate; load.ingest.users = users
-            let r = try withInProcessService(url: url, configure: {
-                if let completeFirstUpTo { $0.writerLimits.completeFirstUpToEvents = completeFirstUpTo }
-            }) { port in
+            let r = try withInProcessService(url: url, configure: { writer.apply(to: &$0) }) { port in
                 Log.info("authorizing \(users) users")
                 try load.ingest.prepare(port: port)
                 Log.info("latency: \(events) submits at \(Int(rate))/s with a consumer subscribed")
@@ -171,6 +169,16 @@ func withInProcessService<T>(url: String, configure: (inout ServiceConfiguration
         _ = stopped.wait(timeout: .now() + 30)
     }
     return try body(port)
+}
+
+/// The service writer's knobs that `bench ingest` and `bench latency` both offer, for A/B runs.
+struct WriterOptions: ParsableArguments {
+    @Option(help: "Committed transactions of at most this many events complete before the next one is sent (default: the writer's; 0: always send first).")
+    var completeFirstUpTo: Int?
+
+    func apply(to configuration: inout ServiceConfiguration) {
+        if let completeFirstUpTo { configuration.writerLimits.completeFirstUpToEvents = completeFirstUpTo }
+    }
 }
 
 /// What the ingest run cost per event, from counters read before and after it: WAL fsyncs
