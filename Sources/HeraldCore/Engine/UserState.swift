@@ -168,6 +168,12 @@ struct FocusState: Hashable, Sendable {
 
     /// The earliest instant after `t` at which `active(at:)` may change.
     func nextChange(after t: Instant) -> Instant? {
+        // A manual Focus in force wins over every schedule until it ends: schedule transitions
+        // before then cannot change `active(at:)`. Without this, a Focus turned on by hand for
+        // years over a daily schedule, holding notifications, woke the user twice a day, each
+        // wake-up finding nothing to do (found by the fuzz target advancing to the end of time:
+        // 1.5M wake-ups, 28 s).
+        if let m = manual, manualUntil.map({ t < $0 }) ?? true, definition(m) != nil { return manualUntil }
         var best: Instant?
         func consider(_ x: Instant?) {
             guard let x, x > t else { return }
