@@ -127,7 +127,7 @@ extension HeraldService {
         var t = sliceStart
         let budget = configuration.timerSliceMicroseconds * 1_000
         while fired < configuration.timerSliceUsers, unsentDeliveries.count < 2 * configuration.deliveryAppendRows,
-              budget <= 0 || fired & 63 != 0 || t - sliceStart < budget,
+              budget <= 0 || t - sliceStart < budget,
               let (ordinal, horizon) = dueUsers.first {
             // A user's lean items due now are read first, asynchronously; until then the slice
             // stops before that user, and `contentArrived` fires the next one (docs/restart.md).

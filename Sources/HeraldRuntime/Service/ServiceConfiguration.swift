@@ -42,10 +42,14 @@ public struct ServiceConfiguration: Sendable {
     /// each slice's deliveries are appended on their own, so consumers see the first ones within
     /// milliseconds instead of after the whole storm commits, and requests keep being served.
     public var timerSliceUsers = 2_000
-    /// A slice also ends after this much loop time (checked every 64 users), so that commits,
+    /// A slice also ends after this much loop time (checked after every user), so that commits,
     /// consumers and requests are served between slices whatever one user's timers cost; 0: no
-    /// time bound. The order of decisions does not depend on where slices end.
-    public var timerSliceMicroseconds: Int64 = 10_000
+    /// time bound. The order of decisions does not depend on where slices end. Short, because a
+    /// delivery append by COPY needs the loop twice (to send its rows when PostgreSQL is ready
+    /// for them, and to start the next append once it commits): PostgreSQL waits while a slice
+    /// runs (docs/store-performance.md, session 10: 10 ms put the first line of a 20,000-job
+    /// burst 70–90 ms after its instant, 1 ms 10–20 ms).
+    public var timerSliceMicroseconds: Int64 = 1_000
     /// The most delivery rows in one append (one transaction); the next goes when it commits.
     public var deliveryAppendRows = 4_000
     /// The store writer's limits (`GroupCommitWriter.Limits`); benchmarks compare its paths with it.
