@@ -86,11 +86,42 @@ extension Delivery {
     /// Writes the stored body then the stored trace into `scratch` (cleared first) and returns
     /// both as arrays: the two allocations a stored delivery row needs, with one reusable sink.
     public func storedBytes(using scratch: inout ByteSink) -> (body: [UInt8], trace: [UInt8]) {
-        scratch.removeAll()
-        writeBody(to: &scratch)
-        let body = scratch.array
+        let body = storedBody(using: &scratch)
         scratch.removeAll()
         ruleTrace.writeJSON(to: &scratch)
         return (body, scratch.array)
     }
+
+    /// The stored body (`bodyBytes`), written into `scratch` (cleared first) and returned as an array.
+    public func storedBody(using scratch: inout ByteSink) -> [UInt8] {
+        scratch.removeAll()
+        writeBody(to: &scratch)
+        return scratch.array
+    }
+}
+
+/// The stored bytes of each distinct trace met so far, shared by every row that has it: most
+/// decisions of a workload walk the same rules to the same outcome (a plain alert's trace is the
+/// same 13 steps, 494 bytes), so a look-up of the packed trace replaces writing and allocating
+/// them per delivery. Bounded: cleared when it holds `capacity` traces (the rules allow far
+/// fewer distinct ones in practice).
+public struct TraceBytesCache {
+    private var entries: [RuleTrace: [UInt8]] = [:]
+    /// The most traces kept before the cache starts again.
+    public static let capacity = 1_024
+
+    /// Creates an empty cache.
+    public init() {}
+
+    /// `trace`'s stored bytes (`RuleTrace.writeJSON`), from the cache or written and kept.
+    public mutating func bytes(for trace: RuleTrace) -> [UInt8] {
+        if let bytes = entries[trace] { return bytes }
+        if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+        let bytes = withSink(capacity: 512) { trace.writeJSON(to: &$0) }
+        entries[trace] = bytes
+        return bytes
+    }
+
+    /// Distinct traces held (tests).
+    public var count: Int { entries.count }
 }

@@ -65,11 +65,11 @@ extension HeraldService {
         }
     }
 
-    /// The stored row of a delivery: body and trace encoded once, into bytes, through the
-    /// service's reusable sink.
+    /// The stored row of a delivery: the body encoded once, into bytes, through the service's
+    /// reusable sink; the trace's bytes shared with every earlier row that had the same trace.
     func row(_ d: Delivery, index: Int64) -> DeliveryRow {
-        let (body, trace) = d.storedBytes(using: &rowScratch.sink)
-        return Self.row(d, index: index, body: body, trace: trace)
+        let body = d.storedBody(using: &rowScratch.sink)
+        return Self.row(d, index: index, body: body, trace: rowScratch.traces.bytes(for: d.ruleTrace))
     }
 
     /// The stored row of a delivery (start-up and tools: a sink of its own).
@@ -315,5 +315,6 @@ extension HeraldService {
 /// A reusable byte sink owned by a class, so its memory is freed with the service.
 final class ScratchSink {
     var sink = ByteSink(capacity: 4096)
+    var traces = TraceBytesCache()
     deinit { sink.deallocate() }
 }

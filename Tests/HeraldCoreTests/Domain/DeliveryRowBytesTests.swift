@@ -28,6 +28,34 @@ import Testing
         #expect(trace == d.traceJSON.canonicalBytes)
     }
 
+    /// The service shares one array per distinct trace (`TraceBytesCache`): the bytes must be
+    /// exactly what each delivery's own trace writes, and a full cache starts again.
+    @Test func cachedTraceBytesEqualEachDeliverysOwnTrace() {
+        var cache = TraceBytesCache()
+        var traces: [RuleTrace] = [RuleTrace()]
+        for c in RuleCode.allCases {
+            var t = traces.last!
+            t.append(c, RuleOutcome.allCases[Int(c.rawValue) % RuleOutcome.allCases.count])
+            traces.append(t)
+        }
+        for _ in 0..<2 {
+            for t in traces {
+                var d = Delivery(kind: .alert, user: "u", app: "a", notificationId: "n", at: Instant(millisecondsSinceEpoch: 0),
+                                 reason: "normal", rulesVersion: "1", causeSeq: 1)
+                d.ruleTrace = t
+                #expect(cache.bytes(for: t) == d.traceJSON.canonicalBytes)
+            }
+        }
+        #expect(cache.count == traces.count)
+        var full = TraceBytesCache()
+        for n in 0..<(TraceBytesCache.capacity + 5) {
+            var t = RuleTrace()
+            for bit in 0..<11 { t.append(n >> bit & 1 == 0 ? .muted : .focus, .pass) }
+            #expect(full.bytes(for: t) == JSONValue.array(t.steps.map(\.json)).canonicalBytes)
+        }
+        #expect(full.count == 5)
+    }
+
     @Test func summaryBodyBytesEqualTheCanonicalBody() {
         var d = Delivery(kind: .summary, user: "u1", app: nil, notificationId: nil,
                          at: Instant(rfc3339: "2026-03-27T08:00:00Z")!, reason: "summary", rulesVersion: "1", causeSeq: 7)
