@@ -70,13 +70,41 @@ public final class GroupCommitWriter {
         }
     }
 
+    // A transaction's waiters are structs, not tuples: a closure inside a tuple that is an
+    // array's element is kept in its most general form, and converting to and from it costs a
+    // thunk (an allocation) per request each way.
+
+    /// Requests whose events are rows `rows` of a transaction.
+    private struct EventsWaiter {
+        var rows: Range<Int>
+        var completion: EventsCompletion
+    }
+
+    /// Requests whose deliveries are rows `rows` of a transaction.
+    private struct DeliveriesWaiter {
+        var rows: Range<Int>
+        var completion: DeliveriesCompletion
+    }
+
+    /// A consumer's acknowledgement in a transaction.
+    private struct AckWaiter {
+        var consumer: String
+        var cursor: Int64
+        var completion: AckCompletion
+    }
+
+    /// Completions held back until the next transaction's data is sent (`committedNotCompleted`).
+    private struct HeldCompletions {
+        var run: () -> Void
+    }
+
     /// One transaction on the wire and what its results mean.
     private struct Transaction {
-        var events: [(rows: Range<Int>, completion: EventsCompletion)] = []
+        var events: [EventsWaiter] = []
         var eventRowCount = 0
-        var deliveries: [(rows: Range<Int>, completion: DeliveriesCompletion)] = []
+        var deliveries: [DeliveriesWaiter] = []
         var deliveryRowCount = 0
-        var acks: [(consumer: String, cursor: Int64, completion: AckCompletion)] = []
+        var acks: [AckWaiter] = []
         /// Statement kinds in the order sent (BEGIN and COMMIT included).
         var statements: [Statement] = []
         /// The first result of each statement, in order.
@@ -153,7 +181,7 @@ public final class GroupCommitWriter {
     /// queued, was started (`finishCopy`): they run once its data is on the wire — or before any
     /// later completion, or a failure — so PostgreSQL stores the next batch while the owner runs
     /// these (acks, folds, decisions) instead of the two taking turns. Always run in commit order.
-    private var committedNotCompleted: [() -> Void] = []
+    private var committedNotCompleted: [HeldCompletions] = []
 
     /// FAULT INJECTION FOR TESTS ONLY (nil in production): called each time a transaction's
     /// COMMIT has been flushed to the socket, before its reply is read, with the socket and the
@@ -223,7 +251,11 @@ public final class GroupCommitWriter {
     public func append(events rows: [EventRow], completion: @escaping EventsCompletion) {
         if let broken { completion(.failure(broken)); return }
         if rows.isEmpty { completion(.success([])); return }
-        for (part, done) in Self.split(rows, by: limits.maxRowsPerTransaction, completion) { queue.append(.events(part, done)) }
+        if rows.count <= limits.maxRowsPerTransaction {
+            queue.append(.events(rows, completion))  // not through `split`: a generic closure is a thunk per request
+        } else {
+            for (part, done) in Self.split(rows, by: limits.maxRowsPerTransaction, completion) { queue.append(.events(part, done)) }
+        }
         pump()
     }
 
@@ -233,7 +265,11 @@ public final class GroupCommitWriter {
     public func append(deliveries rows: [DeliveryRow], completion: @escaping DeliveriesCompletion) {
         if let broken { completion(.failure(broken)); return }
         if rows.isEmpty { completion(.success([])); return }
-        for (part, done) in Self.split(rows, by: limits.maxRowsPerTransaction, completion) { queue.append(.deliveries(part, done)) }
+        if rows.count <= limits.maxRowsPerTransaction {
+            queue.append(.deliveries(rows, completion))
+        } else {
+            for (part, done) in Self.split(rows, by: limits.maxRowsPerTransaction, completion) { queue.append(.deliveries(part, done)) }
+        }
         pump()
     }
 
@@ -328,13 +364,13 @@ public final class GroupCommitWriter {
             rows += work.rowCount
             switch work {
             case .events(let r, let c):
-                tx.events.append((events.count..<(events.count + r.count), c))
+                tx.events.append(EventsWaiter(rows: events.count..<(events.count + r.count), completion: c))
                 if events.isEmpty { events = r } else { events += r }  // the first part shared, not copied row by row
             case .deliveries(let r, let c):
-                tx.deliveries.append((deliveries.count..<(deliveries.count + r.count), c))
+                tx.deliveries.append(DeliveriesWaiter(rows: deliveries.count..<(deliveries.count + r.count), completion: c))
                 if deliveries.isEmpty { deliveries = r } else { deliveries += r }
             case .ack(let name, let cursor, let c):
-                tx.acks.append((name, cursor, c))
+                tx.acks.append(AckWaiter(consumer: name, cursor: cursor, completion: c))
             }
         }
         tx.eventRowCount = events.count
@@ -554,7 +590,7 @@ public final class GroupCommitWriter {
             }
             // Work queued while this transaction ran: start it before running these completions
             // (`committedNotCompleted`); appends they make join the transaction after it.
-            committedNotCompleted.append(completeAll)
+            committedNotCompleted.append(HeldCompletions(run: completeAll))
             transactionsOverlapped += 1
             if sendNextTransaction() {
                 flush()
@@ -652,8 +688,8 @@ public final class GroupCommitWriter {
                         outcomes[Int(ord) - 1] = outcome
                     }
                 }
-                for (range, completion) in tx.events {
-                    completion(.success(outcomes[range].map { $0 ?? .conflict(seq: 0) }))
+                for w in tx.events {
+                    w.completion(.success(outcomes[w.rows].map { $0 ?? .conflict(seq: 0) }))
                 }
             case .deliveries:
                 var cursors = [Int64](repeating: 0, count: tx.deliveryRowCount)
@@ -666,7 +702,7 @@ public final class GroupCommitWriter {
                         cursors[Int(ord) - 1] = cursor
                     }
                 }
-                for (range, completion) in tx.deliveries { completion(.success(Array(cursors[range]))) }
+                for w in tx.deliveries { w.completion(.success(Array(cursors[w.rows]))) }
             case .ack(let i):
                 tx.acks[i].completion(.success(result.int64(0, 0) ?? tx.acks[i].cursor))
             }
@@ -677,14 +713,14 @@ public final class GroupCommitWriter {
     private func completeEvents(_ tx: Transaction, base: Int64) {
         completionsRan = true
         let outcomes = (0..<tx.eventRowCount).map { AppendOutcome.appended(seq: base + Int64($0) + 1) }
-        for (range, completion) in tx.events { completion(.success(Array(outcomes[range]))) }
+        for w in tx.events { w.completion(.success(Array(outcomes[w.rows]))) }
     }
 
     /// Completes the deliveries of `tx`, stored by COPY at base + 1 … and now committed.
     private func completeDeliveries(_ tx: Transaction, base: Int64) {
         deliveriesCopied += tx.deliveryRowCount
-        for (range, completion) in tx.deliveries {
-            completion(.success(range.map { base + Int64($0) + 1 }))
+        for w in tx.deliveries {
+            w.completion(.success(w.rows.map { base + Int64($0) + 1 }))
         }
     }
 
@@ -696,7 +732,7 @@ public final class GroupCommitWriter {
 
     /// Runs the held-back completions of committed transactions (see `committedNotCompleted`), oldest first.
     private func runCommittedCompletions() {
-        while !committedNotCompleted.isEmpty { committedNotCompleted.removeFirst()() }
+        while !committedNotCompleted.isEmpty { committedNotCompleted.removeFirst().run() }
     }
 
     private func complete(_ tx: Transaction, with error: StoreError) {
