@@ -188,22 +188,24 @@ extension Engine {
             warnings.append(RequestWarning(code: "unknown_field", message: "Field “\(u)” is not part of submit and was ignored (not stored)."))
         }
 
-        // The normalized body and its size.
-        let canonical = withSink(capacity: 512) { Engine.writeNormalizedSubmitBody(n, to: &$0) }
-        let size = canonical.count
+        // The normalized body and its size, in one sink that then receives each recipient's tail:
+        // "user" sorts after every other submit field (`submitFields`), so each recipient's
+        // canonical body is the shared one with `,"user":…` before its closing brace. (One
+        // buffer and one array per recipient: a copy of the shared body per submit cost two
+        // allocations more.)
+        var sink = ByteSink(capacity: 1024)
+        defer { sink.deallocate() }
+        Engine.writeNormalizedSubmitBody(n, to: &sink)
+        let size = sink.count
         if size > Engine.maxPayloadBytes {
             throw RequestError(code: "payload_too_large", title: "Notification is \(size) bytes, over the 4 KiB limit",
                                detail: "The notification (content, actions and data, as canonical JSON) may be at most \(Engine.maxPayloadBytes) bytes. Shorten the texts or move data behind an id the app fetches.")
         }
+        let shared = size - 1  // without the closing brace
         var events: [EventDraft] = []
         events.reserveCapacity(users.count)
-        // "user" sorts after every other submit field (`submitFields`), so each recipient's
-        // canonical body is the shared one with `,"user":…` before its closing brace.
-        var sink = ByteSink(capacity: canonical.count + 64)
-        defer { sink.deallocate() }
         for u in users {
-            sink.removeAll()
-            canonical.withUnsafeBytes { sink.append(UnsafeRawBufferPointer(rebasing: $0.dropLast())) }
+            sink.truncate(to: shared)
             sink.append(",\"user\":")
             writeString(u, to: &sink)
             sink.append(UInt8(ascii: "}"))
