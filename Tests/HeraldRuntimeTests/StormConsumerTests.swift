@@ -66,13 +66,19 @@ import HeraldTestSupport
         #expect(report.deliveriesCompared == 80)
     }
 
-    /// A catch-up page's lines are written straight into the batch: the same bytes as `line`.
-    @Test func appendLineWritesTheSameBytesAsLine() {
+    /// Consumers' lines (from the ring's bodies and from catch-up pages) are written straight
+    /// into the batch: `{"cursor":n,"op":"delivery",` + the stored body after its `{` + newline.
+    @Test func appendLineWritesTheWireLineOfAStoredBody() throws {
         let body = Array(#"{"at":"2026-03-27T08:00:00Z","kind":"summary","user":"u"}"#.utf8)
-        for cursor: Int64 in [0, 1, 9, 10, 12_345, Int64.max] {
-            var out: [UInt8] = [0x41]
-            body.withUnsafeBytes { HeraldService.appendLine($0, cursor: cursor, to: &out) }
-            #expect(out == [0x41] + HeraldService.line(body, cursor: cursor))
+        for cursor: Int64 in [0, 1, 9, 10, 12_345, -7, Int64.max, Int64.min + 1] {
+            var sink = ByteSink(capacity: 4)  // small: growing is exercised
+            defer { sink.deallocate() }
+            sink.append(0x41)
+            body.withUnsafeBytes { HeraldService.appendLine($0, cursor: cursor, to: &sink) }
+            let out = sink.array
+            #expect(out == [0x41] + Array("{\"cursor\":\(cursor),\"op\":\"delivery\",".utf8) + body.dropFirst() + [0x0A])
+            let line = try JSONValue.parse(String(decoding: out.dropFirst().dropLast(), as: UTF8.self))
+            #expect(line["cursor"] == .int(cursor) && line["op"] == .string("delivery") && line["kind"] == .string("summary"))
         }
     }
 }

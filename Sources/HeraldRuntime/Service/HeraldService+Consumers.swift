@@ -106,13 +106,13 @@ extension HeraldService {
             } else if !ring.isEmpty && next >= ringFirstCursor {
                 let index = Int(next - ringFirstCursor)
                 guard index < ring.count else { return }
-                var batch: [UInt8] = []
+                lineScratch.sink.removeAll()
                 var i = index
-                while i < ring.count && batch.count < Self.consumerBatchBytes {
-                    batch += ring[i]
+                while i < ring.count && lineScratch.sink.count < Self.consumerBatchBytes {
+                    ring[i].withUnsafeBytes { Self.appendLine($0, cursor: ringFirstCursor + Int64(i), to: &lineScratch.sink) }
                     i += 1
                 }
-                connection.send(batch)
+                connection.send(lineScratch.sink.array)
                 stream.position = ringFirstCursor + Int64(i) - 1
             } else {
                 readBehind(stream)
@@ -151,11 +151,11 @@ extension HeraldService {
     /// rows after its position; drops the page once every row was sent.
     private func sendFromPage(_ stream: ConsumerStream, _ connection: ClientConnection) {
         guard let page = stream.page else { return }
-        var batch: [UInt8] = []
+        lineScratch.sink.removeAll()
         var i = stream.pageNext
-        while i < page.rowCount && batch.count < Self.consumerBatchBytes {
+        while i < page.rowCount && lineScratch.sink.count < Self.consumerBatchBytes {
             if let cursor = page.decimal(i, 0), cursor > stream.position {
-                page.withBytes(i, 1) { body in Self.appendLine(body, cursor: cursor, to: &batch) }
+                page.withBytes(i, 1) { body in Self.appendLine(body, cursor: cursor, to: &lineScratch.sink) }
                 stream.position = cursor
                 phases.catchUpRows += 1
             }
@@ -163,6 +163,6 @@ extension HeraldService {
         }
         stream.pageNext = i
         if i >= page.rowCount { stream.page = nil }
-        connection.send(batch)
+        connection.send(lineScratch.sink.array)
     }
 }

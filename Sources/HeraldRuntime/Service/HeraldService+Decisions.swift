@@ -249,51 +249,37 @@ extension HeraldService {
         }
     }
 
-    /// The wire line of a committed delivery: `{"cursor":n,"op":"delivery",` then the stored
-    /// body after its `{`, then a newline — a prefix and one copy of the stored bytes.
-    static func line(_ body: UnsafeRawBufferPointer, cursor: Int64) -> [UInt8] {
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for any Int64 in decimal
-        return withUnsafeMutableBytes(of: &digits) { scratch -> [UInt8] in
-            var n = 0
-            var v = cursor.magnitude
-            repeat {
-                scratch[23 - n] = UInt8(truncatingIfNeeded: v % 10) &+ 0x30
-                v /= 10
-                n += 1
-            } while v > 0
-            if cursor < 0 { scratch[23 - n] = 0x2D; n += 1 }
+    /// The most bytes a wire line adds to its stored body: `{"cursor":` (10), a sign and up to
+    /// 19 digits, `,"op":"delivery",` (17) and the newline, less the body's own `{`.
+    static let lineOverhead = 10 + 20 + 17 + 1
+
+    /// Appends the wire line of a committed delivery to `out`: `{"cursor":n,"op":"delivery",`
+    /// then the stored body after its `{`, then a newline. Consumers' batches are built from the
+    /// ring's bodies and from catch-up pages this way: no line array per delivery, one capacity
+    /// check and two copies per line.
+    static func appendLine(_ body: UnsafeRawBufferPointer, cursor: Int64, to out: inout ByteSink) {
+        let rest = max(body.count - 1, 0)
+        out.appendInPlace(maximum: rest + lineOverhead) { base in
             let head: StaticString = "{\"cursor\":"
             let tail: StaticString = ",\"op\":\"delivery\","
-            let rest = max(body.count - 1, 0)
-            let total = head.utf8CodeUnitCount + n + tail.utf8CodeUnitCount + rest + 1
-            return [UInt8](unsafeUninitializedCapacity: total) { out, initialized in
-                let base = UnsafeMutableRawPointer(out.baseAddress!)
-                var at = 0
-                base.copyMemory(from: head.utf8Start, byteCount: head.utf8CodeUnitCount); at += head.utf8CodeUnitCount
-                (base + at).copyMemory(from: scratch.baseAddress! + (24 - n), byteCount: n); at += n
-                (base + at).copyMemory(from: tail.utf8Start, byteCount: tail.utf8CodeUnitCount); at += tail.utf8CodeUnitCount
-                if rest > 0 { (base + at).copyMemory(from: body.baseAddress! + 1, byteCount: rest) }
-                at += rest
-                out[at] = 0x0A
-                initialized = total
+            base.update(from: head.utf8Start, count: head.utf8CodeUnitCount)
+            var at = head.utf8CodeUnitCount
+            if cursor < 0 { base[at] = 0x2D; at += 1 }
+            var v = cursor.magnitude, digits = 0
+            repeat { digits += 1; v /= 10 } while v > 0
+            v = cursor.magnitude
+            for i in stride(from: at + digits - 1, through: at, by: -1) {
+                base[i] = UInt8(truncatingIfNeeded: v % 10) &+ 0x30
+                v /= 10
             }
+            at += digits
+            (base + at).update(from: tail.utf8Start, count: tail.utf8CodeUnitCount)
+            at += tail.utf8CodeUnitCount
+            if rest > 0 { UnsafeMutableRawPointer(base + at).copyMemory(from: body.baseAddress! + 1, byteCount: rest) }
+            at += rest
+            base[at] = 0x0A
+            return at + 1
         }
-    }
-
-    /// Appends the wire line of a committed delivery (`line(_:cursor:)`) to `out`, without a
-    /// line array of its own.
-    static func appendLine(_ body: UnsafeRawBufferPointer, cursor: Int64, to out: inout [UInt8]) {
-        let head: StaticString = "{\"cursor\":"
-        let tail: StaticString = ",\"op\":\"delivery\","
-        out.append(contentsOf: UnsafeBufferPointer(start: head.utf8Start, count: head.utf8CodeUnitCount))
-        out.append(contentsOf: String(cursor).utf8)  // a small string: no allocation
-        out.append(contentsOf: UnsafeBufferPointer(start: tail.utf8Start, count: tail.utf8CodeUnitCount))
-        if body.count > 1 { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: body[1...])) }
-        out.append(0x0A)
-    }
-
-    static func line(_ body: [UInt8], cursor: Int64) -> [UInt8] {
-        body.withUnsafeBytes { line($0, cursor: cursor) }
     }
 
     func committed(_ body: [UInt8], cursor: Int64) {
@@ -303,7 +289,7 @@ extension HeraldService {
             ring.removeAll()
             ringFirstCursor = cursor
         }
-        ring.append(Self.line(body, cursor: cursor))
+        ring.append(body)
         if ring.count > configuration.deliveryRingCapacity {
             ring.removeFirst()
             ringFirstCursor += 1

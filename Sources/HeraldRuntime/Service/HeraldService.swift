@@ -35,6 +35,8 @@ public final class HeraldService: ConnectionDelegate {
     var dueWaiters: [() -> Void] = []
     /// The sink each delivery's stored body and trace are written into.
     let rowScratch = ScratchSink()
+    /// Consumers' batches are written here, then sent as one array (`appendLine`).
+    let lineScratch = ScratchSink()
     var timers: WheelDriver!
     /// Snapshots and lean-content loading (HeraldService+Snapshot, +Restore; docs/restart.md).
     let restart = RestartState()
@@ -98,7 +100,9 @@ public final class HeraldService: ConnectionDelegate {
     var deliveriesDone = 0
     var deliveryWaiters: Deque<(target: Int, run: () -> Void)> = []
 
-    /// Committed deliveries kept for consumers: cursor of the first, and the wire lines.
+    /// Committed deliveries kept for consumers: cursor of the first, and their stored bodies (the
+    /// very arrays of their rows, shared, not copied); `pump` writes each wire line into a
+    /// consumer's batch (`appendLine`), so a delivery costs no line array of its own.
     var ring: Deque<[UInt8]> = []
     var ringFirstCursor: Int64 = 1
     var deliveryHead: Int64 = 0
