@@ -109,16 +109,24 @@ public struct Engine: Sendable {
     /// anything the event made due at or before `event.at`. `registerApp` updates `apps`
     /// and leaves `state` alone.
     public func apply(_ event: StoredEvent, to state: inout UserState, apps: inout AppRegistry) -> Outcome {
+        var out: [Delivery] = []
+        let next = apply(event, to: &state, apps: &apps, appendingTo: &out)
+        return Outcome(deliveries: out, nextWake: next)
+    }
+
+    /// `apply`, appending the decisions to `out` (a buffer the caller empties and reuses: the
+    /// service folds every event this way, without an array per event); returns `nextWake`.
+    public func apply(_ event: StoredEvent, to state: inout UserState, apps: inout AppRegistry,
+                      appendingTo out: inout [Delivery]) -> Instant? {
         if event.kind == .registerApp {
             foldRegisterApp(event.body, apps: &apps)
-            return Outcome(deliveries: [], nextWake: state.nextDeadline())
+            return state.nextDeadline()
         }
-        var out: [Delivery] = []
         fireTimers(&state, upTo: event.at, apps: apps, out: &out)
         fold(event, into: &state, apps: apps, out: &out)
         let next = fireTimers(&state, upTo: event.at, apps: apps, out: &out)
         state.lastSeq = event.seq
-        return Outcome(deliveries: out, nextWake: next)
+        return next
     }
 
     /// Time passing for one user: fires everything due at or before `now`, ordered by
@@ -126,8 +134,13 @@ public struct Engine: Sendable {
     /// Timed decisions are judged at their deadline and carry `at` = the deadline.
     public func advance(_ state: inout UserState, to now: Instant, apps: AppRegistry) -> Outcome {
         var out: [Delivery] = []
-        let next = fireTimers(&state, upTo: now, apps: apps, out: &out)
+        let next = advance(&state, to: now, apps: apps, appendingTo: &out)
         return Outcome(deliveries: out, nextWake: next)
+    }
+
+    /// `advance`, appending the decisions to `out` (see `apply(_:to:apps:appendingTo:)`).
+    public func advance(_ state: inout UserState, to now: Instant, apps: AppRegistry, appendingTo out: inout [Delivery]) -> Instant? {
+        fireTimers(&state, upTo: now, apps: apps, out: &out)
     }
 
     func foldRegisterApp(_ body: JSONValue, apps: inout AppRegistry) {

@@ -42,26 +42,28 @@ extension HeraldService {
         let ordinal = ensureRecord(for: user)
         guard contentReady(ordinal: ordinal, upTo: event.at) else { return false }  // lean deferred items due by now (docs/restart.md)
         lastFoldedSeq = max(lastFoldedSeq, event.seq)
-        let outcome = engine.apply(event, to: &users[ordinal].state, apps: &apps)
-        take(outcome, ordinal: ordinal, collect: collect)
+        let nextWake = engine.apply(event, to: &users[ordinal].state, apps: &apps, appendingTo: &decided)
+        take(nextWake: nextWake, ordinal: ordinal, collect: collect)
         return true
     }
 
-    /// Queues the outcome's deliveries (or hands them to `collect`) and moves the user's wake-up.
-    func take(_ outcome: Outcome, ordinal: Int, collect: ((Delivery, Int64) -> Void)? = nil) {
+    /// Queues the deliveries just decided into `decided` (or hands them to `collect`), empties
+    /// it for the next decision, and moves the user's wake-up.
+    func take(nextWake: Instant?, ordinal: Int, collect: ((Delivery, Int64) -> Void)? = nil) {
         var count = users[ordinal].deliveryCount
-        // Borrowed from the buffer: `for d in outcome.deliveries` copied each delivery.
-        outcome.deliveries.withUnsafeBufferPointer { deliveries in
+        // Borrowed from the buffer: `for d in decided` copied each delivery.
+        decided.withUnsafeBufferPointer { deliveries in
             for i in deliveries.indices {
                 count += 1
                 if let collect { collect(deliveries[i], count) } else { unsentDeliveries.append(row(deliveries[i], index: count)) }
             }
         }
+        decided.removeAll(keepingCapacity: true)
         users[ordinal].deliveryCount = count
-        if outcome.nextWake != users[ordinal].wakeAt {
+        if nextWake != users[ordinal].wakeAt {
             if let h = users[ordinal].wakeHandle { timers.wheel.cancel(h) }
-            users[ordinal].wakeHandle = outcome.nextWake.map { timers.wheel.schedule(at: $0, payload: UInt64(ordinal)) }
-            users[ordinal].wakeAt = outcome.nextWake
+            users[ordinal].wakeHandle = nextWake.map { timers.wheel.schedule(at: $0, payload: UInt64(ordinal)) }
+            users[ordinal].wakeAt = nextWake
         }
     }
 
@@ -137,12 +139,12 @@ extension HeraldService {
             }
             dueUsers.removeFirst()
             let o = Int(ordinal)
-            let outcome = engine.advance(&users[o].state, to: horizon, apps: apps)
-            let decided = FiringPhases.now()
-            take(outcome, ordinal: o)
+            let nextWake = engine.advance(&users[o].state, to: horizon, apps: apps, appendingTo: &decided)
+            let decidedAt = FiringPhases.now()
+            take(nextWake: nextWake, ordinal: o)
             let taken = FiringPhases.now()
-            phases.engineNanoseconds += decided - t
-            phases.encodeNanoseconds += taken - decided
+            phases.engineNanoseconds += decidedAt - t
+            phases.encodeNanoseconds += taken - decidedAt
             t = taken
             fired += 1
         }

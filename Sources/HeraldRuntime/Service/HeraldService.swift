@@ -35,6 +35,9 @@ public final class HeraldService: ConnectionDelegate {
     var dueWaiters: [() -> Void] = []
     /// The sink each delivery's stored body and trace are written into.
     let rowScratch = ScratchSink()
+    /// The deliveries of the decision being taken (`Engine.apply(_:to:apps:appendingTo:)`): one
+    /// buffer reused for every event and timer, emptied by `take`.
+    var decided: [Delivery] = []
     /// Consumers' batches are written here, then sent as one array (`appendLine`).
     let lineScratch = ScratchSink()
     var timers: WheelDriver!
