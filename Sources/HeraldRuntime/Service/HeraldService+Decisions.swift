@@ -71,7 +71,7 @@ extension HeraldService {
     /// reusable sink; the trace's bytes shared with every earlier row that had the same trace.
     func row(_ d: Delivery, index: Int64) -> DeliveryRow {
         let body = d.storedBody(using: &rowScratch.sink)
-        return Self.row(d, index: index, body: body, trace: rowScratch.traces.bytes(for: d.ruleTrace))
+        return Self.row(d, index: index, body: body, trace: traceBytes.bytes(for: d.ruleTrace))
     }
 
     /// The stored row of a delivery (start-up and tools: a sink of its own).
@@ -303,6 +303,5 @@ extension HeraldService {
 /// A reusable byte sink owned by a class, so its memory is freed with the service.
 final class ScratchSink {
     var sink = ByteSink(capacity: 4096)
-    var traces = TraceBytesCache()
     deinit { sink.deallocate() }
 }

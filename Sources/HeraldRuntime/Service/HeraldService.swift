@@ -33,8 +33,10 @@ public final class HeraldService: ConnectionDelegate {
     var dueUsers: Deque<(UInt32, Instant)> = []
     /// Run once `dueUsers` is empty and its deliveries are committed (the `clock` op's reply).
     var dueWaiters: [() -> Void] = []
-    /// The sink each delivery's stored body and trace are written into.
+    /// The sink each delivery's stored body is written into.
     let rowScratch = ScratchSink()
+    /// Each distinct trace's stored bytes, shared by the rows that have it.
+    var traceBytes = TraceBytesCache()
     /// The deliveries of the decision being taken (`Engine.apply(_:to:apps:appendingTo:)`): one
     /// buffer reused for every event and timer, emptied by `take`.
     var decided: [Delivery] = []
