@@ -176,7 +176,7 @@ struct RestartBench: ParsableCommand {
         child.arguments = ["serve", "--database-url", url, "--listen", "127.0.0.1:\(port)",
                            "--clock", "manual", "--start", start.rfc3339] + extra
         let logPath = "/tmp/herald-bench-restart-\(getpid()).log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         child.standardError = FileHandle(forWritingAtPath: logPath)
         child.standardOutput = FileHandle.nullDevice
         let watch = Stopwatch()
