@@ -186,17 +186,25 @@ public struct ClientSession: Sendable {
 
     /// A request's reply is ready; returns what can be sent now, in request order.
     public mutating func replyCompleted(ticket: UInt64, reply: [UInt8]) -> [Action] {
+        releaseReply(ticket: ticket, reply: reply).map { [.send($0)] } ?? []
+    }
+
+    /// `replyCompleted` without an action array, for the runtime's path of every reply: the bytes
+    /// to send now (this reply and the finished ones it releases, in request order), or nil
+    /// while an earlier reply is still outstanding.
+    public mutating func releaseReply(ticket: UInt64, reply: [UInt8]) -> [UInt8]? {
         if ticket != nextToSend {
             finished[ticket] = reply
-            return []
+            return nil
         }
-        var out = reply
         nextToSend += 1
+        if finished.isEmpty { return reply }  // in order, nothing held: no look-up
+        var out = reply
         while let next = finished.removeValue(forKey: nextToSend) {
             out += next
             nextToSend += 1
         }
-        return [.send(out)]
+        return out
     }
 }
 

@@ -16,6 +16,13 @@ public enum WireReply {
     public static func appended(rid: JSONValue?, seq: Int64, warnings: [RequestWarning]) -> [UInt8] {
         var out = ByteSink(capacity: 64)
         defer { out.deallocate() }
+        return appended(rid: rid, seq: seq, warnings: warnings, using: &out)
+    }
+
+    /// `appended(rid:seq:warnings:)` written through the caller's reusable sink (cleared first):
+    /// the service answers every submit this way, with one allocation, the reply's array.
+    public static func appended(rid: JSONValue?, seq: Int64, warnings: [RequestWarning], using out: inout ByteSink) -> [UInt8] {
+        out.removeAll()
         out.append("{\"ok\":true,")
         if let rid {
             out.append("\"rid\":")

@@ -150,7 +150,7 @@ public final class ClientConnection {
     /// The answer to a dispatched request; sent when every earlier reply has been.
     public func complete(ticket: UInt64, reply: [UInt8]) {
         guard !isClosing || bev != nil else { return }
-        perform(session.replyCompleted(ticket: ticket, reply: reply))
+        if let bytes = session.releaseReply(ticket: ticket, reply: reply) { send(bytes) }
         resumeReadingIfCaughtUp()
     }
 

@@ -201,7 +201,7 @@ extension HeraldService {
     func replyFor(outcome: AppendOutcome, rid: JSONValue?, warnings: [RequestWarning]) -> [UInt8] {
         switch outcome {
         case .appended(let seq):
-            return WireReply.appended(rid: rid, seq: seq, warnings: warnings)
+            return WireReply.appended(rid: rid, seq: seq, warnings: warnings, using: &replyScratch.sink)
         case .duplicate(let seq):
             return WireReply.ok(rid: rid, ["seq": .int(seq), "duplicate": true, "warnings": .array([])])
         case .conflict(let seq):

@@ -42,6 +42,8 @@ public final class HeraldService: ConnectionDelegate {
     var decided: [Delivery] = []
     /// Consumers' batches are written here, then sent as one array (`appendLine`).
     let lineScratch = ScratchSink()
+    /// Acknowledgements are written here (`WireReply.appended(…using:)`).
+    let replyScratch = ScratchSink()
     var timers: WheelDriver!
     /// Snapshots and lean-content loading (HeraldService+Snapshot, +Restore; docs/restart.md).
     let restart = RestartState()
