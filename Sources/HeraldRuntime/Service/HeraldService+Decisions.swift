@@ -181,8 +181,16 @@ extension HeraldService {
         guard deliveryAppendsInFlight < Self.maxDeliveryAppends, !unsentDeliveries.isEmpty else { return }
         guard case .success(let writer) = store.currentWriter() else { return }  // retried on reconnect
         let n = min(unsentDeliveries.count, max(configuration.deliveryAppendRows, 1))
-        let rows = Array(unsentDeliveries.prefix(n))
-        unsentDeliveries.removeFirst(n)
+        let rows: [DeliveryRow]
+        if n == unsentDeliveries.count {
+            // All of them (every append but a storm's): the buffer moves, no row is copied.
+            rows = unsentDeliveries
+            unsentDeliveries = []
+            unsentDeliveries.reserveCapacity(n)
+        } else {
+            rows = Array(unsentDeliveries[..<n])
+            unsentDeliveries.removeFirst(n)
+        }
         requeuedDeliveries = max(0, requeuedDeliveries - n)
         deliveriesSent += n
         deliveryAppendsInFlight += 1

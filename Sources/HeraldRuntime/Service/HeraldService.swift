@@ -90,8 +90,9 @@ public final class HeraldService: ConnectionDelegate {
     /// (`reconcileUnknownCommits`), new appends are refused and timers do not fire past it.
     var unknownCommitSince: Instant?
     var retryReconcile: LoopEvent?
-    /// Deliveries decided but not yet committed (re-sent after a reconnect).
-    var unsentDeliveries: Deque<DeliveryRow> = []
+    /// Deliveries decided but not yet committed (re-sent after a reconnect). An array, so that
+    /// an append taking all of them moves the buffer instead of copying every row (`flushDeliveries`).
+    var unsentDeliveries: [DeliveryRow] = []
     /// Delivery appends handed to the writer and not completed: at most `maxDeliveryAppends`, so
     /// the next batch is queued when one commits and the writer stores it while this loop handles
     /// the committed one.
