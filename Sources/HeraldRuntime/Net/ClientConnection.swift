@@ -293,8 +293,7 @@ public final class ClientConnection {
         guard ok == 0 else { return "unknown" }
         var buffer = [CChar](repeating: 0, count: 32)
         inet_ntop(AF_INET, &addr.sin_addr, &buffer, 32)
-        let host = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return "\(host):\(UInt16(bigEndian: addr.sin_port))"
+        return "\(String(cBuffer: buffer)):\(UInt16(bigEndian: addr.sin_port))"
     }
 }
 

@@ -2,6 +2,7 @@
 import CLibEvent
 import CLibEventSSL
 import Glibc
+import HeraldCore
 
 /// Where `herald serve` finds its certificate, key and (optionally) the CA that signs client certificates.
 public struct TLSSettings: Sendable, Equatable {
@@ -101,7 +102,7 @@ public final class TLSContext {
         guard let ssl = bufferevent_openssl_get_ssl(bev) else { return [] }
         var buffer = [CChar](repeating: 0, count: 4096)
         guard herald_ssl_peer_names(ssl, &buffer, buffer.count) > 0 else { return [] }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).split(separator: "\n").map(String.init)
+        return String(cBuffer: buffer).split(separator: "\n").map(String.init)
     }
 
     /// A graceful close of a TLS bufferevent (output drained): send close_notify so the client

@@ -1,5 +1,6 @@
 // Where Herald's database is: a URL the operator gave, or the private cluster in the project folder.
 import Glibc
+import HeraldCore
 
 /// Resolves the database to use. With a URL (flag or `HERALD_DATABASE_URL`) that server is
 /// used as is. Without one Herald runs its own cluster in `folder` (default `.herald/postgres`),
@@ -33,6 +34,6 @@ public final class DatabaseLocation {
     private static func currentDirectory() -> String {
         var buffer = [CChar](repeating: 0, count: 4096)
         guard getcwd(&buffer, buffer.count) != nil else { return "." }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(cBuffer: buffer)
     }
 }
