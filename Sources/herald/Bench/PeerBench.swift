@@ -31,7 +31,7 @@ struct PeerBench: ParsableCommand {
     @Option(help: "The peer script.") var script = "scripts/bench-peer"
     @Option(help: "Jobs per PgQueuer enqueue call (one INSERT, one transaction): 1000 is its best case, 1 is a request handler enqueueing one job.")
     var peerBatch = 1000
-    @Option(help: "Loop time per firing slice at most, in microseconds (timerSliceMicroseconds; 0: no bound).") var sliceMicroseconds: Int64?
+    @OptionGroup var firingOptions: FiringOptions
     @Flag(help: "Only Herald's side (no Python).") var skipPeer = false
     @Flag(help: "Print JSON instead of a table.") var json = false
 
@@ -44,9 +44,7 @@ struct PeerBench: ParsableCommand {
 
             // Herald.
             var herald: PeerResult!
-            try withInProcessService(url: url, configure: { config in
-                if let sliceMicroseconds { config.timerSliceMicroseconds = sliceMicroseconds }
-            }) { port in
+            try withInProcessService(url: url, configure: { firingOptions.apply(to: &$0) }) { port in
                 var load = IngestLoad()
                 load.users = users; load.app = "com.example.jobs"
                 Log.info("peer: authorizing \(users) users")

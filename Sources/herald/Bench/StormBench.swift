@@ -29,9 +29,7 @@ struct StormBench: ParsableCommand {
     var setupSQL: String?
     @Flag(help: "The consumer subscribes only once every summary is committed, from the cursor before the storm: it reads the storm back (from PostgreSQL where the ring moved on) — a consumer that was away.")
     var lateConsumer = false
-    @Option(help: "Users fired per loop turn at most (the service's timerSliceUsers).") var sliceUsers: Int?
-    @Option(help: "Loop time per firing slice at most, in microseconds (timerSliceMicroseconds; 0: no bound).") var sliceMicroseconds: Int64?
-    @Option(help: "Rows per delivery append at most (deliveryAppendRows).") var appendRows: Int?
+    @OptionGroup var firingOptions: FiringOptions
     @Option(help: "The scratch database the run uses (dropped and recreated), e.g. to run two sizes at once.")
     var scratch = "herald_bench_storm"
     @Option(help: "Delivery lines the service keeps in memory for consumers (its default: 65,536); a small ring makes the consumer catch up from PostgreSQL.")
@@ -119,9 +117,7 @@ struct StormBench: ParsableCommand {
                 // the first second of the 100k storm).
                 $0.snapshotEveryEvents = nil
                 if let ring { $0.deliveryRingCapacity = ring }
-                if let sliceUsers { $0.timerSliceUsers = sliceUsers }
-                if let sliceMicroseconds { $0.timerSliceMicroseconds = sliceMicroseconds }
-                if let appendRows { $0.deliveryAppendRows = appendRows }
+                firingOptions.apply(to: &$0)
             }, started: { startup = $0 }) { port in
                 var tap = lateConsumer ? nil : try DeliveryTap(port: port, consumer: "bench-storm")
                 let admin = try WireClient(port: port)
@@ -224,5 +220,18 @@ struct StormBench: ParsableCommand {
             report.json["peakRssKiB"] = .int(Int64(rss.peak))
             report.print(asJSON: json)
         }
+    }
+}
+
+/// The service's firing knobs that `bench storm` and `bench peer` both offer, for A/B runs.
+struct FiringOptions: ParsableArguments {
+    @Option(help: "Users fired per loop turn at most (the service's timerSliceUsers).") var sliceUsers: Int?
+    @Option(help: "Loop time per firing slice at most, in microseconds (timerSliceMicroseconds; 0: no bound).") var sliceMicroseconds: Int64?
+    @Option(help: "Rows per delivery append at most (deliveryAppendRows).") var appendRows: Int?
+
+    func apply(to configuration: inout ServiceConfiguration) {
+        if let sliceUsers { configuration.timerSliceUsers = sliceUsers }
+        if let sliceMicroseconds { configuration.timerSliceMicroseconds = sliceMicroseconds }
+        if let appendRows { configuration.deliveryAppendRows = appendRows }
     }
 }
