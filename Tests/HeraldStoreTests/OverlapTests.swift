@@ -89,6 +89,66 @@ import Testing
         #expect(stored.map(\.row.notificationId) == ["n1", "n2", "n3", "n4", "n5", "n9"])
     }
 
+    /// Queues the work for three transactions: X (one event) goes out at once; `count` one-event
+    /// appends (A) wait behind it; X's completion appends B (`bEvents`), which waits behind A. So
+    /// A's `count` completions run while B is the transaction in flight. `duringA` runs in each of
+    /// A's completions with its index.
+    static func threeTransactions(_ writer: GroupCommitWriter, count: Int, bEvents: ClosedRange<Int>,
+                                  heard: @escaping (String) -> Void, duringA: @escaping (Int) -> Void) {
+        writer.append(events: [CopyAppendTests.event(0)]) { _ in
+            writer.append(events: bEvents.map { CopyAppendTests.event($0) }) { result in
+                heard("B \((try? result.get()) == nil ? "failed" : "ok")")
+            }
+        }
+        for i in 1...count {
+            writer.append(events: [CopyAppendTests.event(i)]) { result in
+                heard("A\(i) \((try? result.get()) == nil ? "failed" : "ok")")
+                duringA(i)
+            }
+        }
+    }
+
+    @Test func theNextBatchsCopyDataIsSentBetweenTheCommittedOnesCompletions() throws {
+        // PostgreSQL asks for B's rows (COPY_IN) while A's 64 completions run: the writer looks at
+        // the socket every `pollEveryCompletions` of them and sends the rows then, instead of
+        // after the last one, so B is stored while A completes.
+        let url = try TestPostgres.freshDatabase()
+        let writer = try Self.readyWriter(url)
+        var heard: [String] = []
+        var pendingSeen: [Int] = []
+        Self.threeTransactions(writer, count: 64, bEvents: 100...101, heard: { heard.append($0) }) { i in
+            // PostgreSQL's answer to B's start is on the socket before the first look at it.
+            if i == 1 { _ = PGPoll.wait(socket: writer.socket, read: true, write: false, timeoutMilliseconds: 5_000) }
+            pendingSeen.append(writer.pendingTransactions)
+        }
+        #expect(writer.runUntilIdle())
+        #expect(writer.copiesSentWhileCompleting == 1, "B's rows went out during A's completions")
+        #expect(pendingSeen == Array(repeating: 1, count: 64), "B is in flight, and does not finish, while A completes")
+        #expect(heard == (1...64).map { "A\($0) ok" } + ["B ok"], "completions in commit order")
+        let stored = try EventReader.events(PGConnection.connect(url), after: 0)
+        #expect(stored.map(\.seq) == Array(1...67).map(Int64.init), "positions gap-free")
+        #expect(stored.suffix(2).map(\.row.notificationId) == ["n100", "n101"])
+    }
+
+    @Test func aConnectionCutWhileSendingTheNextBatchBetweenCompletionsFailsItAfterThemAll() throws {
+        // B's rows go out between A's completions and the connection is cut right after (B's COMMIT
+        // flushed). Every A waiter still hears success first; then B hears the failure.
+        let url = try TestPostgres.freshDatabase()
+        let writer = try Self.readyWriter(url)
+        writer.commitFlushedForTesting = { _, eventRows in eventRows == 2 }   // B only
+        var heard: [String] = []
+        Self.threeTransactions(writer, count: 64, bEvents: 100...101, heard: { heard.append($0) }) { i in
+            if i == 1 { _ = PGPoll.wait(socket: writer.socket, read: true, write: false, timeoutMilliseconds: 5_000) }
+            #expect(writer.failure == nil, "the failure waits until A's completions ran")
+        }
+        writer.runUntilIdle(timeoutMilliseconds: 10_000)
+        #expect(writer.copiesSentWhileCompleting == 1)
+        #expect(heard == (1...64).map { "A\($0) ok" } + ["B failed"])
+        #expect(writer.failure != nil)
+        let stored = try EventReader.events(PGConnection.connect(url), after: 0)
+        #expect(stored.prefix(65).map(\.seq) == Array(1...65).map(Int64.init), "X and A are stored whatever became of B")
+    }
+
     @Test func deliveriesAloneOverlapTheSameWay() throws {
         let url = try TestPostgres.freshDatabase()
         let writer = try Self.readyWriter(url)

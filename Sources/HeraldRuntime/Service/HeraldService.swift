@@ -338,6 +338,7 @@ public final class HeraldService: ConnectionDelegate {
             "storeTransactions": .int(Int64(store.writer?.transactionsCommitted ?? 0)),
             "storeRoundTrips": .int(Int64(store.writer?.roundTrips ?? 0)),
             "storeTransactionsOverlapped": .int(Int64(store.writer?.transactionsOverlapped ?? 0)),
+            "storeCopiesSentWhileCompleting": .int(Int64(store.writer?.copiesSentWhileCompleting ?? 0)),
             "storeDeliveriesCopied": .int(Int64(store.writer?.deliveriesCopied ?? 0)),
             "storeBackendPID": .int(Int64(store.writer?.connection.backendPID ?? 0)),
         ]

@@ -62,6 +62,7 @@ struct IngestBench: ParsableCommand {
                     "walSyncsPer1000": .double((costs.walSyncsPer1000 * 100).rounded() / 100),
                     "roundTripsPerEvent": .double((costs.roundTripsPerEvent * 10_000).rounded() / 10_000),
                     "transactions": .int(costs.transactions), "transactionsOverlapped": .int(costs.overlapped),
+                    "copiesSentWhileCompleting": .int(costs.sentWhileCompleting),
                     "deliveriesCopied": .int(costs.deliveriesCopied),
                     "loopCPUMicrosecondsPerEvent": .double((costs.loopMicrosecondsPerEvent * 10).rounded() / 10),
                     "backendCPUMicrosecondsPerEvent": .double((costs.backendMicrosecondsPerEvent * 10).rounded() / 10),
@@ -72,8 +73,8 @@ struct IngestBench: ParsableCommand {
                       + String(format: "%.1f ms, p99 %.1f ms, p99.9 %.1f ms", r.percentile(0.5), r.percentile(0.99), r.percentile(0.999)))
                 print("  baseline: one COPY, no indexes    \(Int(copy.plain)) rows/s   ratio " + String(format: "%.2f×", ratio))
                 print("  reference: COPY with the log's indexes  \(Int(copy.indexed)) rows/s   ratio " + String(format: "%.2f×", ratioIndexed))
-                print(String(format: "  per event: %.2f WAL fsyncs per 1,000, %.4f round trips (%d transactions, %d overlapping the previous one's completions; %d deliveries by COPY); CPU: herald loop %.1f µs, writer backend %.1f µs",
-                             costs.walSyncsPer1000, costs.roundTripsPerEvent, costs.transactions, costs.overlapped, costs.deliveriesCopied,
+                print(String(format: "  per event: %.2f WAL fsyncs per 1,000, %.4f round trips (%d transactions, %d overlapping the previous one's completions, %d given their data meanwhile; %d deliveries by COPY); CPU: herald loop %.1f µs, writer backend %.1f µs",
+                             costs.walSyncsPer1000, costs.roundTripsPerEvent, costs.transactions, costs.overlapped, costs.sentWhileCompleting, costs.deliveriesCopied,
                              costs.loopMicrosecondsPerEvent, costs.backendMicrosecondsPerEvent))
             }
         }
@@ -187,7 +188,7 @@ struct WriterOptions: ParsableArguments {
 struct IngestCosts {
     struct Sample {
         var walSyncs: Int64 = 0, roundTrips: Int64 = 0, transactions: Int64 = 0, deliveriesCopied: Int64 = 0
-        var overlapped: Int64 = 0, deliveries: Int64 = 0, loopCpuMs: Int64 = 0, backendTicks: Int64 = 0
+        var overlapped: Int64 = 0, sentWhileCompleting: Int64 = 0, deliveries: Int64 = 0, loopCpuMs: Int64 = 0, backendTicks: Int64 = 0
 
         init() {}
 
@@ -199,6 +200,7 @@ struct IngestCosts {
             transactions = stats["storeTransactions"]?.intValue ?? 0
             deliveriesCopied = stats["storeDeliveriesCopied"]?.intValue ?? 0
             overlapped = stats["storeTransactionsOverlapped"]?.intValue ?? 0
+            sentWhileCompleting = stats["storeCopiesSentWhileCompleting"]?.intValue ?? 0
             // The loop thread's own CPU clock, read by the loop (looking the thread up by name in
             // /proc sometimes found nothing and printed 0).
             loopCpuMs = stats["loopCpuMs"]?.intValue ?? 0
@@ -220,6 +222,7 @@ struct IngestCosts {
     }
 
     var walSyncsPer1000 = 0.0, roundTripsPerEvent = 0.0, transactions: Int64 = 0, deliveriesCopied: Int64 = 0, overlapped: Int64 = 0
+    var sentWhileCompleting: Int64 = 0
     var loopMicrosecondsPerEvent = 0.0, backendMicrosecondsPerEvent = 0.0
 
     init() {}
@@ -232,6 +235,7 @@ struct IngestCosts {
         transactions = after.transactions - before.transactions
         deliveriesCopied = after.deliveriesCopied - before.deliveriesCopied
         overlapped = after.overlapped - before.overlapped
+        sentWhileCompleting = after.sentWhileCompleting - before.sentWhileCompleting
         loopMicrosecondsPerEvent = Double(after.loopCpuMs - before.loopCpuMs) * 1000 / n
         backendMicrosecondsPerEvent = after.backendTicks > 0 && before.backendTicks > 0
             ? Double(after.backendTicks - before.backendTicks) * tick / n : 0
