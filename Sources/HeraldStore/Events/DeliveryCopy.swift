@@ -22,8 +22,6 @@ enum DeliveryCopy {
 
     static let start = "COPY deliveries (\(columns)) FROM STDIN (FORMAT binary)"
 
-    private static let signature: [UInt8] = [0x50, 0x47, 0x43, 0x4F, 0x50, 0x59, 0x0A, 0xFF, 0x0D, 0x0A, 0x00]
-
     /// The whole COPY data for `rows` at base + 1 …: header, one tuple per row, trailer, written
     /// into a buffer of the exact size.
     static func encode(_ rows: [DeliveryRow], base: Int64) -> [UInt8] {
@@ -33,7 +31,7 @@ enum DeliveryCopy {
     /// Rows are read in place (`rs[i].field`): `for r in rows` copied each row, retaining and
     /// releasing its eight reference-counted fields.
     private static func encode(_ rs: UnsafeBufferPointer<DeliveryRow>, base: Int64) -> [UInt8] {
-        var total = signature.count + 8 + 2
+        var total = BinaryCopy.signature.count + 8 + 2
         for i in rs.indices {
             total += 2 + 12 * 4 + 8 * 4
                 + rs[i].user.utf8.count + rs[i].kind.utf8.count + (rs[i].app?.utf8.count ?? 0) + (rs[i].notificationId?.utf8.count ?? 0)
@@ -41,7 +39,7 @@ enum DeliveryCopy {
         }
         return [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
             var w = BigEndianWriter(base: UnsafeMutableRawPointer(buffer.baseAddress!))
-            signature.withUnsafeBytes { w.copy($0) }
+            BinaryCopy.signature.withUnsafeBytes { w.copy($0) }
             w.be32(0)          // flags: no OIDs
             w.be32(0)          // header extension length
             var cursor = base

@@ -27,8 +27,6 @@ enum EventCopy {
             + (commit ? ";COMMIT" : "")
     }
 
-    private static let signature: [UInt8] = [0x50, 0x47, 0x43, 0x4F, 0x50, 0x59, 0x0A, 0xFF, 0x0D, 0x0A, 0x00]
-
     /// The whole COPY data for `rows` at base + 1 …: header, one tuple per row, trailer.
     static func encode(_ rows: [EventRow], base: Int64) -> [UInt8] {
         rows.withUnsafeBufferPointer { encode($0, base: base) }
@@ -44,7 +42,7 @@ enum EventCopy {
         }
         var out: [UInt8] = []
         out.reserveCapacity(capacity)
-        out += signature
+        out += BinaryCopy.signature
         be32(0, &out)          // flags: no OIDs
         be32(0, &out)          // header extension length
         var seq = base

@@ -137,6 +137,12 @@ public final class GroupCommitWriter {
         var commitsInQuery: Bool
         var base: Int64?
         var deliveryBase: Int64?
+        /// The events' COPY data encoded at base 0 while PostgreSQL claims their positions
+        /// (`BinaryCopy.rebase` moves it there once the base arrives).
+        var eventData: [UInt8]?
+        /// The deliveries' COPY data encoded at base 0 while PostgreSQL stores the events' COPY
+        /// (or, alone, while it claims their cursors).
+        var deliveryData: [UInt8]?
         /// COPY data sent for the events (their COPY_IN result arrived).
         var dataSent = false
         /// COPY data sent for the deliveries (their COPY_IN result arrived).
@@ -457,6 +463,15 @@ public final class GroupCommitWriter {
         inFlight.append(tx)
         roundTrips += 1
         if !ok { fail(.unavailable(connection.lastErrorMessage)); return false }
+        // The first COPY's data is encoded while PostgreSQL runs BEGIN and the claims: flushed
+        // first, then encoded, it is ready when COPY_IN arrives.
+        flush()
+        if broken != nil { return false }
+        if !events.isEmpty {
+            inFlight[inFlight.count - 1].copy!.eventData = EventCopy.encode(events, base: 0)
+        } else {
+            inFlight[inFlight.count - 1].copy!.deliveryData = DeliveryCopy.encode(deliveries, base: 0)
+        }
         return true
     }
 
@@ -524,10 +539,21 @@ public final class GroupCommitWriter {
                 state.error = state.error ?? .unavailable("the heads were not claimed before COPY")
                 return abortCopy(events ? "herald: no positions" : "herald: no cursors")
             }
-            let data = events ? EventCopy.encode(state.events, base: state.base!)
-                              : DeliveryCopy.encode(state.deliveries, base: state.deliveryBase!)
-            return sendCopy(data, commitsAfter: state.commitsInQuery && state.isLastCopy(events: events),
-                            eventRows: state.events.count)
+            var data: [UInt8]
+            if events {
+                data = state.eventData.take() ?? EventCopy.encode(state.events, base: 0)
+                BinaryCopy.rebase(&data, by: state.base!)
+            } else {
+                data = state.deliveryData.take() ?? DeliveryCopy.encode(state.deliveries, base: 0)
+                BinaryCopy.rebase(&data, by: state.deliveryBase!)
+            }
+            guard sendCopy(data, commitsAfter: state.commitsInQuery && state.isLastCopy(events: events),
+                           eventRows: state.events.count) else { return false }
+            if events && state.deliveriesByCopy {
+                // The deliveries' COPY comes next: encoded while PostgreSQL stores the events.
+                state.deliveryData = DeliveryCopy.encode(state.deliveries, base: 0)
+            }
+            return true
         }
         if let error = result.error {
             if state.error == nil { state.error = error }

@@ -1,0 +1,42 @@
+// A COPY batch encoded before its positions are claimed, then moved to them, is byte for byte the
+// batch encoded at its positions.
+@testable import HeraldStore
+import HeraldCore
+import Testing
+
+@Suite struct BinaryCopyTests {
+    /// Events with every optional field absent in some rows (NULL fields have no bytes to skip).
+    static let events: [EventRow] = (1...40).map { i in
+        var row = CopyAppendTests.event(i, user: "user-\(i % 7)")
+        if i % 5 == 0 { row.user = nil }
+        if i % 3 == 0 { row.app = nil; row.notificationId = nil }
+        return row
+    }
+
+    @Test func rebasedEventDataEqualsEventDataEncodedAtTheClaimedPositions() {
+        for base: Int64 in [0, 1, 41, 1 << 33, Int64(Int32.max) + 7] {
+            var data = EventCopy.encode(Self.events, base: 0)
+            BinaryCopy.rebase(&data, by: base)
+            #expect(data == EventCopy.encode(Self.events, base: base), "base \(base)")
+        }
+    }
+
+    @Test func rebasedDeliveryDataEqualsDeliveryDataEncodedAtTheClaimedCursors() {
+        let rows = (1...40).map { i -> DeliveryRow in
+            var row = CopyAppendTests.delivery(Int64(i), user: "user-\(i % 3)")
+            if i % 4 == 0 { row.app = nil; row.notificationId = nil }
+            return row
+        }
+        for base: Int64 in [0, 3, 1_000_000_007] {
+            var data = DeliveryCopy.encode(rows, base: 0)
+            BinaryCopy.rebase(&data, by: base)
+            #expect(data == DeliveryCopy.encode(rows, base: base), "base \(base)")
+        }
+    }
+
+    @Test func anEmptyBatchHasNothingToMove() {
+        var data = EventCopy.encode([], base: 0)
+        BinaryCopy.rebase(&data, by: 99)
+        #expect(data == EventCopy.encode([], base: 99))
+    }
+}
