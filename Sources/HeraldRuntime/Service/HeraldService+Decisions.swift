@@ -179,7 +179,7 @@ extension HeraldService {
         if let done { deliveryWaiters.append((deliveriesSent + unsentDeliveries.count, done)) }
         runDeliveryWaiters()
         guard deliveryAppendsInFlight < Self.maxDeliveryAppends, !unsentDeliveries.isEmpty else { return }
-        guard case .success(let writer) = store.currentWriter() else { return }  // retried on reconnect
+        guard case .success(let writer) = deliveryLink.currentWriter() else { return }  // retried on reconnect
         let n = min(unsentDeliveries.count, max(configuration.deliveryAppendRows, 1))
         let rows: [DeliveryRow]
         if n == unsentDeliveries.count {
@@ -229,7 +229,7 @@ extension HeraldService {
                 if !self.dueUsers.isEmpty { self.fireTimersSoon() }
             }
         }
-        store.kick()
+        deliveryLink.kick()
     }
 
     /// Runs the waiters whose deliveries have all committed, in order.

@@ -50,6 +50,10 @@ public final class HeraldService: ConnectionDelegate {
     /// A zero-delay event that runs `fireTimers` once per loop turn (see `fireTimersSoon`).
     var timerCheck: LoopEvent?
     let store: StoreLink
+    /// The deliveries' own writer (`ServiceConfiguration.separateDeliveryWriter`); nil: `store` commits them.
+    let deliveryStore: StoreLink?
+    /// Where deliveries are committed.
+    var deliveryLink: StoreLink { deliveryStore ?? store }
     let reader: AsyncReader
     var listener: Listener?
     /// With TLS: the optional loopback plaintext listener.
@@ -131,12 +135,15 @@ public final class HeraldService: ConnectionDelegate {
         self.tokens = configuration.tokens
         self.loop = EventLoop()
         self.store = StoreLink(loop: loop, url: configuration.databaseURL)
+        self.deliveryStore = configuration.separateDeliveryWriter ? StoreLink(loop: loop, url: configuration.databaseURL) : nil
         self.reader = AsyncReader(loop: loop, url: configuration.databaseURL)
         if case .manual(let start) = configuration.clock { manualNow = start }
-        store.log = log
         reader.log = log
-        store.commitFlushedForTesting = configuration.commitFlushedForTesting
-        store.limits = configuration.writerLimits
+        for link in [store, deliveryStore].compactMap({ $0 }) {
+            link.log = log
+            link.commitFlushedForTesting = configuration.commitFlushedForTesting
+            link.limits = configuration.writerLimits
+        }
         // A committed batch's deliveries are appended once its requests have all completed: in
         // one batch, and (small transactions) in the transaction sent next.
         store.afterCompletions = { [weak self] in self?.flushDeliveries() }
@@ -203,11 +210,13 @@ public final class HeraldService: ConnectionDelegate {
         try Migrator.migrate(conn) { self.log($0) }
         try restore(from: conn)
         try store.adopt(conn)
+        try deliveryStore?.adopt(PGConnection.connect(configuration.databaseURL))
         try reader.adopt(PGConnection.connect(configuration.databaseURL))
         store.onReady = { [weak self] in
             self?.reconcileUnknownCommits()
             self?.flushDeliveries()
         }
+        deliveryStore?.onReady = { [weak self] in self?.flushDeliveries() }
         let tls = tlsContext
         let listener = try Listener(loop: loop, host: configuration.host, port: configuration.port) { [weak self] fd in
             self?.accept(fd, tls: tls)
@@ -334,14 +343,20 @@ public final class HeraldService: ConnectionDelegate {
             "snapshotsWritten": .int(Int64(restart.writer?.completed ?? 0)),
             "firing": phases.json,
             "loopCpuMs": .int(Self.threadCPUMilliseconds()),
-            // The current writer connection's counters (they restart after a reconnect).
-            "storeTransactions": .int(Int64(store.writer?.transactionsCommitted ?? 0)),
-            "storeRoundTrips": .int(Int64(store.writer?.roundTrips ?? 0)),
-            "storeTransactionsOverlapped": .int(Int64(store.writer?.transactionsOverlapped ?? 0)),
-            "storeCopiesSentWhileCompleting": .int(Int64(store.writer?.copiesSentWhileCompleting ?? 0)),
-            "storeDeliveriesCopied": .int(Int64(store.writer?.deliveriesCopied ?? 0)),
+            // The current writer connections' counters, summed (they restart after a reconnect).
+            "storeTransactions": .int(writerSum(\.transactionsCommitted)),
+            "storeRoundTrips": .int(writerSum(\.roundTrips)),
+            "storeTransactionsOverlapped": .int(writerSum(\.transactionsOverlapped)),
+            "storeCopiesSentWhileCompleting": .int(writerSum(\.copiesSentWhileCompleting)),
+            "storeDeliveriesCopied": .int(writerSum(\.deliveriesCopied)),
             "storeBackendPID": .int(Int64(store.writer?.connection.backendPID ?? 0)),
+            "storeDeliveryBackendPID": .int(Int64(deliveryStore?.writer?.connection.backendPID ?? 0)),
         ]
+    }
+
+    /// A counter of the writer connections (events', and deliveries' if separate), summed.
+    private func writerSum(_ counter: KeyPath<GroupCommitWriter, Int>) -> Int64 {
+        Int64([store, deliveryStore].compactMap { $0?.writer?[keyPath: counter] }.reduce(0, +))
     }
 
     /// CPU time (user + system) of the calling thread: `stats` runs on the loop thread.
@@ -372,8 +387,9 @@ public final class HeraldService: ConnectionDelegate {
         // Timers and events waiting for lean content wait for PostgreSQL: while it cannot be read, do
         // not wait for them (they are in the log; the next start decides them).
         let waiting = (dueUsers.isEmpty && restart.content.heldFolds.isEmpty) || restart.content.failingSince != nil
-        let idle = (store.writer?.isIdle ?? true) && unsentDeliveries.isEmpty && !deliveriesInFlight && waiting
-        if !idle && store.isReady {
+        let idle = (store.writer?.isIdle ?? true) && (deliveryStore?.writer?.isIdle ?? true)
+            && unsentDeliveries.isEmpty && !deliveriesInFlight && waiting
+        if !idle && store.isReady && deliveryLink.isReady {
             shutdownTimer?.arm(afterMilliseconds: 10)
             return
         }

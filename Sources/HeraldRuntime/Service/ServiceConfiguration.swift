@@ -54,6 +54,12 @@ public struct ServiceConfiguration: Sendable {
     public var deliveryAppendRows = 4_000
     /// The store writer's limits (`GroupCommitWriter.Limits`); benchmarks compare its paths with it.
     public var writerLimits = GroupCommitWriter.Limits()
+    /// Deliveries are committed by a writer connection of their own, beside the one that commits
+    /// events and consumers' acks, so two PostgreSQL backends store a batch of events and the
+    /// deliveries decided from the previous ones at the same time instead of one after the other
+    /// (docs/store-performance.md, session 11). A delivery is decided only once its events have
+    /// committed, so the two streams never need one transaction. false: one writer for both.
+    public var separateDeliveryWriter = true
     public var serverName = "herald/0.1.0"
     /// Handle SIGTERM/SIGINT (one service per process may; tests run several and stop them with `requestShutdown`).
     public var handleSignals = true

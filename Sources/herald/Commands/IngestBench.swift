@@ -73,7 +73,7 @@ struct IngestBench: ParsableCommand {
                       + String(format: "%.1f ms, p99 %.1f ms, p99.9 %.1f ms", r.percentile(0.5), r.percentile(0.99), r.percentile(0.999)))
                 print("  baseline: one COPY, no indexes    \(Int(copy.plain)) rows/s   ratio " + String(format: "%.2f×", ratio))
                 print("  reference: COPY with the log's indexes  \(Int(copy.indexed)) rows/s   ratio " + String(format: "%.2f×", ratioIndexed))
-                print(String(format: "  per event: %.2f WAL fsyncs per 1,000, %.4f round trips (%d transactions, %d overlapping the previous one's completions, %d given their data meanwhile; %d deliveries by COPY); CPU: herald loop %.1f µs, writer backend %.1f µs",
+                print(String(format: "  per event: %.2f WAL fsyncs per 1,000, %.4f round trips (%d transactions, %d overlapping the previous one's completions, %d given their data meanwhile; %d deliveries by COPY); CPU: herald loop %.1f µs, writer backends %.1f µs",
                              costs.walSyncsPer1000, costs.roundTripsPerEvent, costs.transactions, costs.overlapped, costs.sentWhileCompleting, costs.deliveriesCopied,
                              costs.loopMicrosecondsPerEvent, costs.backendMicrosecondsPerEvent))
             }
@@ -176,9 +176,12 @@ func withInProcessService<T>(url: String, configure: (inout ServiceConfiguration
 struct WriterOptions: ParsableArguments {
     @Option(help: "Committed transactions of at most this many events complete before the next one is sent (default: the writer's; 0: always send first).")
     var completeFirstUpTo: Int?
+    @Flag(help: "Commit deliveries on the events' writer, as before session 11 (default: a writer connection of their own).")
+    var oneWriter = false
 
     func apply(to configuration: inout ServiceConfiguration) {
         if let completeFirstUpTo { configuration.writerLimits.completeFirstUpToEvents = completeFirstUpTo }
+        configuration.separateDeliveryWriter = !oneWriter
     }
 }
 
@@ -208,8 +211,10 @@ struct IngestCosts {
             let conn = try PGConnection.connect(url)
             defer { conn.close() }
             walSyncs = try conn.execute("SELECT wal_sync FROM pg_stat_wal").int64(0, 0) ?? 0
-            // The writer's backend (its PostgreSQL process on this machine).
-            if let pid = stats["storeBackendPID"]?.intValue, pid > 0 { backendTicks = Self.ticks("/proc/\(pid)/stat") }
+            // The writers' backends (their PostgreSQL processes on this machine): events', deliveries'.
+            for key in ["storeBackendPID", "storeDeliveryBackendPID"] {
+                if let pid = stats[key]?.intValue, pid > 0 { backendTicks += Self.ticks("/proc/\(pid)/stat") }
+            }
         }
 
         /// utime + stime of a /proc stat file (fields 14 and 15, after the parenthesised name).

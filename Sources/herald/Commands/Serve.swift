@@ -25,6 +25,8 @@ struct Serve: ParsableCommand {
     var snapshotEvery = 250_000
     @Flag(help: "Serve even if PostgreSQL runs with fsync or synchronous_commit off (acknowledged events may be lost).")
     var unsafeDurability = false
+    @Flag(help: "Commit deliveries on the events' writer connection instead of one of their own (one PostgreSQL connection fewer; slower at saturation).")
+    var oneWriter = false
     /// The reliability experiments' negative control; hidden, and never for production.
     @Flag(name: .customLong("unsafe-acknowledge-before-commit-for-testing"), help: .hidden)
     var acknowledgeBeforeCommitForTesting = false
@@ -44,6 +46,7 @@ struct Serve: ParsableCommand {
             config.maxConnections = maxConnections
             config.snapshotEveryEvents = snapshotEvery > 0 ? snapshotEvery : nil
             config.allowUnsafeDurability = unsafeDurability
+            config.separateDeliveryWriter = !oneWriter
             if acknowledgeBeforeCommitForTesting {
                 Log.info("WARNING: --unsafe-acknowledge-before-commit-for-testing: requests are acknowledged before they are stored; acknowledged events WILL be lost in a crash. Only for testing the reliability checker.")
                 config.acknowledgeBeforeCommitForTesting = true
