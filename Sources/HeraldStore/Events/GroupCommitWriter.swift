@@ -511,7 +511,9 @@ public final class GroupCommitWriter {
             case .wouldBlock:
                 return false
             case .result(let result):
-                var state = inFlight[0].copy!
+                // Taken out while it changes, so the batch's encoded data has one owner and is
+                // rebased in place (a copy left behind cost a copy of every byte of it).
+                var state = inFlight[0].copy.take()!
                 let connected = apply(result, to: &state)
                 if broken == nil, !inFlight.isEmpty { inFlight[0].copy = state }
                 if !connected { return true }
@@ -580,9 +582,13 @@ public final class GroupCommitWriter {
     /// completions have run (`deferredFailure`), so they all hear of their commit first.
     private func pollCopyIn() {
         guard polling == false, broken == nil, deferredFailure == nil, inFlight.count == 1,
-              var state = inFlight[0].copy, !state.allDataSent, state.error == nil else { return }
+              inFlight[0].copy?.allDataSent == false, inFlight[0].copy?.error == nil else { return }
+        var state = inFlight[0].copy.take()!   // one owner of the encoded data, as in `drainCopy`
         polling = true
-        defer { polling = false }
+        defer {
+            polling = false
+            inFlight[0].copy = state   // failures are deferred while polling: the transaction is still here
+        }
         // A failed read is left to the drain after the completions, which reads the same error.
         guard connection.consumeInput() else { return }
         while deferredFailure == nil, !state.allDataSent, state.error == nil,
@@ -591,7 +597,6 @@ public final class GroupCommitWriter {
             _ = apply(result, to: &state)
             if !sentBefore && (state.dataSent || state.deliveryDataSent) { copiesSentWhileCompleting += 1 }
         }
-        inFlight[0].copy = state
     }
 
     /// Sends one COPY's whole data and ends it; false when the connection failed (the writer is broken).
