@@ -343,6 +343,12 @@ public final class GroupCommitWriter {
         guard broken == nil else { return }
         guard connection.consumeInput() else { fail(.unavailable(connection.lastErrorMessage)); return }
         drainResults()
+        if let error = deferredFailure {
+            // Met while polling between completions that were not the held ones (cannot happen
+            // today: only `finishCopy` polls with a transaction in flight); reported all the same.
+            deferredFailure = nil
+            fail(error)
+        }
         if broken == nil && connection.isBad { fail(.unavailable(connection.lastErrorMessage)) }
         if completionsRan {
             completionsRan = false
