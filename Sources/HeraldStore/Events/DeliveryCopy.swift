@@ -22,6 +22,28 @@ enum DeliveryCopy {
 
     static let start = "COPY deliveries (\(columns)) FROM STDIN (FORMAT binary)"
 
+    /// The simple query of a chained append (`GroupCommitWriter.append(deliveries:after:)`): the
+    /// rows at cursors `base + 1 … end`, then the head moved from `base` to `end`. The head moves
+    /// last, after waiting for the chained transaction that ends at `base` (each takes an advisory
+    /// lock on its end first, the next waits on it): so it commits after that one, cursors stay in
+    /// commit order, and two chained appends store their rows at the same time. When the head is
+    /// not at `base` then (that transaction rolled back, or it had not yet started — rare — or
+    /// another writer moved the head) it fails with SQLSTATE 40001 and stores nothing.
+    static func chainedQuery(after base: Int64, count: Int) -> String {
+        let end = base + Int64(count)
+        return "BEGIN;DO $herald$BEGIN PERFORM pg_advisory_xact_lock(\(lockSpace), \(lockKey(end))); END$herald$;\(start);"
+            + "DO $herald$BEGIN PERFORM pg_advisory_xact_lock_shared(\(lockSpace), \(lockKey(base))); "
+            + "UPDATE delivery_head SET cursor = \(end) WHERE cursor = \(base); "
+            + "IF NOT FOUND THEN RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = 'the delivery head is not at \(base): "
+            + "the transaction that was to move it there rolled back, or another writer moved it; append again'; END IF; END$herald$;COMMIT"
+    }
+
+    /// The advisory locks' first key ("HE" and a number; other applications' advisory locks on this
+    /// database should not use it) and the second, a cursor's low 31 bits (chained transactions in
+    /// flight at once are never 2^31 cursors apart).
+    static let lockSpace: Int32 = 0x4845_0001
+    static func lockKey(_ cursor: Int64) -> Int32 { Int32(truncatingIfNeeded: cursor & 0x7FFF_FFFF) }
+
     /// The whole COPY data for `rows` at base + 1 …: header, one tuple per row, trailer, written
     /// into a buffer of the exact size.
     static func encode(_ rows: [DeliveryRow], base: Int64) -> [UInt8] {

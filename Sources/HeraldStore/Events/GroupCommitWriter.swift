@@ -60,15 +60,19 @@ public final class GroupCommitWriter {
     private enum Work {
         case events([EventRow], EventsCompletion)
         case deliveries([DeliveryRow], DeliveriesCompletion)
+        /// Deliveries at cursors the owner assigned (`append(deliveries:after:)`): a transaction alone.
+        case chainedDeliveries([DeliveryRow], after: Int64, DeliveriesCompletion)
         case ack(consumer: String, cursor: Int64, AckCompletion)
 
         var rowCount: Int {
             switch self {
             case .events(let r, _): return r.count
-            case .deliveries(let r, _): return r.count
+            case .deliveries(let r, _), .chainedDeliveries(let r, _, _): return r.count
             case .ack: return 1
             }
         }
+
+        var isChained: Bool { if case .chainedDeliveries = self { return true } else { return false } }
     }
 
     // A transaction's waiters are structs, not tuples: a closure inside a tuple that is an
@@ -135,6 +139,9 @@ public final class GroupCommitWriter {
         var deliveriesByCopy: Bool
         /// COMMIT is part of the simple query (nothing follows in a pipeline segment).
         var commitsInQuery: Bool
+        /// The cursors were assigned by the owner (`deliveryBase` known from the start), and the
+        /// query moves the head from there after its COPY (`DeliveryCopy.advance`).
+        var advancesHead = false
         var base: Int64?
         var deliveryBase: Int64?
         /// The events' COPY data encoded at base 0 while PostgreSQL claims their positions
@@ -152,7 +159,9 @@ public final class GroupCommitWriter {
         var error: StoreError?
         var eventsByCopy: Bool { !events.isEmpty }
         /// Successful results expected after the data when the query commits.
-        var expectedOKAfterData: Int { (eventsByCopy ? 1 : 0) + (deliveriesByCopy ? 1 : 0) + (commitsInQuery ? 1 : 0) }
+        var expectedOKAfterData: Int {
+            (eventsByCopy ? 1 : 0) + (deliveriesByCopy ? 1 : 0) + (advancesHead ? 1 : 0) + (commitsInQuery ? 1 : 0)
+        }
         /// Every claim the query makes has answered (the UPDATEs come before the COPYs).
         var claimed: Bool { (!eventsByCopy || base != nil) && (!deliveriesByCopy || deliveryBase != nil) }
         /// The COPY whose COPY_IN result arrives next: the events' first, then the deliveries'.
@@ -219,6 +228,8 @@ public final class GroupCommitWriter {
     public private(set) var transactionsOverlapped = 0
     /// COPY transactions whose (first) data was sent while the previous one's completions ran (`pollCopyIn`).
     public private(set) var copiesSentWhileCompleting = 0
+    /// Deliveries committed at cursors the owner assigned (`append(deliveries:after:)`).
+    public private(set) var deliveriesChained = 0
 
     /// Takes a connected connection and puts it in non-blocking pipeline mode.
     public init(connection: PGConnection, limits: Limits = Limits()) throws(StoreError) {
@@ -315,6 +326,24 @@ public final class GroupCommitWriter {
         }
     }
 
+    /// Appends deliveries at cursors the owner assigned, `base + 1 … base + rows.count`, so that two
+    /// writers can store batches of one delivery stream at the same time (the owner keeps the
+    /// head). The transaction is `BEGIN; COPY deliveries …; <move the head from base>; COMMIT`: the
+    /// head moves last, so it waits for the transaction that moved the head to `base` and commits
+    /// after it (cursors stay in commit order), and it fails with `StoreError.conflict` — nothing
+    /// stored — when the head is not at `base` (that transaction rolled back, or another writer
+    /// moved the head), which the owner answers by appending again without a base. A stored
+    /// (user, user_index) goes through `herald_append_deliveries` as usual: its cursors are then
+    /// claimed there, not `base + 1 …`. At most `maxRowsPerTransaction` rows; alone in its transaction.
+    public func append(deliveries rows: [DeliveryRow], after base: Int64, completion: @escaping DeliveriesCompletion) {
+        if let broken { completion(.failure(broken)); return }
+        if rows.isEmpty { completion(.success([])); return }
+        precondition(rows.count <= limits.maxRowsPerTransaction && limits.copyEvents && limits.copyDeliveries,
+                     "a chained delivery append is one COPY transaction")
+        queue.append(.chainedDeliveries(rows, after: base, completion))
+        pump()
+    }
+
     public func ack(consumer: String, cursor: Int64, completion: @escaping AckCompletion) {
         if let broken { completion(.failure(broken)); return }
         queue.append(.ack(consumer: consumer, cursor: cursor, completion))
@@ -382,7 +411,13 @@ public final class GroupCommitWriter {
         var events: [EventRow] = []
         var deliveries: [DeliveryRow] = []
         var rows = 0
-        while let work = queue.first, rows == 0 || rows + work.rowCount <= limits.maxRowsPerTransaction {
+        if case .chainedDeliveries(let r, let base, let c) = queue.first {
+            queue.removeFirst()
+            tx.deliveries = [DeliveriesWaiter(rows: 0..<r.count, completion: c)]
+            tx.deliveryRowCount = r.count
+            return sendCopyTransaction(tx, events: [], deliveries: r, chainedAfter: base)
+        }
+        while let work = queue.first, !work.isChained, rows == 0 || rows + work.rowCount <= limits.maxRowsPerTransaction {
             queue.removeFirst()
             rows += work.rowCount
             switch work {
@@ -394,6 +429,8 @@ public final class GroupCommitWriter {
                 if deliveries.isEmpty { deliveries = r } else { deliveries += r }
             case .ack(let name, let cursor, let c):
                 tx.acks.append(AckWaiter(consumer: name, cursor: cursor, completion: c))
+            case .chainedDeliveries:
+                preconditionFailure("a chained delivery append goes alone")
             }
         }
         tx.eventRowCount = events.count
@@ -449,12 +486,19 @@ public final class GroupCommitWriter {
     /// starts the COPY(s). Each COPY's data follows when its COPY_IN result arrives, the bases known
     /// by then (`drainCopy`): two round trips for one COPY, three for two; one more when acks (or
     /// deliveries through the function) share the transaction (their pipeline segment ends it).
-    private func sendCopyTransaction(_ tx: Transaction, events: [EventRow], deliveries: [DeliveryRow]) -> Bool {
+    /// With `chainedAfter` (deliveries alone, `append(deliveries:after:)`), the cursors are known
+    /// and the query is `BEGIN; COPY deliveries …; <move the head>; COMMIT` (two round trips).
+    private func sendCopyTransaction(_ tx: Transaction, events: [EventRow], deliveries: [DeliveryRow],
+                                     chainedAfter: Int64? = nil) -> Bool {
         var tx = tx
         let deliveriesByCopy = limits.copyDeliveries && !deliveries.isEmpty
         let commitsInQuery = (deliveries.isEmpty || deliveriesByCopy) && tx.acks.isEmpty
         tx.copy = CopyState(events: events, deliveries: deliveries, deliveriesByCopy: deliveriesByCopy,
                             commitsInQuery: commitsInQuery)
+        if let base = chainedAfter {
+            tx.copy!.deliveryBase = base
+            tx.copy!.advancesHead = true
+        }
         do {
             try connection.exitPipelineMode()
         } catch {
@@ -462,8 +506,9 @@ public final class GroupCommitWriter {
             fail(error)
             return false
         }
-        let query = EventCopy.startQuery(count: events.count, deliveries: deliveriesByCopy ? deliveries.count : 0,
-                                         commit: commitsInQuery)
+        let query = chainedAfter.map { DeliveryCopy.chainedQuery(after: $0, count: deliveries.count) }
+            ?? EventCopy.startQuery(count: events.count, deliveries: deliveriesByCopy ? deliveries.count : 0,
+                                    commit: commitsInQuery)
         precondition(!events.isEmpty || deliveriesByCopy, "a COPY transaction copies something")
         let ok = connection.sendSimpleQuery(query)
         inFlight.append(tx)
@@ -651,7 +696,7 @@ public final class GroupCommitWriter {
             rowsCommitted += tx.eventRowCount + tx.deliveryRowCount
             let completeAll = { [unowned self] in
                 if let base = state.base { completeEvents(tx, base: base) }
-                if let deliveryBase = state.deliveryBase { completeDeliveries(tx, base: deliveryBase) }
+                if let deliveryBase = state.deliveryBase { completeDeliveries(tx, base: deliveryBase, chained: state.advancesHead) }
             }
             let completeFirst = tx.eventRowCount > 0 && tx.eventRowCount <= limits.completeFirstUpToEvents
             guard !queue.isEmpty, inFlight.isEmpty, !completeFirst else {
@@ -793,8 +838,9 @@ public final class GroupCommitWriter {
     }
 
     /// Completes the deliveries of `tx`, stored by COPY at base + 1 … and now committed.
-    private func completeDeliveries(_ tx: Transaction, base: Int64) {
+    private func completeDeliveries(_ tx: Transaction, base: Int64, chained: Bool = false) {
         deliveriesCopied += tx.deliveryRowCount
+        if chained { deliveriesChained += tx.deliveryRowCount }
         for (i, w) in tx.deliveries.enumerated() {
             w.completion(.success(w.rows.map { base + Int64($0) + 1 }))
             if i % Self.pollEveryCompletions == Self.pollEveryCompletions - 1 { pollCopyIn() }
@@ -831,9 +877,13 @@ public final class GroupCommitWriter {
     private func failQueuedDeliveries(_ error: StoreError) {
         var failed: [DeliveriesCompletion] = []
         queue.removeAll { work in
-            guard case .deliveries(_, let completion) = work else { return false }
-            failed.append(completion)
-            return true
+            switch work {
+            case .deliveries(_, let completion), .chainedDeliveries(_, _, let completion):
+                failed.append(completion)
+                return true
+            case .events, .ack:
+                return false
+            }
         }
         for completion in failed { completion(.failure(error)) }
     }
@@ -860,7 +910,7 @@ public final class GroupCommitWriter {
         for w in work {
             switch w {
             case .events(_, let c): c(.failure(error))
-            case .deliveries(_, let c): c(.failure(error))
+            case .deliveries(_, let c), .chainedDeliveries(_, _, let c): c(.failure(error))
             case .ack(_, _, let c): c(.failure(error))
             }
         }
