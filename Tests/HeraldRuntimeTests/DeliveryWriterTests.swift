@@ -1,4 +1,4 @@
-// Deliveries are committed by a writer connection of their own (`ServiceConfiguration.separateDeliveryWriter`).
+// Deliveries are committed by writer connections of their own (`ServiceConfiguration.deliveryWriters`).
 import Foundation
 import HeraldCore
 import HeraldRuntime
@@ -24,8 +24,10 @@ import Testing
         try Self.submit(c, ["n1", "n2", "n3"])
         #expect(try consumer.deliveries(3).compactMap { $0["notification"]?.stringValue } == ["n1", "n2", "n3"])
         let stats = try c.call(["op": "stats"])
-        let events = try #require(stats["storeBackendPID"]?.intValue), deliveries = try #require(stats["storeDeliveryBackendPID"]?.intValue)
-        #expect(events > 0 && deliveries > 0 && events != deliveries, "two backends: \(stats.canonicalString)")
+        let events = try #require(stats["storeBackendPID"]?.intValue)
+        let deliveries = try #require(stats["storeDeliveryBackendPIDs"]?.arrayValue).compactMap(\.intValue)
+        #expect(events > 0 && deliveries.count == 2 && Set(deliveries + [events]).count == 3 && !deliveries.contains(0),
+                "three backends: \(stats.canonicalString)")
         // No delivery shares a transaction with an event (one writer put small batches' deliveries
         // in the next events transaction).
         let conn = try PGConnection.connect(server.url)
@@ -42,7 +44,8 @@ import Testing
         #expect(try consumer.call(["op": "subscribe", "consumer": "push", "from": "earliest"])["ok"] == true)
         try Self.submit(c, ["n1"])
         _ = try consumer.deliveries(1)
-        let before = try #require(try c.call(["op": "stats"])["storeDeliveryBackendPID"]?.intValue)
+        let pids = { (stats: JSONValue) in (stats["storeDeliveryBackendPIDs"]?.arrayValue ?? []).compactMap(\.intValue) }
+        let before = try #require(pids(try c.call(["op": "stats"])).first)
 
         let admin = try PGConnection.connect(server.url)
         defer { admin.close() }
@@ -52,11 +55,35 @@ import Testing
         let lines = try consumer.deliveries(4, timeoutMilliseconds: 15_000)
         #expect(lines.compactMap { $0["notification"]?.stringValue } == ["n2", "n3", "n4", "n5"], "in order, each once")
         #expect(lines.compactMap { $0["cursor"]?.intValue } == [2, 3, 4, 5], "cursors without a gap")
-        let after = try server.statsWhen { ($0["storeDeliveryBackendPID"]?.intValue ?? 0) > 0 }
-        #expect(after["storeDeliveryBackendPID"]?.intValue != before, "a new connection")
+        let after = try server.statsWhen { !pids($0).contains(0) && !pids($0).contains(before) }
+        #expect(!pids(after).contains(before) && !pids(after).contains(0), "a new connection: \(after.canonicalString)")
         #expect(!log.matching("lost PostgreSQL").isEmpty && !log.matching("reconnected to PostgreSQL").isEmpty, "\(log.all)")
         #expect(try admin.execute("SELECT count(*) FROM deliveries").int64(0, 0) == 5, "each stored once")
         let report = try Replayer().run(admin) { 0 }
+        #expect(report.differences.isEmpty, "\(report.differences)")
+    }
+
+    @Test func aBurstOfDueTimersIsStoredByBothDeliveryWritersAtOnceEachCursorOnceInOrder() throws {
+        // 12 summaries due at one instant, appended 4 rows at a time: with the head known, the two
+        // writers each take an append at cursors the service assigned (chained).
+        let url = try TestPostgres.freshDatabase()
+        let server = try TestServer(url: url, start: "2026-03-27T07:00:00Z", configure: StormCopyTests.configure)
+        defer { server.stop() }
+        let c = try server.client()
+        try StormCopyTests.setUpUsers(c)
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "live", "from": "earliest"])
+        _ = try consumer.deliveries(12)   // the queued items, cursors 1 … 12
+        #expect(try c.call(["op": "clock", "advanceTo": "2026-03-27T08:00:00Z"])["ok"] == true)
+        let live = try consumer.deliveries(12)
+        #expect(live.compactMap { $0["cursor"]?.intValue } == Array(13...24), "each cursor once, in order")
+        #expect(live.allSatisfy { $0["kind"] == "summary" })
+        let stats = try server.statsWhen { $0["deliveriesCommitted"]?.intValue == 24 }
+        #expect((stats["storeDeliveriesChained"]?.intValue ?? 0) > 0, "chained appends stored some: \(stats.canonicalString)")
+        let conn = try PGConnection.connect(url)
+        #expect(try conn.execute("SELECT count(*), max(cursor) FROM deliveries").int64(0, 1) == 24)
+        #expect(try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) == 24)
+        let report = try Replayer().run(conn) { 0 }
         #expect(report.differences.isEmpty, "\(report.differences)")
     }
 }

@@ -133,12 +133,12 @@ import Testing
         defer { admin.close() }
         let db = try #require(try admin.execute("SELECT current_database()").string(0, 0))
         // The service's connections, in the order start-up opens them: the events' writer, the
-        // deliveries' writer, the reader.
+        // deliveries' two writers, the reader.
         let backends = try admin.execute("""
             SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'herald' AND pid <> pg_backend_pid()
             ORDER BY backend_start
             """, [db])
-        #expect(backends.rowCount == 3, "the two writers and the reader")
+        #expect(backends.rowCount == 4, "the three writers and the reader")
         let readerPid = try #require(backends.string(backends.rowCount - 1, 0))
         let cluster = try PGConnection.connect(TestPostgres.cluster().connectionString())  // a database cannot lock itself out
         defer { cluster.close() }

@@ -173,13 +173,25 @@ extension HeraldService {
     }
 
     /// Commits decided deliveries (appends of at most `deliveryAppendRows`, up to
-    /// `maxDeliveryAppends` handed to the writer at a time), then streams them. `done` runs once
+    /// `maxDeliveryAppends` handed to the writers at a time), then streams them. `done` runs once
     /// every delivery decided before it is committed.
     func flushDeliveries(then done: (() -> Void)? = nil) {
         if let done { deliveryWaiters.append((deliveriesSent + unsentDeliveries.count, done)) }
         runDeliveryWaiters()
-        guard deliveryAppendsInFlight < Self.maxDeliveryAppends, !unsentDeliveries.isEmpty else { return }
-        guard case .success(let writer) = deliveryLink.currentWriter() else { return }  // retried on reconnect
+        while deliveryAppendsInFlight < Self.maxDeliveryAppends, !unsentDeliveries.isEmpty, sendDeliveryAppend() {}
+    }
+
+    /// Hands the next append to a delivery writer; false when none can take it now (retried when
+    /// an append completes or a writer reconnects). With two writers each takes one append at a
+    /// time, at cursors assigned here (`nextDeliveryCursor`, chained: both store at once and commit
+    /// in cursor order); while the head is unknown (at first, after a failure) one append at a
+    /// time claims its cursors itself. With one writer it queues both appends, as the events' did.
+    private func sendDeliveryAppend() -> Bool {
+        let links = deliveryLinks
+        let chained = links.count > 1
+        if chained && nextDeliveryCursor == nil && deliveryAppendsInFlight > 0 { return false }
+        guard let index = chained ? links.indices.first(where: { deliveryAppendsPerLink[$0] == 0 && links[$0].isReady }) : 0,
+              case .success(let writer) = links[index].currentWriter() else { return false }  // retried on reconnect
         let n = min(unsentDeliveries.count, max(configuration.deliveryAppendRows, 1))
         let rows: [DeliveryRow]
         if n == unsentDeliveries.count {
@@ -194,42 +206,83 @@ extension HeraldService {
         requeuedDeliveries = max(0, requeuedDeliveries - n)
         deliveriesSent += n
         deliveryAppendsInFlight += 1
-        let sentAt = FiringPhases.now()
-        // The writer completes appends in order, and fails the deliveries queued behind a failed
-        // one (`GroupCommitWriter.complete`): a second append never commits ahead of a first that failed.
-        writer.append(deliveries: rows) { [weak self] result in
-            guard let self else { return }
-            self.deliveryAppendsInFlight -= 1
-            let doneAt = FiringPhases.now()
-            defer { self.phases.completionNanoseconds += FiringPhases.now() - doneAt }
-            switch result {
-            case .failure(let error):
-                self.log("deliveries not committed yet (\(error)); will retry")
-                self.unsentDeliveries.insert(contentsOf: rows, at: self.requeuedDeliveries)
-                self.requeuedDeliveries += rows.count
-                self.deliveriesSent -= rows.count
-            case .success(let cursors):
-                self.phases.appends += 1
-                self.phases.appendRows += rows.count
-                self.phases.appendNanoseconds += doneAt - sentAt
-                self.phases.lastCommitAt = doneAt
-                // By index: `for (row, cursor) in zip(…)` copied every row.
-                for (i, cursor) in zip(rows.indices, cursors) where cursor > 0 {
-                    self.deliveriesCommitted += 1
-                    self.committed(rows[i].bodyBytes, cursor: cursor)
-                }
-                // A row stored already (cursor 0) committed in an append whose outcome this
-                // process never learned (a COMMIT reply lost, a failed later part of a split
-                // append): consumers must still be told the head moved past it.
-                if cursors.contains(0) { self.refreshDeliveryHead() }
-                self.deliveriesDone += rows.count
-                self.runDeliveryWaiters()
-                self.publish()
-                if !self.unsentDeliveries.isEmpty { self.flushDeliveries() }
-                if !self.dueUsers.isEmpty { self.fireTimersSoon() }
-            }
+        deliveryAppendsPerLink[index] += 1
+        let base = chained ? nextDeliveryCursor : nil
+        if let base { nextDeliveryCursor = base + Int64(n) }
+        let id = firstPendingDeliveryAppend + pendingDeliveryAppends.count
+        pendingDeliveryAppends.append(PendingDeliveryAppend(rows: rows, sentAt: FiringPhases.now(), link: index, base: base))
+        // One writer completes appends in order, and fails the deliveries queued behind a failed
+        // one (`GroupCommitWriter.complete`); two writers' outcomes are taken in the order the
+        // appends were sent (`deliveryAppendDone`), and a chained append whose predecessor failed
+        // fails too. Either way no append commits ahead of an earlier one that failed.
+        let done: GroupCommitWriter.DeliveriesCompletion = { [weak self] result in self?.deliveryAppendDone(id, result) }
+        if let base { writer.append(deliveries: rows, after: base, completion: done) } else { writer.append(deliveries: rows, completion: done) }
+        links[index].kick()
+        return true
+    }
+
+    /// Records an append's outcome, then handles the outcomes of the appends sent before it first.
+    private func deliveryAppendDone(_ id: Int, _ result: Result<[Int64], StoreError>) {
+        let slot = id - firstPendingDeliveryAppend
+        pendingDeliveryAppends[slot].result = result
+        deliveryAppendsPerLink[pendingDeliveryAppends[slot].link] -= 1
+        while let first = pendingDeliveryAppends.first, let outcome = first.result {
+            pendingDeliveryAppends.removeFirst()
+            firstPendingDeliveryAppend += 1
+            finishDeliveryAppend(first, outcome)
         }
-        deliveryLink.kick()
+    }
+
+    private func finishDeliveryAppend(_ append: PendingDeliveryAppend, _ result: Result<[Int64], StoreError>) {
+        let rows = append.rows
+        deliveryAppendsInFlight -= 1
+        let doneAt = FiringPhases.now()
+        defer { phases.completionNanoseconds += FiringPhases.now() - doneAt }
+        switch result {
+        case .failure(let error):
+            log("deliveries not committed yet (\(error)); will retry")
+            unsentDeliveries.insert(contentsOf: rows, at: requeuedDeliveries)
+            requeuedDeliveries += rows.count
+            deliveriesSent -= rows.count
+            // The head is no longer known: the next append claims its cursors itself.
+            nextDeliveryCursor = nil
+            // A chained append behind a failed one (or a head moved by another writer) fails with
+            // a conflict on a healthy connection: nothing else would send the rows again.
+            if case .conflict = error, deliveryAppendsInFlight == 0 { flushDeliveries() }
+        case .success(let cursors):
+            phases.appends += 1
+            phases.appendRows += rows.count
+            phases.appendNanoseconds += doneAt - append.sentAt
+            phases.lastCommitAt = doneAt
+            // By index: `for (row, cursor) in zip(…)` copied every row.
+            for (i, cursor) in zip(rows.indices, cursors) where cursor > 0 {
+                deliveriesCommitted += 1
+                committed(rows[i].bodyBytes, cursor: cursor)
+            }
+            // A row stored already (cursor 0) committed in an append whose outcome this
+            // process never learned (a COMMIT reply lost, a failed later part of a split
+            // append): consumers must still be told the head moved past it.
+            if cursors.contains(0) { refreshDeliveryHead() }
+            trackDeliveryHead(after: append, cursors: cursors)
+            deliveriesDone += rows.count
+            runDeliveryWaiters()
+            publish()
+            if !unsentDeliveries.isEmpty { flushDeliveries() }
+            if !dueUsers.isEmpty { fireTimersSoon() }
+        }
+    }
+
+    /// With two delivery writers: after an append that claimed its own cursors (the only one in
+    /// flight), the head is its last cursor; after one whose cursors are not the range asked for
+    /// (the stored rows of a re-derived batch skipped by `herald_append_deliveries`), unknown.
+    private func trackDeliveryHead(after append: PendingDeliveryAppend, cursors: [Int64]) {
+        guard deliveryLinks.count > 1, let first = cursors.first, let last = cursors.last else { return }
+        let contiguous = first > 0 && last - first == Int64(cursors.count - 1)
+        if let base = append.base {
+            if !contiguous || first != base + 1 { nextDeliveryCursor = nil }
+        } else if contiguous && deliveryAppendsInFlight == 0 {
+            nextDeliveryCursor = last
+        }
     }
 
     /// Runs the waiters whose deliveries have all committed, in order.
@@ -306,6 +359,17 @@ extension HeraldService {
         }
         deliveryHead = max(deliveryHead, cursor)
     }
+}
+
+/// A delivery append handed to a writer, until its outcome has been handled (in sending order).
+struct PendingDeliveryAppend {
+    let rows: [DeliveryRow]
+    let sentAt: Int64
+    /// Its index in `HeraldService.deliveryLinks`.
+    let link: Int
+    /// The cursor after which its rows were placed (a chained append), or nil (the writer claimed them).
+    let base: Int64?
+    var result: Result<[Int64], StoreError>? = nil
 }
 
 /// A reusable byte sink owned by a class, so its memory is freed with the service.

@@ -50,10 +50,10 @@ public final class HeraldService: ConnectionDelegate {
     /// A zero-delay event that runs `fireTimers` once per loop turn (see `fireTimersSoon`).
     var timerCheck: LoopEvent?
     let store: StoreLink
-    /// The deliveries' own writer (`ServiceConfiguration.separateDeliveryWriter`); nil: `store` commits them.
-    let deliveryStore: StoreLink?
+    /// The deliveries' own writers (`ServiceConfiguration.deliveryWriters`); none: `store` commits them.
+    let deliveryStores: [StoreLink]
     /// Where deliveries are committed.
-    var deliveryLink: StoreLink { deliveryStore ?? store }
+    let deliveryLinks: [StoreLink]
     let reader: AsyncReader
     var listener: Listener?
     /// With TLS: the optional loopback plaintext listener.
@@ -97,11 +97,21 @@ public final class HeraldService: ConnectionDelegate {
     /// Deliveries decided but not yet committed (re-sent after a reconnect). An array, so that
     /// an append taking all of them moves the buffer instead of copying every row (`flushDeliveries`).
     var unsentDeliveries: [DeliveryRow] = []
-    /// Delivery appends handed to the writer and not completed: at most `maxDeliveryAppends`, so
-    /// the next batch is queued when one commits and the writer stores it while this loop handles
-    /// the committed one.
+    /// Delivery appends handed to the writers and not completed: at most `maxDeliveryAppends`, so
+    /// the next batch is queued when one commits and a writer stores it while this loop handles
+    /// the committed one (with two delivery writers, one each, stored at the same time).
     var deliveryAppendsInFlight = 0
     static let maxDeliveryAppends = 2
+    /// Appends in flight on each of `deliveryLinks`.
+    var deliveryAppendsPerLink: [Int]
+    /// With two delivery writers: the delivery head once every append sent so far has committed,
+    /// so the next append's cursors follow it (`GroupCommitWriter.append(deliveries:after:)`); nil
+    /// while unknown (at first and after a failure).
+    var nextDeliveryCursor: Int64?
+    /// Appends in the order they were sent, each with its outcome once known: outcomes are handled
+    /// in that order (two writers answer in any order). `firstPendingDeliveryAppend` numbers the first.
+    var pendingDeliveryAppends: Deque<PendingDeliveryAppend> = []
+    var firstPendingDeliveryAppend = 0
     var deliveriesInFlight: Bool { deliveryAppendsInFlight > 0 }
     /// Rows at the front of `unsentDeliveries` put back by failed appends: a later failed append's
     /// rows go after them, so a failure of both appends keeps the decided order.
@@ -135,11 +145,15 @@ public final class HeraldService: ConnectionDelegate {
         self.tokens = configuration.tokens
         self.loop = EventLoop()
         self.store = StoreLink(loop: loop, url: configuration.databaseURL)
-        self.deliveryStore = configuration.separateDeliveryWriter ? StoreLink(loop: loop, url: configuration.databaseURL) : nil
+        self.deliveryStores = (0..<min(max(configuration.deliveryWriters, 0), 2)).map { [loop] _ in
+            StoreLink(loop: loop, url: configuration.databaseURL)
+        }
+        self.deliveryLinks = deliveryStores.isEmpty ? [store] : deliveryStores
+        self.deliveryAppendsPerLink = Array(repeating: 0, count: deliveryLinks.count)
         self.reader = AsyncReader(loop: loop, url: configuration.databaseURL)
         if case .manual(let start) = configuration.clock { manualNow = start }
         reader.log = log
-        for link in [store, deliveryStore].compactMap({ $0 }) {
+        for link in [store] + deliveryStores {
             link.log = log
             link.commitFlushedForTesting = configuration.commitFlushedForTesting
             link.limits = configuration.writerLimits
@@ -210,13 +224,13 @@ public final class HeraldService: ConnectionDelegate {
         try Migrator.migrate(conn) { self.log($0) }
         try restore(from: conn)
         try store.adopt(conn)
-        try deliveryStore?.adopt(PGConnection.connect(configuration.databaseURL))
+        for link in deliveryStores { try link.adopt(PGConnection.connect(configuration.databaseURL)) }
         try reader.adopt(PGConnection.connect(configuration.databaseURL))
         store.onReady = { [weak self] in
             self?.reconcileUnknownCommits()
             self?.flushDeliveries()
         }
-        deliveryStore?.onReady = { [weak self] in self?.flushDeliveries() }
+        for link in deliveryStores { link.onReady = { [weak self] in self?.flushDeliveries() } }
         let tls = tlsContext
         let listener = try Listener(loop: loop, host: configuration.host, port: configuration.port) { [weak self] fd in
             self?.accept(fd, tls: tls)
@@ -350,13 +364,14 @@ public final class HeraldService: ConnectionDelegate {
             "storeCopiesSentWhileCompleting": .int(writerSum(\.copiesSentWhileCompleting)),
             "storeDeliveriesCopied": .int(writerSum(\.deliveriesCopied)),
             "storeBackendPID": .int(Int64(store.writer?.connection.backendPID ?? 0)),
-            "storeDeliveryBackendPID": .int(Int64(deliveryStore?.writer?.connection.backendPID ?? 0)),
+            "storeDeliveriesChained": .int(writerSum(\.deliveriesChained)),
+            "storeDeliveryBackendPIDs": .array(deliveryStores.map { .int(Int64($0.writer?.connection.backendPID ?? 0)) }),
         ]
     }
 
     /// A counter of the writer connections (events', and deliveries' if separate), summed.
     private func writerSum(_ counter: KeyPath<GroupCommitWriter, Int>) -> Int64 {
-        Int64([store, deliveryStore].compactMap { $0?.writer?[keyPath: counter] }.reduce(0, +))
+        Int64(([store] + deliveryStores).compactMap { $0.writer?[keyPath: counter] }.reduce(0, +))
     }
 
     /// CPU time (user + system) of the calling thread: `stats` runs on the loop thread.
@@ -387,9 +402,9 @@ public final class HeraldService: ConnectionDelegate {
         // Timers and events waiting for lean content wait for PostgreSQL: while it cannot be read, do
         // not wait for them (they are in the log; the next start decides them).
         let waiting = (dueUsers.isEmpty && restart.content.heldFolds.isEmpty) || restart.content.failingSince != nil
-        let idle = (store.writer?.isIdle ?? true) && (deliveryStore?.writer?.isIdle ?? true)
+        let idle = (store.writer?.isIdle ?? true) && deliveryStores.allSatisfy { $0.writer?.isIdle ?? true }
             && unsentDeliveries.isEmpty && !deliveriesInFlight && waiting
-        if !idle && store.isReady && deliveryLink.isReady {
+        if !idle && store.isReady && deliveryLinks.allSatisfy(\.isReady) {
             shutdownTimer?.arm(afterMilliseconds: 10)
             return
         }

@@ -54,12 +54,15 @@ public struct ServiceConfiguration: Sendable {
     public var deliveryAppendRows = 4_000
     /// The store writer's limits (`GroupCommitWriter.Limits`); benchmarks compare its paths with it.
     public var writerLimits = GroupCommitWriter.Limits()
-    /// Deliveries are committed by a writer connection of their own, beside the one that commits
-    /// events and consumers' acks, so two PostgreSQL backends store a batch of events and the
-    /// deliveries decided from the previous ones at the same time instead of one after the other
-    /// (docs/store-performance.md, session 11). A delivery is decided only once its events have
-    /// committed, so the two streams never need one transaction. false: one writer for both.
-    public var separateDeliveryWriter = true
+    /// PostgreSQL connections that commit deliveries, beside the one that commits events and
+    /// consumers' acks (docs/store-performance.md, session 11). 0: the events' writer commits them
+    /// too (a small batch's deliveries then ride in the next events transaction). 1: a writer of
+    /// their own, so two backends store a batch of events and the deliveries decided from the
+    /// previous one at the same time. 2 (the most): two, each storing one append at cursors the
+    /// service assigns, both at once, committed in cursor order (`GroupCommitWriter.append(
+    /// deliveries:after:)`) — a burst of due timers (a summary storm) is stored by two backends.
+    /// A delivery is decided only once its events have committed, so the streams never need one transaction.
+    public var deliveryWriters = 2
     public var serverName = "herald/0.1.0"
     /// Handle SIGTERM/SIGINT (one service per process may; tests run several and stop them with `requestShutdown`).
     public var handleSignals = true

@@ -228,8 +228,10 @@ struct FiringOptions: ParsableArguments {
     @Option(help: "Users fired per loop turn at most (the service's timerSliceUsers).") var sliceUsers: Int?
     @Option(help: "Loop time per firing slice at most, in microseconds (timerSliceMicroseconds; 0: no bound).") var sliceMicroseconds: Int64?
     @Option(help: "Rows per delivery append at most (deliveryAppendRows).") var appendRows: Int?
+    @Option(help: "Delivery writer connections: 0, 1 or 2 (deliveryWriters; default: the service's).") var deliveryWriters: Int?
 
     func apply(to configuration: inout ServiceConfiguration) {
+        if let deliveryWriters { configuration.deliveryWriters = deliveryWriters }
         if let sliceUsers { configuration.timerSliceUsers = sliceUsers }
         if let sliceMicroseconds { configuration.timerSliceMicroseconds = sliceMicroseconds }
         if let appendRows { configuration.deliveryAppendRows = appendRows }

@@ -176,12 +176,12 @@ func withInProcessService<T>(url: String, configure: (inout ServiceConfiguration
 struct WriterOptions: ParsableArguments {
     @Option(help: "Committed transactions of at most this many events complete before the next one is sent (default: the writer's; 0: always send first).")
     var completeFirstUpTo: Int?
-    @Flag(help: "Commit deliveries on the events' writer, as before session 11 (default: a writer connection of their own).")
-    var oneWriter = false
+    @Option(help: "Delivery writer connections beside the events' one: 0 (as before session 11), 1 or 2 (default: the service's).")
+    var deliveryWriters: Int?
 
     func apply(to configuration: inout ServiceConfiguration) {
         if let completeFirstUpTo { configuration.writerLimits.completeFirstUpToEvents = completeFirstUpTo }
-        configuration.separateDeliveryWriter = !oneWriter
+        if let deliveryWriters { configuration.deliveryWriters = deliveryWriters }
     }
 }
 
@@ -212,9 +212,8 @@ struct IngestCosts {
             defer { conn.close() }
             walSyncs = try conn.execute("SELECT wal_sync FROM pg_stat_wal").int64(0, 0) ?? 0
             // The writers' backends (their PostgreSQL processes on this machine): events', deliveries'.
-            for key in ["storeBackendPID", "storeDeliveryBackendPID"] {
-                if let pid = stats[key]?.intValue, pid > 0 { backendTicks += Self.ticks("/proc/\(pid)/stat") }
-            }
+            let pids = [stats["storeBackendPID"]] + (stats["storeDeliveryBackendPIDs"]?.arrayValue ?? []).map { Optional($0) }
+            for pid in pids.compactMap({ $0?.intValue }) where pid > 0 { backendTicks += Self.ticks("/proc/\(pid)/stat") }
         }
 
         /// utime + stime of a /proc stat file (fields 14 and 15, after the parenthesised name).

@@ -25,8 +25,8 @@ struct Serve: ParsableCommand {
     var snapshotEvery = 250_000
     @Flag(help: "Serve even if PostgreSQL runs with fsync or synchronous_commit off (acknowledged events may be lost).")
     var unsafeDurability = false
-    @Flag(help: "Commit deliveries on the events' writer connection instead of one of their own (one PostgreSQL connection fewer; slower at saturation).")
-    var oneWriter = false
+    @Option(help: "PostgreSQL connections that commit deliveries beside the events' one: 0 (the events' writer commits them too), 1, or 2 (default: two backends store a burst of deliveries at once).")
+    var deliveryWriters = 2
     /// The reliability experiments' negative control; hidden, and never for production.
     @Flag(name: .customLong("unsafe-acknowledge-before-commit-for-testing"), help: .hidden)
     var acknowledgeBeforeCommitForTesting = false
@@ -46,7 +46,11 @@ struct Serve: ParsableCommand {
             config.maxConnections = maxConnections
             config.snapshotEveryEvents = snapshotEvery > 0 ? snapshotEvery : nil
             config.allowUnsafeDurability = unsafeDurability
-            config.separateDeliveryWriter = !oneWriter
+            guard (0...2).contains(deliveryWriters) else {
+                Log.info("error: --delivery-writers must be 0, 1 or 2")
+                throw ExitCode.error
+            }
+            config.deliveryWriters = deliveryWriters
             if acknowledgeBeforeCommitForTesting {
                 Log.info("WARNING: --unsafe-acknowledge-before-commit-for-testing: requests are acknowledged before they are stored; acknowledged events WILL be lost in a crash. Only for testing the reliability checker.")
                 config.acknowledgeBeforeCommitForTesting = true
