@@ -28,6 +28,7 @@ import Testing
         let deliveries = try #require(stats["storeDeliveryBackendPIDs"]?.arrayValue).compactMap(\.intValue)
         #expect(events > 0 && deliveries.count == 2 && Set(deliveries + [events]).count == 3 && !deliveries.contains(0),
                 "three backends: \(stats.canonicalString)")
+        #expect(stats["storeDeliveriesChained"]?.intValue == 0, "a few deliveries at a time go to the first writer, claiming their cursors")
         // No delivery shares a transaction with an event (one writer put small batches' deliveries
         // in the next events transaction).
         let conn = try PGConnection.connect(server.url)
@@ -64,10 +65,14 @@ import Testing
     }
 
     @Test func aBurstOfDueTimersIsStoredByBothDeliveryWritersAtOnceEachCursorOnceInOrder() throws {
-        // 12 summaries due at one instant, appended 4 rows at a time: with the head known, the two
-        // writers each take an append at cursors the service assigned (chained).
+        // 12 summaries due at one instant, decided in one slice and appended 4 rows at a time: a
+        // burst (a whole append's worth waiting) with the head known, so the two writers each
+        // take an append at cursors the service assigned (chained).
         let url = try TestPostgres.freshDatabase()
-        let server = try TestServer(url: url, start: "2026-03-27T07:00:00Z", configure: StormCopyTests.configure)
+        let server = try TestServer(url: url, start: "2026-03-27T07:00:00Z") { config in
+            StormCopyTests.configure(&config)
+            config.timerSliceUsers = 12
+        }
         defer { server.stop() }
         let c = try server.client()
         try StormCopyTests.setUpUsers(c)

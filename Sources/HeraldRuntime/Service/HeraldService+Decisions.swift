@@ -182,16 +182,35 @@ extension HeraldService {
     }
 
     /// Hands the next append to a delivery writer; false when none can take it now (retried when
-    /// an append completes or a writer reconnects). With two writers each takes one append at a
-    /// time, at cursors assigned here (`nextDeliveryCursor`, chained: both store at once and commit
-    /// in cursor order); while the head is unknown (at first, after a failure) one append at a
-    /// time claims its cursors itself. With one writer it queues both appends, as the events' did.
+    /// an append completes or a writer reconnects). The first writer takes appends as they come
+    /// (up to two queued, each claiming its cursors as it commits). A burst — a whole append's
+    /// worth of rows waiting, as in a summary storm — goes to both writers, one append each, at
+    /// cursors assigned here (`nextDeliveryCursor`, chained: both store at once and commit in
+    /// cursor order), once the head is known and the first writer's own appends have committed.
+    /// (Chaining small appends too made the delivery line's p99 worse at 20,000 submits/s: more
+    /// commits at once; docs/store-performance.md session 11.)
     private func sendDeliveryAppend() -> Bool {
         let links = deliveryLinks
-        let chained = links.count > 1
-        if chained && nextDeliveryCursor == nil && deliveryAppendsInFlight > 0 { return false }
-        guard let index = chained ? links.indices.first(where: { deliveryAppendsPerLink[$0] == 0 && links[$0].isReady }) : 0,
-              case .success(let writer) = links[index].currentWriter() else { return false }  // retried on reconnect
+        let chainedInFlight = pendingDeliveryAppends.contains { $0.base != nil }
+        let claimingInFlight = pendingDeliveryAppends.contains { $0.base == nil }
+        let burst = links.count > 1 && unsentDeliveries.count >= max(configuration.deliveryAppendRows, 1)
+        // Chained while chained ones are in flight (the head known), or to start a burst with
+        // nothing in flight; otherwise claiming, on the first writer, never beside a chained one
+        // (its claim would take the cursors the chained one was given).
+        let chained = chainedInFlight || (burst && !claimingInFlight && nextDeliveryCursor != nil)
+        // A burst waits for the claiming appends in flight: once they commit the head is known
+        // and the burst goes chained (under steady firing one would otherwise always be in flight).
+        if !chained && burst && claimingInFlight { return false }
+        let index: Int
+        if chained {
+            guard nextDeliveryCursor != nil,
+                  let free = links.indices.first(where: { deliveryAppendsPerLink[$0] == 0 && links[$0].isReady }) else { return false }
+            index = free
+        } else {
+            if chainedInFlight { return false }
+            index = 0
+        }
+        guard case .success(let writer) = links[index].currentWriter() else { return false }  // retried on reconnect
         let n = min(unsentDeliveries.count, max(configuration.deliveryAppendRows, 1))
         let rows: [DeliveryRow]
         if n == unsentDeliveries.count {
@@ -208,7 +227,8 @@ extension HeraldService {
         deliveryAppendsInFlight += 1
         deliveryAppendsPerLink[index] += 1
         let base = chained ? nextDeliveryCursor : nil
-        if let base { nextDeliveryCursor = base + Int64(n) }
+        // A claiming append moves the head where this process cannot see it until it commits.
+        nextDeliveryCursor = base.map { $0 + Int64(n) }
         let id = firstPendingDeliveryAppend + pendingDeliveryAppends.count
         pendingDeliveryAppends.append(PendingDeliveryAppend(rows: rows, sentAt: FiringPhases.now(), link: index, base: base))
         // One writer completes appends in order, and fails the deliveries queued behind a failed

@@ -106,7 +106,7 @@ struct StormBench: ParsableCommand {
             let committed = Mutex(0.0)
             var streamedAt = 0.0, received = 0, firstAt = 0.0
             var firing: JSONValue = .null
-            var overlapped: Int64 = 0
+            var overlapped: Int64 = 0, chained: Int64 = 0
             var loopCpuMs: Int64 = 0
             var pgCPU = 0.0, processCPU = 0.0
             var lateStart: Double?
@@ -167,6 +167,7 @@ struct StormBench: ParsableCommand {
                 if let f = after["firing"] { firing = f }
                 if let a = after["loopCpuMs"]?.intValue, let b = before["loopCpuMs"]?.intValue { loopCpuMs = a - b }
                 if let a = after["storeTransactionsOverlapped"]?.intValue, let b = before["storeTransactionsOverlapped"]?.intValue { overlapped = a - b }
+                if let a = after["storeDeliveriesChained"]?.intValue, let b = before["storeDeliveriesChained"]?.intValue { chained = a - b }
             }
             let rss = BenchMachine.memory()
             let committedAt = committed.withLock { $0 }
@@ -210,8 +211,10 @@ struct StormBench: ParsableCommand {
                            + "first slice → last commit \(i("firstSliceToLastCommitMs")) ms")
                 report.row("  appends: count / rows / sent → committed", "\(i("appends")) / \(i("appendRows")) / \(i("appendMs")) ms",
                            "completions (wire lines, ring, consumers) \(i("completionMs")) ms of loop time; "
-                           + "\(overlapped) transactions sent before the previous one's completions ran")
+                           + "\(overlapped) transactions sent before the previous one's completions ran; "
+                           + "\(chained) rows stored by chained appends (two writers at once)")
                 report.json["transactionsOverlapped"] = .int(overlapped)
+                report.json["deliveriesChained"] = .int(chained)
                 report.row("  consumer catch-up reads / rows / latency", "\(i("catchUpReads")) / \(i("catchUpRows")) / \(i("catchUpMs")) ms", "")
                 report.json["firing"] = firing
             }
