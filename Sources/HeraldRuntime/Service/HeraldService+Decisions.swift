@@ -55,7 +55,7 @@ extension HeraldService {
         decided.withUnsafeBufferPointer { deliveries in
             for i in deliveries.indices {
                 count += 1
-                if let collect { collect(deliveries[i], count) } else { unsentDeliveries.append(row(deliveries[i], index: count)) }
+                if let collect { collect(deliveries[i], count) } else { queueUnsent(row(deliveries[i], index: count)) }
             }
         }
         decided.removeAll(keepingCapacity: true)
@@ -190,6 +190,9 @@ extension HeraldService {
     /// (Chaining small appends too made the delivery line's p99 worse at 20,000 submits/s: more
     /// commits at once; docs/store-performance.md session 11.)
     private func sendDeliveryAppend() -> Bool {
+        // A failed outcome not yet handled (an earlier append's is awaited): the head and the
+        // rows still to send are about to change; wait for it.
+        if pendingDeliveryAppends.contains(where: { if case .failure? = $0.result { return true } else { return false } }) { return false }
         let links = deliveryLinks
         let chainedInFlight = pendingDeliveryAppends.contains { $0.base != nil }
         let claimingInFlight = pendingDeliveryAppends.contains { $0.base == nil }
@@ -212,17 +215,21 @@ extension HeraldService {
         }
         guard case .success(let writer) = links[index].currentWriter() else { return false }  // retried on reconnect
         let n = min(unsentDeliveries.count, max(configuration.deliveryAppendRows, 1))
-        let rows: [DeliveryRow]
+        let rows: [DeliveryRow], order: [Int]
         if n == unsentDeliveries.count {
-            // All of them (every append but a storm's): the buffer moves, no row is copied.
+            // All of them (every append but a storm's): the buffers move, no row is copied.
             rows = unsentDeliveries
+            order = unsentOrder
             unsentDeliveries = []
             unsentDeliveries.reserveCapacity(n)
+            unsentOrder = []
+            unsentOrder.reserveCapacity(n)
         } else {
             rows = Array(unsentDeliveries[..<n])
+            order = Array(unsentOrder[..<n])
             unsentDeliveries.removeFirst(n)
+            unsentOrder.removeFirst(n)
         }
-        requeuedDeliveries = max(0, requeuedDeliveries - n)
         deliveriesSent += n
         deliveryAppendsInFlight += 1
         deliveryAppendsPerLink[index] += 1
@@ -230,7 +237,7 @@ extension HeraldService {
         // A claiming append moves the head where this process cannot see it until it commits.
         nextDeliveryCursor = base.map { $0 + Int64(n) }
         let id = firstPendingDeliveryAppend + pendingDeliveryAppends.count
-        pendingDeliveryAppends.append(PendingDeliveryAppend(rows: rows, sentAt: FiringPhases.now(), link: index, base: base))
+        pendingDeliveryAppends.append(PendingDeliveryAppend(rows: rows, order: order, sentAt: FiringPhases.now(), link: index, base: base))
         // One writer completes appends in order, and fails the deliveries queued behind a failed
         // one (`GroupCommitWriter.complete`); two writers' outcomes are taken in the order the
         // appends were sent (`deliveryAppendDone`), and a chained append whose predecessor failed
@@ -261,8 +268,7 @@ extension HeraldService {
         switch result {
         case .failure(let error):
             log("deliveries not committed yet (\(error)); will retry")
-            unsentDeliveries.insert(contentsOf: rows, at: requeuedDeliveries)
-            requeuedDeliveries += rows.count
+            requeue(rows, order: append.order)
             deliveriesSent -= rows.count
             // The head is no longer known: the next append claims its cursors itself.
             nextDeliveryCursor = nil
@@ -289,6 +295,37 @@ extension HeraldService {
             publish()
             if !unsentDeliveries.isEmpty { flushDeliveries() }
             if !dueUsers.isEmpty { fireTimersSoon() }
+        }
+    }
+
+    /// Queues a decided delivery, numbered in decision order (`unsentOrder`).
+    func queueUnsent(_ row: DeliveryRow) {
+        unsentDeliveries.append(row)
+        unsentOrder.append(nextDecision)
+        nextDecision += 1
+    }
+
+    /// Puts a failed append's rows back among the unsent ones in the order they were decided.
+    /// Usually they all go first; but an append may have re-taken rows another failure put back,
+    /// and rows decided before its own may be back from an append sent after it: merged by number.
+    private func requeue(_ rows: [DeliveryRow], order: [Int]) {
+        if let first = unsentOrder.first, let last = order.last, last > first {
+            var mergedRows: [DeliveryRow] = [], mergedOrder: [Int] = []
+            mergedRows.reserveCapacity(rows.count + unsentDeliveries.count)
+            mergedOrder.reserveCapacity(rows.count + unsentDeliveries.count)
+            var i = 0, j = 0
+            while i < rows.count || j < unsentDeliveries.count {
+                if j == unsentDeliveries.count || (i < rows.count && order[i] < unsentOrder[j]) {
+                    mergedRows.append(rows[i]); mergedOrder.append(order[i]); i += 1
+                } else {
+                    mergedRows.append(unsentDeliveries[j]); mergedOrder.append(unsentOrder[j]); j += 1
+                }
+            }
+            unsentDeliveries = mergedRows
+            unsentOrder = mergedOrder
+        } else {
+            unsentDeliveries.insert(contentsOf: rows, at: 0)
+            unsentOrder.insert(contentsOf: order, at: 0)
         }
     }
 
@@ -384,6 +421,8 @@ extension HeraldService {
 /// A delivery append handed to a writer, until its outcome has been handled (in sending order).
 struct PendingDeliveryAppend {
     let rows: [DeliveryRow]
+    /// The rows' numbers in decision order (`HeraldService.unsentOrder`).
+    let order: [Int]
     let sentAt: Int64
     /// Its index in `HeraldService.deliveryLinks`.
     let link: Int

@@ -62,7 +62,7 @@ extension HeraldService {
                 try loadContent(due: [(o, e.engineTime)], using: contentConnection)
             }
             applyCommitted(e.storedEvent) { d, index in
-                if index > stored[d.user, default: 0] { self.unsentDeliveries.append(Self.row(d, index: index)) }
+                if index > stored[d.user, default: 0] { self.queueUnsent(Self.row(d, index: index)) }
             }
             if let u = e.user, let o = userOrdinals[u] { users[o].state.dropDeferredContent(dueAfter: keepUntil) }
             folded += 1

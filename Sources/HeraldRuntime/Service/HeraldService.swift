@@ -97,6 +97,10 @@ public final class HeraldService: ConnectionDelegate {
     /// Deliveries decided but not yet committed (re-sent after a reconnect). An array, so that
     /// an append taking all of them moves the buffer instead of copying every row (`flushDeliveries`).
     var unsentDeliveries: [DeliveryRow] = []
+    /// Each unsent delivery's number in decision order (`queueUnsent`): a failed append's rows go
+    /// back where they were decided (`requeue`), whatever was sent or put back meanwhile.
+    var unsentOrder: [Int] = []
+    var nextDecision = 0
     /// Delivery appends handed to the writers and not completed: at most `maxDeliveryAppends`, so
     /// the next batch is queued when one commits and a writer stores it while this loop handles
     /// the committed one (with two delivery writers, one each, stored at the same time).
@@ -113,9 +117,6 @@ public final class HeraldService: ConnectionDelegate {
     var pendingDeliveryAppends: Deque<PendingDeliveryAppend> = []
     var firstPendingDeliveryAppend = 0
     var deliveriesInFlight: Bool { deliveryAppendsInFlight > 0 }
-    /// Rows at the front of `unsentDeliveries` put back by failed appends: a later failed append's
-    /// rows go after them, so a failure of both appends keeps the decided order.
-    var requeuedDeliveries = 0
     /// Rows taken from `unsentDeliveries` into appends (less those put back after a failure), and
     /// rows of appends committed: a waiter runs once `deliveriesDone` reaches its target.
     var deliveriesSent = 0
