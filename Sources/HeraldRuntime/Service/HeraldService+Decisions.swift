@@ -210,8 +210,7 @@ extension HeraldService {
                   let free = links.indices.first(where: { deliveryAppendsPerLink[$0] == 0 && links[$0].isReady }) else { return false }
             index = free
         } else {
-            if chainedInFlight { return false }
-            index = 0
+            index = 0   // no chained append is in flight (`chained` would be true)
         }
         guard case .success(let writer) = links[index].currentWriter() else { return false }  // retried on reconnect
         let n = min(unsentDeliveries.count, max(configuration.deliveryAppendRows, 1))
@@ -231,7 +230,6 @@ extension HeraldService {
             unsentOrder.removeFirst(n)
         }
         deliveriesSent += n
-        deliveryAppendsInFlight += 1
         deliveryAppendsPerLink[index] += 1
         let base = chained ? nextDeliveryCursor : nil
         // A claiming append moves the head where this process cannot see it until it commits.
@@ -262,7 +260,6 @@ extension HeraldService {
 
     private func finishDeliveryAppend(_ append: PendingDeliveryAppend, _ result: Result<[Int64], StoreError>) {
         let rows = append.rows
-        deliveryAppendsInFlight -= 1
         let doneAt = FiringPhases.now()
         defer { phases.completionNanoseconds += FiringPhases.now() - doneAt }
         switch result {

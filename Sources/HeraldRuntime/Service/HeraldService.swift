@@ -101,10 +101,10 @@ public final class HeraldService: ConnectionDelegate {
     /// back where they were decided (`requeue`), whatever was sent or put back meanwhile.
     var unsentOrder: [Int] = []
     var nextDecision = 0
-    /// Delivery appends handed to the writers and not completed: at most `maxDeliveryAppends`, so
-    /// the next batch is queued when one commits and a writer stores it while this loop handles
-    /// the committed one (with two delivery writers, one each, stored at the same time).
-    var deliveryAppendsInFlight = 0
+    /// Delivery appends handed to the writers whose outcome is not handled yet: at most
+    /// `maxDeliveryAppends`, so the next batch is queued when one commits and a writer stores it
+    /// while this loop handles the committed one (with two delivery writers, one each, at once).
+    var deliveryAppendsInFlight: Int { pendingDeliveryAppends.count }
     static let maxDeliveryAppends = 2
     /// Appends in flight on each of `deliveryLinks`.
     var deliveryAppendsPerLink: [Int]
