@@ -1,7 +1,7 @@
 // Deliveries are committed by writer connections of their own (`ServiceConfiguration.deliveryWriters`).
 import Foundation
 import HeraldCore
-import HeraldRuntime
+@testable import HeraldRuntime
 import HeraldStore
 import HeraldTestSupport
 import Testing
@@ -90,5 +90,21 @@ import Testing
         #expect(try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) == 24)
         let report = try Replayer().run(conn) { 0 }
         #expect(report.differences.isEmpty, "\(report.differences)")
+    }
+}
+
+@Suite struct DeliveryRequeueTests {
+    @Test func aFailedAppendsRowsGoBackWhereTheyWereDecided() {
+        // Usual: all of them before what is left.
+        #expect(HeraldService.merged(["c", "d"], [3, 4], into: ["e", "f"], [5, 6]) == (["c", "d", "e", "f"], [3, 4, 5, 6]))
+        #expect(HeraldService.merged(["c"], [3], into: [String](), []) == (["c"], [3]))
+        // The trace CI caught: a retry re-took u3, u4 (put back before u5, u6, which failed later
+        // but were decided after them) and failed too: u3, u4 go back in front of u5, u6.
+        #expect(HeraldService.merged(["u3", "u4"], [3, 4], into: ["u5", "u6", "u7"], [5, 6, 7])
+                == (["u3", "u4", "u5", "u6", "u7"], [3, 4, 5, 6, 7]))
+        // Interleaved: an append had taken put-back rows and new ones while another, decided in
+        // between, was in flight and was put back first.
+        #expect(HeraldService.merged(["a3", "a4", "a9"], [3, 4, 9], into: ["b5", "b6", "c11"], [5, 6, 11])
+                == (["a3", "a4", "b5", "b6", "a9", "c11"], [3, 4, 5, 6, 9, 11]))
     }
 }

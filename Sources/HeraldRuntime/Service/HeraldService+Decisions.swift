@@ -306,24 +306,25 @@ extension HeraldService {
     /// Usually they all go first; but an append may have re-taken rows another failure put back,
     /// and rows decided before its own may be back from an append sent after it: merged by number.
     private func requeue(_ rows: [DeliveryRow], order: [Int]) {
-        if let first = unsentOrder.first, let last = order.last, last > first {
-            var mergedRows: [DeliveryRow] = [], mergedOrder: [Int] = []
-            mergedRows.reserveCapacity(rows.count + unsentDeliveries.count)
-            mergedOrder.reserveCapacity(rows.count + unsentDeliveries.count)
-            var i = 0, j = 0
-            while i < rows.count || j < unsentDeliveries.count {
-                if j == unsentDeliveries.count || (i < rows.count && order[i] < unsentOrder[j]) {
-                    mergedRows.append(rows[i]); mergedOrder.append(order[i]); i += 1
-                } else {
-                    mergedRows.append(unsentDeliveries[j]); mergedOrder.append(unsentOrder[j]); j += 1
-                }
+        (unsentDeliveries, unsentOrder) = Self.merged(rows, order, into: unsentDeliveries, unsentOrder)
+    }
+
+    /// `a` and `b` (each in increasing `order`) as one sequence in increasing order; `a` goes in
+    /// front without comparing when all of it comes first (the usual case).
+    static func merged<Row>(_ a: [Row], _ aOrder: [Int], into b: [Row], _ bOrder: [Int]) -> ([Row], [Int]) {
+        guard let firstB = bOrder.first, let lastA = aOrder.last, lastA > firstB else { return (a + b, aOrder + bOrder) }
+        var rows: [Row] = [], order: [Int] = []
+        rows.reserveCapacity(a.count + b.count)
+        order.reserveCapacity(a.count + b.count)
+        var i = 0, j = 0
+        while i < a.count || j < b.count {
+            if j == b.count || (i < a.count && aOrder[i] < bOrder[j]) {
+                rows.append(a[i]); order.append(aOrder[i]); i += 1
+            } else {
+                rows.append(b[j]); order.append(bOrder[j]); j += 1
             }
-            unsentDeliveries = mergedRows
-            unsentOrder = mergedOrder
-        } else {
-            unsentDeliveries.insert(contentsOf: rows, at: 0)
-            unsentOrder.insert(contentsOf: order, at: 0)
         }
+        return (rows, order)
     }
 
     /// With two delivery writers: after an append that claimed its own cursors (the only one in
