@@ -140,7 +140,7 @@ public final class GroupCommitWriter {
         /// COMMIT is part of the simple query (nothing follows in a pipeline segment).
         var commitsInQuery: Bool
         /// The cursors were assigned by the owner (`deliveryBase` known from the start), and the
-        /// query moves the head from there after its COPY (`DeliveryCopy.advance`).
+        /// query moves the head from there after its COPY (`DeliveryCopy.chainedQuery`).
         var advancesHead = false
         var base: Int64?
         var deliveryBase: Int64?

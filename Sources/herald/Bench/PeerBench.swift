@@ -32,6 +32,7 @@ struct PeerBench: ParsableCommand {
     @Option(help: "Jobs per PgQueuer enqueue call (one INSERT, one transaction): 1000 is its best case, 1 is a request handler enqueueing one job.")
     var peerBatch = 1000
     @OptionGroup var firingOptions: FiringOptions
+    @OptionGroup var writer: WriterOptions
     @Flag(help: "Only Herald's side (no Python).") var skipPeer = false
     @Flag(help: "Print JSON instead of a table.") var json = false
 
@@ -44,7 +45,7 @@ struct PeerBench: ParsableCommand {
 
             // Herald.
             var herald: PeerResult!
-            try withInProcessService(url: url, configure: { firingOptions.apply(to: &$0) }) { port in
+            try withInProcessService(url: url, configure: { firingOptions.apply(to: &$0); writer.apply(to: &$0) }) { port in
                 var load = IngestLoad()
                 load.users = users; load.app = "com.example.jobs"
                 Log.info("peer: authorizing \(users) users")

@@ -30,6 +30,7 @@ struct StormBench: ParsableCommand {
     @Flag(help: "The consumer subscribes only once every summary is committed, from the cursor before the storm: it reads the storm back (from PostgreSQL where the ring moved on) — a consumer that was away.")
     var lateConsumer = false
     @OptionGroup var firingOptions: FiringOptions
+    @OptionGroup var writer: WriterOptions
     @Option(help: "The scratch database the run uses (dropped and recreated), e.g. to run two sizes at once.")
     var scratch = "herald_bench_storm"
     @Option(help: "Delivery lines the service keeps in memory for consumers (its default: 65,536); a small ring makes the consumer catch up from PostgreSQL.")
@@ -118,6 +119,7 @@ struct StormBench: ParsableCommand {
                 $0.snapshotEveryEvents = nil
                 if let ring { $0.deliveryRingCapacity = ring }
                 firingOptions.apply(to: &$0)
+                writer.apply(to: &$0)
             }, started: { startup = $0 }) { port in
                 var tap = lateConsumer ? nil : try DeliveryTap(port: port, consumer: "bench-storm")
                 let admin = try WireClient(port: port)
@@ -231,10 +233,8 @@ struct FiringOptions: ParsableArguments {
     @Option(help: "Users fired per loop turn at most (the service's timerSliceUsers).") var sliceUsers: Int?
     @Option(help: "Loop time per firing slice at most, in microseconds (timerSliceMicroseconds; 0: no bound).") var sliceMicroseconds: Int64?
     @Option(help: "Rows per delivery append at most (deliveryAppendRows).") var appendRows: Int?
-    @Option(help: "Delivery writer connections: 0, 1 or 2 (deliveryWriters; default: the service's).") var deliveryWriters: Int?
 
     func apply(to configuration: inout ServiceConfiguration) {
-        if let deliveryWriters { configuration.deliveryWriters = deliveryWriters }
         if let sliceUsers { configuration.timerSliceUsers = sliceUsers }
         if let sliceMicroseconds { configuration.timerSliceMicroseconds = sliceMicroseconds }
         if let appendRows { configuration.deliveryAppendRows = appendRows }

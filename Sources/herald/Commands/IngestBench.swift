@@ -172,7 +172,7 @@ func withInProcessService<T>(url: String, configure: (inout ServiceConfiguration
     return try body(port)
 }
 
-/// The service writer's knobs that `bench ingest` and `bench latency` both offer, for A/B runs.
+/// The service writers' knobs that `bench ingest`, `latency`, `storm` and `peer` all offer, for A/B runs.
 struct WriterOptions: ParsableArguments {
     @Option(help: "Committed transactions of at most this many events complete before the next one is sent (default: the writer's; 0: always send first).")
     var completeFirstUpTo: Int?
@@ -212,8 +212,8 @@ struct IngestCosts {
             defer { conn.close() }
             walSyncs = try conn.execute("SELECT wal_sync FROM pg_stat_wal").int64(0, 0) ?? 0
             // The writers' backends (their PostgreSQL processes on this machine): events', deliveries'.
-            let pids = [stats["storeBackendPID"]] + (stats["storeDeliveryBackendPIDs"]?.arrayValue ?? []).map { Optional($0) }
-            for pid in pids.compactMap({ $0?.intValue }) where pid > 0 { backendTicks += Self.ticks("/proc/\(pid)/stat") }
+            let pids = ([stats["storeBackendPID"]].compactMap { $0 } + (stats["storeDeliveryBackendPIDs"]?.arrayValue ?? [])).compactMap(\.intValue)
+            for pid in pids where pid > 0 { backendTicks += Self.ticks("/proc/\(pid)/stat") }
         }
 
         /// utime + stime of a /proc stat file (fields 14 and 15, after the parenthesised name).
