@@ -32,8 +32,9 @@ import Testing
         let conn = try PGConnection.connect(server.url)
         let r = try conn.execute("SELECT kind, reason, trace::text, body::text FROM deliveries WHERE notification_id = 'n1'")
         #expect(r.string(0, 0) == "held")
-        let trace = try JSONValue.parse(r.string(0, 2) ?? "[]").arrayValue ?? []
-        #expect(trace.last?["rule"] == "focus" && trace.last?["outcome"] == "decided", "the deciding rule is the last step")
+        let trace = try #require(RuleStep.steps(storedTrace: r.string(0, 2) ?? ""))
+        #expect(trace.last == RuleStep("focus", "decided"), "the deciding rule is the last step")
+        #expect(r.string(0, 2)?.hasSuffix(#","focus:decided"]"#) == true, "stored compact (migration 010)")
         #expect(try JSONValue.parse(r.string(0, 3) ?? "{}")["focus"] == "Sleep")
     }
 

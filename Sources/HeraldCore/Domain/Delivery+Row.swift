@@ -42,8 +42,8 @@ extension RuleOutcome {
 }
 
 extension RuleTrace {
-    /// `[{"outcome":…,"rule":…},…]`: byte-identical to `Delivery.traceJSON.canonicalBytes`
-    /// (keys in UTF-8 order, no spaces; codes need no escaping), without a `JSONValue` tree.
+    /// `["rule",…,"rule:outcome"]` (a `pass` is the bare rule): byte-identical to
+    /// `Delivery.traceJSON.canonicalBytes` (codes need no escaping), without a `JSONValue` tree.
     public func writeJSON(to out: inout ByteSink) {
         out.append(UInt8(ascii: "["))
         Self.entryJSON.withUnsafeBufferPointer { table in
@@ -55,17 +55,19 @@ extension RuleTrace {
         out.append(UInt8(ascii: "]"))
     }
 
-    /// `{"outcome":…,"rule":…}` for every entry byte (outcome in the low 3 bits, rule above):
-    /// one copy per entry instead of four appends (a decision's trace has ~13 entries).
+    /// The quoted stored step (`RuleStep.storedText`) for every entry byte (outcome in the low
+    /// 3 bits, rule above): one copy per entry (a decision's trace has ~13 entries).
     private static let entryJSON: [[UInt8]] = (0...255).map { (byte: Int) -> [UInt8] in
         guard let outcome = RuleOutcome(rawValue: UInt8(byte) & 7), let rule = RuleCode(rawValue: UInt8(byte) >> 3) else { return [] }
         var sink = ByteSink(capacity: 64)
         defer { sink.deallocate() }
-        sink.append("{\"outcome\":\"")
-        sink.append(outcome.staticText)
-        sink.append("\",\"rule\":\"")
+        sink.append("\"")
         sink.append(rule.staticText)
-        sink.append("\"}")
+        if outcome != .pass {
+            sink.append(":")
+            sink.append(outcome.staticText)
+        }
+        sink.append("\"")
         return sink.array
     }
 }

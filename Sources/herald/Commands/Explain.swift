@@ -39,7 +39,7 @@ struct Explain: ParsableCommand {
                     deliveries.append(.object([
                         "cursor": .int(d.int64(j, 0) ?? 0), "kind": .string(d.string(j, 1) ?? ""), "reason": .string(d.string(j, 2) ?? ""),
                         "delivery": (try? JSONValue.parse(d.string(j, 3) ?? "null")) ?? .null,
-                        "trace": (try? JSONValue.parse(d.string(j, 4) ?? "[]")) ?? .null,
+                        "trace": RuleStep.steps(storedTrace: d.string(j, 4) ?? "[]").map { .array($0.map(\.expandedJSON)) } ?? .null,
                     ]))
                 }
                 stories.append(.object([

@@ -28,6 +28,29 @@ import Testing
         #expect(trace == d.traceJSON.canonicalBytes)
     }
 
+    /// The stored trace is compact (migration 010): a `pass` is the bare rule, anything else
+    /// `rule:outcome`; every step read back gives the step written, and the old object form reads too.
+    @Test func storedTraceIsCompactAndReadsBackInEitherFormat() throws {
+        var d = Delivery(kind: .held, user: "u", app: "a", notificationId: "n", at: Instant(millisecondsSinceEpoch: 0),
+                         reason: "focus", rulesVersion: "1", causeSeq: 1)
+        d.ruleTrace.append(.withdrawn, .pass)
+        d.ruleTrace.append(.critical, .downgraded)
+        d.ruleTrace.append(.focus, .decided)
+        let stored = String(decoding: d.traceBytes, as: UTF8.self)
+        #expect(stored == #"["withdrawn","critical:downgraded","focus:decided"]"#)
+        #expect(RuleStep.steps(storedTrace: stored) == d.trace)
+        let old = #"[{"outcome":"pass","rule":"withdrawn"},{"outcome":"downgraded","rule":"critical"},{"outcome":"decided","rule":"focus"}]"#
+        #expect(RuleStep.steps(storedTrace: old) == d.trace)
+        #expect(RuleStep.steps(storedTrace: "[]") == [])
+        #expect(RuleStep.steps(storedTrace: #"[1]"#) == nil)
+        #expect(RuleStep.steps(storedTrace: "{") == nil)
+        // A plain alert's 13 steps: what each delivery row carries.
+        var plain = RuleTrace()
+        for c in RuleCode.allCases.prefix(13) { plain.append(c, .pass) }
+        plain.append(.normal, .decided)
+        #expect(withSink(capacity: 256) { plain.writeJSON(to: &$0) }.count < 220)
+    }
+
     /// The service shares one array per distinct trace (`TraceBytesCache`): the bytes must be
     /// exactly what each delivery's own trace writes, and a full cache starts again.
     @Test func cachedTraceBytesEqualEachDeliverysOwnTrace() {
