@@ -88,7 +88,8 @@ struct LatencyBench: ParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
     @Option(help: "Submits in all.") var events = 20_000
-    @Option(help: "Offered load, submits per second (default: about half the measured ingest maximum).") var rate = 4_000.0
+    @Option(help: "Offered load, submits per second (default: half the maximum measured by an ingest run of --probe-events submits on the same service just before).") var rate: Double?
+    @Option(help: "Submits of the ingest run that measures the maximum when --rate is not given.") var probeEvents = 50_000
     @Option(help: "Distinct users (each authorized first).") var users = 10_000
     @OptionGroup var writer: WriterOptions
     @Flag(help: "Print JSON instead of a table.") var json = false
@@ -99,23 +100,37 @@ struct LatencyBench: ParsableCommand {
             defer { location.close() }
             let url = try scratchDatabase(location, name: "herald_bench_latency")
             var load = LatencyLoad()
-            load.events = events; load.ratePerSecond = rate; load.ingest.users = users
+            load.events = events; load.ingest.users = users
+            var measuredMaximum: Double?
             let r = try withInProcessService(url: url, configure: { writer.apply(to: &$0) }) { port in
                 Log.info("authorizing \(users) users")
                 try load.ingest.prepare(port: port)
-                Log.info("latency: \(events) submits at \(Int(rate))/s with a consumer subscribed")
+                if let rate {
+                    load.ratePerSecond = rate
+                } else {
+                    // The default: half the maximum, measured here, on this service, now.
+                    var probe = load.ingest
+                    probe.events = probeEvents; probe.idPrefix = "probe"
+                    Log.info("latency: measuring the ingest maximum (\(probeEvents) submits, \(probe.producers) producers × \(probe.window) outstanding)")
+                    let maximum = try probe.run(port: port).acksPerSecond
+                    measuredMaximum = maximum
+                    load.ratePerSecond = (maximum / 2).rounded()
+                }
+                Log.info("latency: \(events) submits at \(Int(load.ratePerSecond))/s with a consumer subscribed")
                 return try load.run(port: port)
             }
+            let offered = load.ratePerSecond
             // The baseline in the same run: a bare durable commit per row at the same rate, on the
-            // same database (at most 10 s of it), after Herald has stopped.
-            let baselineCount = min(events, max(100, Int(rate * 10)))
-            Log.info("latency: baseline, \(baselineCount) single-row commits at \(Int(rate))/s on one connection")
+            // same database (10 s of the offered load, at most 20,000 commits), after Herald has stopped.
+            let baselineCount = min(events, 20_000, max(100, Int(offered * 10)))
+            Log.info("latency: baseline, \(baselineCount) single-row commits at \(Int(offered))/s on one connection")
             let (floor, reached) = try load.commitBaseline(databaseURL: url, count: baselineCount)
-            let saturated = reached < rate * 0.95
+            let saturated = reached < offered * 0.95
             func pct(_ p: Double) -> Double { floor.sortedPercentile(p) }
             if json {
                 print(JSONValue.object([
-                    "offeredPerSecond": .double(rate), "delivered": .int(Int64(r.delivered)),
+                    "offeredPerSecond": .double(offered), "measuredMaximumPerSecond": measuredMaximum.map(JSONValue.double) ?? .null,
+                    "delivered": .int(Int64(r.delivered)),
                     "baselineCommitP50Ms": .double(pct(0.5)), "baselineCommitP99Ms": .double(pct(0.99)),
                     "baselineCommitP999Ms": .double(pct(0.999)), "baselineReachedPerSecond": .double(reached),
                     "p50Ms": .double(r.percentile(0.5)), "p99Ms": .double(r.percentile(0.99)), "p999Ms": .double(r.percentile(0.999)),
@@ -123,7 +138,8 @@ struct LatencyBench: ParsableCommand {
                     "ackP999Ms": .double(r.ackPercentile(0.999)),
                 ]).canonicalString)
             } else {
-                print("end to end: \(events) submits at \(Int(rate))/s offered, one consumer at the tail")
+                print("end to end: \(events) submits at \(Int(offered))/s offered, one consumer at the tail"
+                      + (measuredMaximum.map { " (half the \(Int($0))/s an ingest run of \(probeEvents) submits reached just before)" } ?? ""))
                 print("  submit → ack (COMMIT)    p50 " + String(format: "%.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
                       r.ackPercentile(0.5), r.ackPercentile(0.99), r.ackPercentile(0.999), r.ackLatenciesMs.last ?? 0))
                 print("  submit → delivery line   p50 " + String(format: "%.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
