@@ -102,6 +102,7 @@ struct LatencyBench: ParsableCommand {
             var load = LatencyLoad()
             load.events = events; load.ingest.users = users
             var measuredMaximum: Double?
+            var housekeeping = Housekeeping()
             let r = try withInProcessService(url: url, configure: { writer.apply(to: &$0) }) { port in
                 Log.info("authorizing \(users) users")
                 try load.ingest.prepare(port: port)
@@ -117,7 +118,10 @@ struct LatencyBench: ParsableCommand {
                     load.ratePerSecond = (maximum / 2).rounded()
                 }
                 Log.info("latency: \(events) submits at \(Int(load.ratePerSecond))/s with a consumer subscribed")
-                return try load.run(port: port)
+                let before = try Housekeeping.read(url)
+                let result = try load.run(port: port)
+                housekeeping = try Housekeeping.read(url) - before
+                return result
             }
             let offered = load.ratePerSecond
             // The baseline in the same run: a bare durable commit per row at the same rate, on the
@@ -136,6 +140,7 @@ struct LatencyBench: ParsableCommand {
                     "p50Ms": .double(r.percentile(0.5)), "p99Ms": .double(r.percentile(0.99)), "p999Ms": .double(r.percentile(0.999)),
                     "ackP50Ms": .double(r.ackPercentile(0.5)), "ackP99Ms": .double(r.ackPercentile(0.99)),
                     "ackP999Ms": .double(r.ackPercentile(0.999)),
+                    "autovacuumsDuring": .int(housekeeping.autovacuums), "autoanalyzesDuring": .int(housekeeping.autoanalyzes),
                 ]).canonicalString)
             } else {
                 print("end to end: \(events) submits at \(Int(offered))/s offered, one consumer at the tail"
@@ -148,12 +153,36 @@ struct LatencyBench: ParsableCommand {
                       pct(0.5), pct(0.99), pct(0.999), floor.last ?? 0)
                       + "   (\(floor.count) autocommit INSERTs at the same rate, one connection; an ack needs one"
                       + " commit, a delivery line two in sequence)")
+                print("  PostgreSQL housekeeping of events/deliveries while timed: \(housekeeping.autovacuums) autovacuum, "
+                      + "\(housekeeping.autoanalyzes) autoanalyze runs"
+                      + (housekeeping.autoanalyzes + housekeeping.autovacuums > 0
+                         ? " (each a burst of PostgreSQL CPU and I/O on the same cores: on a 2-core host the p99 includes them; BENCHMARKS.md)" : ""))
                 if saturated {
                     print("    the baseline reached only \(Int(reached))/s: one connection commits one row at a time, so at this"
                           + " rate its latencies are queueing, not the floor; compare at a lower rate")
                 }
             }
         }
+    }
+}
+
+/// Autovacuum and autoanalyze runs PostgreSQL made of the log's two tables (`pg_stat_user_tables`),
+/// read before and after a timed part: on a fresh, small log autoanalyze runs every ~10% of growth,
+/// and each run competes with Herald and the writers' backends for the same cores.
+struct Housekeeping {
+    var autovacuums: Int64 = 0
+    var autoanalyzes: Int64 = 0
+
+    static func read(_ url: String) throws -> Housekeeping {
+        let r = try PGConnection.connect(url).execute("""
+            SELECT coalesce(sum(autovacuum_count), 0)::bigint, coalesce(sum(autoanalyze_count), 0)::bigint
+            FROM pg_stat_user_tables WHERE relname IN ('events', 'deliveries')
+            """)
+        return Housekeeping(autovacuums: r.int64(0, 0) ?? 0, autoanalyzes: r.int64(0, 1) ?? 0)
+    }
+
+    static func - (a: Housekeeping, b: Housekeeping) -> Housekeeping {
+        Housekeeping(autovacuums: a.autovacuums - b.autovacuums, autoanalyzes: a.autoanalyzes - b.autoanalyzes)
     }
 }
 
