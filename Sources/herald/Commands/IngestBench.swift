@@ -103,6 +103,7 @@ struct LatencyBench: ParsableCommand {
             load.events = events; load.ingest.users = users
             var measuredMaximum: Double?
             var housekeeping = Housekeeping()
+            var costs = IngestCosts()
             let r = try withInProcessService(url: url, configure: { writer.apply(to: &$0) }) { port in
                 Log.info("authorizing \(users) users")
                 try load.ingest.prepare(port: port)
@@ -118,8 +119,9 @@ struct LatencyBench: ParsableCommand {
                     load.ratePerSecond = (maximum / 2).rounded()
                 }
                 Log.info("latency: \(events) submits at \(Int(load.ratePerSecond))/s with a consumer subscribed")
-                let before = try Housekeeping.read(url)
+                let before = try Housekeeping.read(url), costsBefore = try IngestCosts.Sample(port: port, url: url)
                 let result = try load.run(port: port)
+                costs = IngestCosts(before: costsBefore, after: try IngestCosts.Sample(port: port, url: url), events: events)
                 housekeeping = try Housekeeping.read(url) - before
                 return result
             }
@@ -140,6 +142,9 @@ struct LatencyBench: ParsableCommand {
                     "p50Ms": .double(r.percentile(0.5)), "p99Ms": .double(r.percentile(0.99)), "p999Ms": .double(r.percentile(0.999)),
                     "ackP50Ms": .double(r.ackPercentile(0.5)), "ackP99Ms": .double(r.ackPercentile(0.99)),
                     "ackP999Ms": .double(r.ackPercentile(0.999)),
+                    "transactions": .int(costs.transactions), "walSyncsPer1000": .double(costs.walSyncsPer1000),
+                    "loopMicrosecondsPerEvent": .double(costs.loopMicrosecondsPerEvent),
+                    "backendMicrosecondsPerEvent": .double(costs.backendMicrosecondsPerEvent),
                     "autovacuumsDuring": .int(housekeeping.autovacuums), "autoanalyzesDuring": .int(housekeeping.autoanalyzes),
                 ]).canonicalString)
             } else {
@@ -153,6 +158,9 @@ struct LatencyBench: ParsableCommand {
                       pct(0.5), pct(0.99), pct(0.999), floor.last ?? 0)
                       + "   (\(floor.count) autocommit INSERTs at the same rate, one connection; an ack needs one"
                       + " commit, a delivery line two in sequence)")
+                print(String(format: "  at this rate: %d transactions (events' and deliveries'), %.1f submits each; %.2f WAL fsyncs per 1,000 events; CPU per submit: herald loop %.1f µs, writer backends %.1f µs",
+                             costs.transactions, Double(events) / Double(max(costs.transactions, 1)), costs.walSyncsPer1000,
+                             costs.loopMicrosecondsPerEvent, costs.backendMicrosecondsPerEvent))
                 print("  PostgreSQL housekeeping of events/deliveries while timed: \(housekeeping.autovacuums) autovacuum, "
                       + "\(housekeeping.autoanalyzes) autoanalyze runs"
                       + (housekeeping.autoanalyzes + housekeeping.autovacuums > 0
