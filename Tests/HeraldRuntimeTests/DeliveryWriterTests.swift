@@ -15,7 +15,7 @@ import Testing
     }
 
     @Test func deliveriesAreCommittedByAWriterOfTheirOwnBesideTheEventsOne() throws {
-        let server = try TestServer()
+        let server = try TestServer { $0.deliveriesRideBelowRows = 0 }   // never riding with events
         defer { server.stop() }
         let c = try server.client()
         try ServiceTests.setUpAlice(c)
@@ -37,7 +37,7 @@ import Testing
 
     @Test func aLostDeliveryWriterIsReconnectedWhileEventsAreStillAcknowledgedAndNoDeliveryIsLostOrRepeated() throws {
         let log = LogLines()
-        let server = try TestServer(log: log)
+        let server = try TestServer(log: log) { $0.deliveriesRideBelowRows = 0 }   // the delivery writer takes every append
         defer { server.stop() }
         let c = try server.client()
         try ServiceTests.setUpAlice(c)
@@ -61,6 +61,48 @@ import Testing
         #expect(!log.matching("lost PostgreSQL").isEmpty && !log.matching("reconnected to PostgreSQL").isEmpty, "\(log.all)")
         #expect(try admin.execute("SELECT count(*) FROM deliveries").int64(0, 0) == 5, "each stored once")
         let report = try Replayer().run(admin) { 0 }
+        #expect(report.differences.isEmpty, "\(report.differences)")
+    }
+
+    /// A small batch's deliveries ride in the events' writer's next transaction (one commit for
+    /// both); a burst still goes to the delivery writers; the cursors stay gap-free and in commit
+    /// order across the change of carrier, and replay agrees.
+    @Test func smallBatchesRideWithTheEventsWriterAndBurstsGoToTheDeliveryWritersInCursorOrder() throws {
+        let url = try TestPostgres.freshDatabase()
+        let server = try TestServer(url: url, start: "2026-03-27T07:00:00Z") { config in
+            StormCopyTests.configure(&config)
+            config.timerSliceUsers = 12
+            config.deliveriesRideBelowRows = 4   // the storm's 12 rows do not ride; single submits do
+        }
+        defer { server.stop() }
+        let c = try server.client()
+        try StormCopyTests.setUpUsers(c)
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "live", "from": "earliest"])
+        let queued = try consumer.deliveries(12)   // the queued items, decided one request at a time
+        #expect(queued.compactMap { $0["cursor"]?.intValue } == Array(1...12))
+        // Twenty submits pipelined: the events' writer is busy, so each batch's deliveries ride in
+        // a later events transaction (a request at a time, they would ride alone).
+        try ServiceTests.setUpAlice(c)
+        for i in 1...20 { try c.send(ServiceTests.submit("p\(i)").canonicalString) }
+        for _ in 1...20 { #expect(try c.readJSON()["ok"] == true) }
+        let pipelined = try consumer.deliveries(20)
+        #expect(pipelined.compactMap { $0["cursor"]?.intValue } == Array(13...32), "each cursor once, in order")
+        #expect(pipelined.compactMap { $0["notification"]?.stringValue } == (1...20).map { "p\($0)" })
+        #expect(try c.call(["op": "clock", "advanceTo": "2026-03-27T08:00:00Z"])["ok"] == true)
+        let live = try consumer.deliveries(12)
+        #expect(live.compactMap { $0["cursor"]?.intValue } == Array(33...44), "each cursor once, in order")
+        #expect(live.allSatisfy { $0["kind"] == "summary" })
+        let conn = try PGConnection.connect(url)
+        // Riding: some pipelined submits' rows share a transaction with events; the summaries do not.
+        let shared = try conn.execute("""
+            SELECT count(*) FILTER (WHERE d.cursor BETWEEN 13 AND 32), count(*) FILTER (WHERE d.cursor > 32)
+            FROM deliveries d WHERE EXISTS (SELECT 1 FROM events e WHERE e.xmin::text = d.xmin::text)
+            """)
+        #expect((shared.int64(0, 0) ?? 0) > 0, "small batches rode with events")
+        #expect(shared.int64(0, 1) == 0, "the burst went to the delivery writers")
+        #expect(try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) == 44)
+        let report = try Replayer().run(conn) { 0 }
         #expect(report.differences.isEmpty, "\(report.differences)")
     }
 

@@ -210,9 +210,22 @@ extension HeraldService {
                   let free = links.indices.first(where: { deliveryAppendsPerLink[$0] == 0 && links[$0].isReady }) else { return false }
             index = free
         } else {
-            index = 0   // no chained append is in flight (`chained` would be true)
+            // No chained append is in flight (`chained` would be true). Claiming appends in flight
+            // are all on one carrier — the first delivery writer, or the events' writer they ride
+            // with — so they claim their cursors in the order they were sent; a change of carrier
+            // waits until none is in flight.
+            let carrier = pendingDeliveryAppends.last?.link
+            let ride = !deliveryStores.isEmpty && !burst && unsentDeliveries.count < configuration.deliveriesRideBelowRows
+            if carrier == 0 || (carrier == nil && !ride) {
+                index = 0
+            } else if ride {
+                index = Self.ridingLink
+            } else {
+                return false   // riding appends in flight, and more rows than ride: wait for them
+            }
         }
-        guard case .success(let writer) = links[index].currentWriter() else { return false }  // retried on reconnect
+        let link = index == Self.ridingLink ? store : links[index]
+        guard case .success(let writer) = link.currentWriter() else { return false }  // retried on reconnect
         let n = min(unsentDeliveries.count, max(configuration.deliveryAppendRows, 1))
         let rows: [DeliveryRow], order: [Int]
         if n == unsentDeliveries.count {
@@ -230,7 +243,7 @@ extension HeraldService {
             unsentOrder.removeFirst(n)
         }
         deliveriesSent += n
-        deliveryAppendsPerLink[index] += 1
+        if index != Self.ridingLink { deliveryAppendsPerLink[index] += 1 }
         let base = chained ? nextDeliveryCursor : nil
         // A claiming append moves the head where this process cannot see it until it commits.
         nextDeliveryCursor = base.map { $0 + Int64(n) }
@@ -242,7 +255,7 @@ extension HeraldService {
         // fails too. Either way no append commits ahead of an earlier one that failed.
         let done: GroupCommitWriter.DeliveriesCompletion = { [weak self] result in self?.deliveryAppendDone(id, result) }
         if let base { writer.append(deliveries: rows, after: base, completion: done) } else { writer.append(deliveries: rows, completion: done) }
-        links[index].kick()
+        link.kick()
         return true
     }
 
@@ -250,7 +263,8 @@ extension HeraldService {
     private func deliveryAppendDone(_ id: Int, _ result: Result<[Int64], StoreError>) {
         let slot = id - firstPendingDeliveryAppend
         pendingDeliveryAppends[slot].result = result
-        deliveryAppendsPerLink[pendingDeliveryAppends[slot].link] -= 1
+        let link = pendingDeliveryAppends[slot].link
+        if link != Self.ridingLink { deliveryAppendsPerLink[link] -= 1 }
         while let first = pendingDeliveryAppends.first, let outcome = first.result {
             pendingDeliveryAppends.removeFirst()
             firstPendingDeliveryAppend += 1
@@ -422,7 +436,7 @@ struct PendingDeliveryAppend {
     /// The rows' numbers in decision order (`HeraldService.unsentOrder`).
     let order: [Int]
     let sentAt: Int64
-    /// Its index in `HeraldService.deliveryLinks`.
+    /// Its index in `HeraldService.deliveryLinks`, or `HeraldService.ridingLink` (the events' writer).
     let link: Int
     /// The cursor after which its rows were placed (a chained append), or nil (the writer claimed them).
     let base: Int64?

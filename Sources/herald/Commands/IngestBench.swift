@@ -231,10 +231,13 @@ struct WriterOptions: ParsableArguments {
     var completeFirstUpTo: Int?
     @Option(help: "Delivery writer connections beside the events' one: 0 (as before session 11), 1 or 2 (default: the service's).")
     var deliveryWriters: Int?
+    @Option(help: "With delivery writers, appends of fewer rows than this ride in the events' writer's next transaction (default: the service's; 0: never).")
+    var deliveriesRideBelow: Int?
 
     func apply(to configuration: inout ServiceConfiguration) {
         if let completeFirstUpTo { configuration.writerLimits.completeFirstUpToEvents = completeFirstUpTo }
         if let deliveryWriters { configuration.deliveryWriters = deliveryWriters }
+        if let deliveriesRideBelow { configuration.deliveriesRideBelowRows = deliveriesRideBelow }
     }
 }
 
