@@ -6,16 +6,7 @@ import Testing
 
 @Suite struct CompactTraceMigrationTests {
     @Test func migration010RewritesOldTracesStepForStep() throws {
-        let url = try TestPostgres.freshDatabase(migrated: false)
-        let conn = try PGConnection.connect(url)
-        try conn.execute("""
-            CREATE TABLE herald_migrations (name text PRIMARY KEY, checksum text NOT NULL,
-                                            applied_at timestamptz NOT NULL DEFAULT now())
-            """)
-        for m in Migrator.available.prefix(while: { $0.name < "010" }) {
-            try conn.executeScript(m.sql)
-            try conn.execute("INSERT INTO herald_migrations (name, checksum) VALUES ($1, md5($2))", [m.name, m.sql])
-        }
+        let conn = try PGConnection.connect(TestPostgres.freshDatabase(migratedBefore: "010"))
         let old = [
             #"[{"outcome":"pass","rule":"withdrawn"},{"outcome":"downgraded","rule":"critical"},{"outcome":"decided","rule":"focus"}]"#,
             "[]",

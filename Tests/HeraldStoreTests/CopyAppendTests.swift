@@ -345,16 +345,8 @@ import Testing
     @Test func migration004UpgradesALogWrittenBeforeIt() throws {
         // Apply 001–003 only, append through the old function, then migrate: the old rows get their
         // keys, and a re-sent old id is a duplicate with its original seq.
-        let url = try TestPostgres.freshDatabase(migrated: false)
+        let url = try TestPostgres.freshDatabase(migratedBefore: "004")
         let conn = try PGConnection.connect(url)
-        try conn.execute("""
-            CREATE TABLE herald_migrations (name text PRIMARY KEY, checksum text NOT NULL,
-                                            applied_at timestamptz NOT NULL DEFAULT now())
-            """)
-        for m in Migrator.available.prefix(while: { $0.name < "004" }) {
-            try conn.executeScript(m.sql)
-            try conn.execute("INSERT INTO herald_migrations (name, checksum) VALUES ($1, md5($2))", [m.name, m.sql])
-        }
         // Rows as the 002 function stored them (body_hash included); today's writer speaks the latest schema.
         for i in 1...31 {
             let r = Self.event(i, user: "u\(i % 3)")
