@@ -46,7 +46,7 @@ import Testing
     }
 
     /// Every index on the two append tables costs the single writer's backend a B-tree insert per
-    /// row; each one here is read by something Herald runs (migrations 004 and 008 say which).
+    /// row; each one here is read by something Herald runs (migrations 004, 008 and 011 say which).
     /// Adding one is a decision about append speed: measure it (docs/store-performance.md).
     @Test func theAppendTablesKeepOnlyTheIndexesHeraldReads() throws {
         let url = try TestPostgres.freshDatabase()
@@ -57,7 +57,6 @@ import Testing
             """)
         let indexes = (0..<r.rowCount).compactMap { r.string($0, 0) }
         #expect(indexes == [
-            "deliveries.deliveries_cause",                    // replay and start-up: deliveries merged after their cause
             "deliveries.deliveries_pkey",                     // consumers and catch-up, by cursor
             "deliveries.deliveries_user_id_user_index_key",   // per-user order; explain, restore, the views
             "events.events_notification",                     // (app, id, user) unique forever; withdraw's recipients

@@ -52,10 +52,20 @@ import Testing
                 #expect(String(decoding: d.body, as: UTF8.self) == #"{"kind":"alert","n":\#(d.causeSeq)}"#)
             }
         }
-        // Positions ascend: each stored delivery arrives beside the event that caused it.
-        let positions = order.map { Int($0.dropFirst())! }
-        #expect(positions == positions.sorted())
-        #expect(order.filter { $0.hasPrefix("d") } == ["d1", "d3", "d5"])
-        #expect(order.filter { $0.hasPrefix("e") }.count == 5)
+        // Each stored delivery comes after the event that caused it; deliveries come in cursor
+        // (commit) order, events in seq order.
+        for (i, record) in order.enumerated() where record.hasPrefix("d") {
+            #expect(order[..<i].contains("e" + record.dropFirst()), "\(record) after its cause: \(order)")
+        }
+        #expect(order.filter { $0.hasPrefix("d") } == ["d3", "d1", "d5"])
+        #expect(order.filter { $0.hasPrefix("e") } == (1...5).map { "e\($0)" })
+        // Held back no longer than needed: d3 right after e3, then d1 (its cause long read), d5 after e5.
+        #expect(order == ["e1", "e2", "e3", "d3", "d1", "e4", "e5", "d5"])
+        var limited: [String] = []
+        let upTo = try LogStream(try PGConnection.connect(url), through: 3, deliveries: true)
+        while let record = try upTo.next() {
+            if case .event(let e) = record { limited.append("e\(e.seq)") } else if case .delivery(let d) = record { limited.append("d\(d.causeSeq)") }
+        }
+        #expect(limited == ["e1", "e2", "e3", "d3", "d1"], "through a seq: the deliveries of the events up to it")
     }
 }

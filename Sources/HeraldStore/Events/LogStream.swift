@@ -1,10 +1,9 @@
 // The whole log streamed in position order: events, optionally with the deliveries each caused.
 import HeraldCore
 
-/// Reads `events` (and, for replay, `deliveries`) with one binary COPY, in position order: each
-/// event is followed by the stored deliveries whose `cause_seq` is that event (a merge of the
-/// two tables' indexes, no sort). Start-up and replay fold the log this way; a timer's stored
-/// delivery arrives after the event that scheduled it, before the replay fires that timer.
+/// Reads `events` (and, for replay, `deliveries`) by binary COPY, in position order: each stored
+/// delivery comes after the event that caused it, each table read along its primary key (no
+/// sort). Start-up and replay fold the log this way.
 public final class LogStream {
     /// One record; its byte fields are valid until the next `next()`.
     public enum Record {
@@ -80,42 +79,81 @@ public final class LogStream {
     }
 
     private let copy: PGCopyOut
+    /// With deliveries: their own COPY, in cursor order, on a second connection.
+    private let deliveryConnection: PGConnection?
+    private let deliveryCopy: PGCopyOut?
+    /// The next delivery, read and not yet returned (its bytes stay valid until `deliveryCopy` is read again).
+    private var heldDelivery: PGCopyRow?
+    private var deliveriesDone = false
+    private var eventsDone = false
+    /// The seq of the last event returned.
+    private var lastEventSeq: Int64
     private let interner = StringInterner()
 
     /// Streams events with `after < seq <= through` (and, with `deliveries`, the stored deliveries
     /// caused by them) in position order. Start-up passes a snapshot's position as `after`.
+    ///
+    /// Deliveries are read in `cursor` order (commit order, the primary key) by a second COPY on a
+    /// second connection, and each is handed out once the event that caused it has been: so
+    /// every delivery follows its causing event, and a timer's delivery comes about where it
+    /// committed. (Until migration 011 one COPY merged the two tables by position, a Merge Append
+    /// that needed an index on `deliveries (cause_seq)`; every delivery insert paid for it.)
     public init(_ connection: PGConnection, after: Int64 = 0, through: Int64 = .max, deliveries: Bool) throws(StoreError) {
-        let events = "SELECT seq, user_id, type, app, notification_id, body, engine_time, NULL::bigint, NULL::text FROM events"
-        // The range is applied to the union, not inside it: with the bounds on each branch
-        // PostgreSQL 15 plans no Merge Append of the two indexes but a sort of every row
-        // (measured on the 1M-event bench log: 6.0 s against 3.4 s for the whole stream).
-        let sql = deliveries
-            ? """
-              COPY (SELECT * FROM (\(events)
-                                   UNION ALL
-                                   SELECT cause_seq, user_id, kind, app, notification_id, body, at, user_index, reason
-                                   FROM deliveries) AS log
-                    WHERE seq > \(after) AND seq <= \(through)
-                    ORDER BY 1) TO STDOUT (FORMAT binary)
-              """
-            : "COPY (\(events) WHERE seq > \(after) AND seq <= \(through) ORDER BY seq) TO STDOUT (FORMAT binary)"
-        copy = try PGCopyOut(connection, sql: sql)
+        lastEventSeq = after
+        copy = try PGCopyOut(connection, sql: """
+            COPY (SELECT seq, user_id, type, app, notification_id, body, engine_time FROM events
+                  WHERE seq > \(after) AND seq <= \(through) ORDER BY seq) TO STDOUT (FORMAT binary)
+            """)
+        if deliveries {
+            let second = try connection.duplicate()
+            deliveryConnection = second
+            deliveryCopy = try PGCopyOut(second, sql: """
+                COPY (SELECT cause_seq, user_id, kind, app, notification_id, body, at, user_index, reason FROM deliveries
+                      WHERE cause_seq > \(after) AND cause_seq <= \(through) ORDER BY cursor) TO STDOUT (FORMAT binary)
+                """)
+        } else {
+            deliveryConnection = nil
+            deliveryCopy = nil
+        }
     }
 
     /// The next record in position order; nil at the end.
     public func next() throws(StoreError) -> Record? {
-        guard let r = try copy.next() else { return nil }
-        let position = r.int64(0) ?? 0
-        let time = Instant(millisecondsSinceEpoch: r.timestampMilliseconds(6) ?? 0)
-        let body = r.bytes(5) ?? UnsafeRawBufferPointer(start: nil, count: 0)
-        if let userIndex = r.int64(7) {
-            return .delivery(Delivery(userBytes: r.bytes(1) ?? UnsafeRawBufferPointer(start: nil, count: 0), userIndex: userIndex, causeSeq: position,
-                                      at: time, row: r, body: body))
+        if let deliveryCopy {
+            if heldDelivery == nil && !deliveriesDone {
+                heldDelivery = try deliveryCopy.next()
+                deliveriesDone = heldDelivery == nil
+            }
+            if let d = heldDelivery, eventsDone || (d.int64(0) ?? 0) <= lastEventSeq {
+                heldDelivery = nil
+                return delivery(d)
+            }
         }
+        if !eventsDone, let r = try copy.next() {
+            let e = event(r)
+            lastEventSeq = e.seq
+            return .event(e)
+        }
+        eventsDone = true
+        if let d = heldDelivery {
+            heldDelivery = nil
+            return delivery(d)
+        }
+        return nil
+    }
+
+    private func event(_ r: PGCopyRow) -> Event {
         let typeBytes = r.bytes(2) ?? UnsafeRawBufferPointer(start: nil, count: 0)
-        let kind = EventKind(utf8: typeBytes)
-        return .event(Event(seq: position, userBytes: r.bytes(1), kind: kind, typeBytes: typeBytes, appBytes: r.bytes(3),
-                            notificationIdBytes: r.bytes(4), body: body, engineTime: time, interner: interner))
+        return Event(seq: r.int64(0) ?? 0, userBytes: r.bytes(1), kind: EventKind(utf8: typeBytes), typeBytes: typeBytes,
+                     appBytes: r.bytes(3), notificationIdBytes: r.bytes(4),
+                     body: r.bytes(5) ?? UnsafeRawBufferPointer(start: nil, count: 0),
+                     engineTime: Instant(millisecondsSinceEpoch: r.timestampMilliseconds(6) ?? 0), interner: interner)
+    }
+
+    private func delivery(_ r: PGCopyRow) -> Record {
+        .delivery(Delivery(userBytes: r.bytes(1) ?? UnsafeRawBufferPointer(start: nil, count: 0), userIndex: r.int64(7) ?? 0,
+                           causeSeq: r.int64(0) ?? 0, at: Instant(millisecondsSinceEpoch: r.timestampMilliseconds(6) ?? 0),
+                           row: r, body: r.bytes(5) ?? UnsafeRawBufferPointer(start: nil, count: 0)))
     }
 
     /// The last seq to read for a limit given as an engine time: every event before the first

@@ -24,6 +24,27 @@ public final class PGConnection {
         return conn
     }
 
+    /// A second connection to the same server and database, as this user, with the options this
+    /// one was opened with (`PQconninfo`): for a tool that reads two streams at once.
+    public func duplicate() throws(StoreError) -> PGConnection {
+        guard let handle, let options = PQconninfo(handle) else { throw .unavailable(lastErrorMessage) }
+        defer { PQconninfoFree(options) }
+        var parts: [String] = []
+        var o = options
+        while let keyword = o.pointee.keyword {
+            if let value = o.pointee.val {
+                var quoted = "'"
+                for c in String(cString: value) {
+                    if c == "\\" || c == "'" { quoted.append("\\") }
+                    quoted.append(c)
+                }
+                parts.append(String(cString: keyword) + "=" + quoted + "'")
+            }
+            o += 1
+        }
+        return try Self.connect(parts.joined(separator: " "))
+    }
+
     /// Starts a non-blocking connection; drive it with `pollConnect()` whenever `socket` is ready.
     public static func startConnect(_ conninfo: String) throws(StoreError) -> PGConnection {
         guard let h = PQconnectStart(ConnectionString.hardened(conninfo)) else {

@@ -1,0 +1,13 @@
+-- 011: `deliveries` loses its index on cause_seq (measurements in docs/store-performance.md,
+-- session 12).
+--
+-- Why: only replay read along it — one COPY merged events and deliveries by position, a Merge
+-- Append of `events_pkey` and this index. Replay now reads the deliveries in `cursor` order (the
+-- primary key) on a second connection and hands each out after the event that caused it
+-- (`LogStream`). Every delivery insert paid for the index: a B-tree insert at a random leaf of a
+-- large index for timer-caused deliveries (a summary's cause is the event that set the schedule,
+-- long ago). The 1M-user storm without it: PostgreSQL 18 / 18 µs per summary against 27 / 20 with it.
+--
+-- An operator who looks deliveries up by their cause can create it again, and pay for it on every
+-- append: CREATE INDEX CONCURRENTLY deliveries_cause ON deliveries (cause_seq);
+DROP INDEX IF EXISTS deliveries_cause;
