@@ -215,7 +215,10 @@ extension HeraldService {
             // with — so they claim their cursors in the order they were sent; a change of carrier
             // waits until none is in flight.
             let carrier = pendingDeliveryAppends.last?.link
+            // Riding pays only when the events' writer has work the rows can join; idle, it would
+            // commit them alone, and the next event would wait behind them.
             let ride = !deliveryStores.isEmpty && !burst && unsentDeliveries.count < configuration.deliveriesRideBelowRows
+                && !(store.writer?.isIdle ?? true)
             if carrier == 0 || (carrier == nil && !ride) {
                 index = 0
             } else if ride {

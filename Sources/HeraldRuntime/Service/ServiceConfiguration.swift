@@ -64,8 +64,8 @@ public struct ServiceConfiguration: Sendable {
     /// A delivery is decided only once its events have committed, so the streams never need one transaction.
     public var deliveryWriters = 2
     /// With delivery writers: an append of fewer rows than this, when no append is in flight on a
-    /// delivery writer, goes to the events' writer instead and rides in its next transaction (one
-    /// commit for both). At moderate load that halves the commits and saves PostgreSQL and the
+    /// delivery writer and the events' writer has work in hand, goes to the events' writer instead
+    /// and rides in its next transaction (one commit for both). At moderate load that halves the commits and saves PostgreSQL and the
     /// loop their per-transaction costs; a larger batch (load near saturation, a burst of timers)
     /// still goes to the delivery writers, whose backends then work beside the events' one
     /// (docs/store-performance.md, session 12). 0: deliveries never ride.
