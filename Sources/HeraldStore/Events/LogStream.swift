@@ -79,8 +79,7 @@ public final class LogStream {
     }
 
     private let copy: PGCopyOut
-    /// With deliveries: their own COPY, in cursor order, on a second connection.
-    private let deliveryConnection: PGConnection?
+    /// With deliveries: their own COPY, in cursor order, on a second connection (which it keeps).
     private let deliveryCopy: PGCopyOut?
     /// The next delivery, read and not yet returned (its bytes stay valid until `deliveryCopy` is read again).
     private var heldDelivery: PGCopyRow?
@@ -105,14 +104,11 @@ public final class LogStream {
                   WHERE seq > \(after) AND seq <= \(through) ORDER BY seq) TO STDOUT (FORMAT binary)
             """)
         if deliveries {
-            let second = try connection.duplicate()
-            deliveryConnection = second
-            deliveryCopy = try PGCopyOut(second, sql: """
+            deliveryCopy = try PGCopyOut(connection.duplicate(), sql: """
                 COPY (SELECT cause_seq, user_id, kind, app, notification_id, body, at, user_index, reason FROM deliveries
                       WHERE cause_seq > \(after) AND cause_seq <= \(through) ORDER BY cursor) TO STDOUT (FORMAT binary)
                 """)
         } else {
-            deliveryConnection = nil
             deliveryCopy = nil
         }
     }
