@@ -65,10 +65,10 @@ public struct ServiceConfiguration: Sendable {
     public var deliveryWriters = 2
     /// With delivery writers: an append of fewer rows than this, when no append is in flight on a
     /// delivery writer and the events' writer has work in hand, goes to the events' writer instead
-    /// and rides in its next transaction (one commit for both). At moderate load that halves the commits and saves PostgreSQL and the
-    /// loop their per-transaction costs; a larger batch (load near saturation, a burst of timers)
-    /// still goes to the delivery writers, whose backends then work beside the events' one
-    /// (docs/store-performance.md, session 12). 0: deliveries never ride.
+    /// and rides in its next transaction (one commit for both). At moderate load that halves the
+    /// commits and saves PostgreSQL and the loop their per-transaction costs; a larger batch (load
+    /// near saturation, a burst of timers) still goes to the delivery writers, whose backends then
+    /// work beside the events' one (docs/store-performance.md, session 12). 0: deliveries never ride.
     public var deliveriesRideBelowRows = 256
     public var serverName = "herald/0.1.0"
     /// Handle SIGTERM/SIGINT (one service per process may; tests run several and stop them with `requestShutdown`).

@@ -27,8 +27,8 @@ struct Serve: ParsableCommand {
     var unsafeDurability = false
     @Option(help: "PostgreSQL connections that commit deliveries beside the events' one: 0 (the events' writer commits them too), 1, or 2 (default: two backends store a burst of deliveries at once).")
     var deliveryWriters = 2
-    @Option(help: "With delivery writers, an append of fewer deliveries than this rides in the events' writer's next transaction: one commit for both at moderate load (0: never).")
-    var deliveriesRideBelow = 256
+    @Option(help: "With delivery writers, an append of fewer deliveries than this rides in the events' writer's next transaction while it is busy: one commit for both at moderate load (default: the service's, ServiceConfiguration.deliveriesRideBelowRows; 0: never).")
+    var deliveriesRideBelow: Int?
     /// The reliability experiments' negative control; hidden, and never for production.
     @Flag(name: .customLong("unsafe-acknowledge-before-commit-for-testing"), help: .hidden)
     var acknowledgeBeforeCommitForTesting = false
@@ -53,11 +53,13 @@ struct Serve: ParsableCommand {
                 throw ExitCode.error
             }
             config.deliveryWriters = deliveryWriters
-            guard deliveriesRideBelow >= 0 else {
-                Log.info("error: --deliveries-ride-below must be 0 (never) or a number of rows")
-                throw ExitCode.error
+            if let deliveriesRideBelow {
+                guard deliveriesRideBelow >= 0 else {
+                    Log.info("error: --deliveries-ride-below must be 0 (never) or a number of rows")
+                    throw ExitCode.error
+                }
+                config.deliveriesRideBelowRows = deliveriesRideBelow
             }
-            config.deliveriesRideBelowRows = deliveriesRideBelow
             if acknowledgeBeforeCommitForTesting {
                 Log.info("WARNING: --unsafe-acknowledge-before-commit-for-testing: requests are acknowledged before they are stored; acknowledged events WILL be lost in a crash. Only for testing the reliability checker.")
                 config.acknowledgeBeforeCommitForTesting = true
