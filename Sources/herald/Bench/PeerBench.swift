@@ -50,7 +50,7 @@ struct PeerBench: ParsableCommand {
                 load.users = users; load.app = "com.example.jobs"
                 Log.info("peer: authorizing \(users) users")
                 try load.prepare(port: port)
-                herald = try Self.heraldSide(port: port, jobs: jobs, users: users, app: load.app, lead: lead)
+                herald = try Self.heraldSide(port: port, url: url, jobs: jobs, users: users, app: load.app, lead: lead)
             }
 
             // The peer, in the same run on the same cluster (its own scratch database).
@@ -81,6 +81,14 @@ struct PeerBench: ParsableCommand {
                            "completions (wire lines, ring, consumers) \(i("completionMs")) ms of loop time")
                 report.json["heraldFiring"] = herald.firing
             }
+            if let cpu = herald.cpuMs {
+                report.row("  CPU from due − 0.3 s to the last line: loop / backends / machine",
+                           "\(Fmt.int(Int(cpu.loop))) / \(Fmt.int(Int(cpu.backends))) / \(Fmt.int(Int(cpu.machine))) ms",
+                           "the writers' PostgreSQL backends; the machine's busy time (2 cores: twice the wall time at most)",
+                           key: "heraldMachineCpuMs", value: Fmt.j(cpu.machine))
+                report.json["heraldLoopCpuMs"] = Fmt.j(cpu.loop)
+                report.json["heraldBackendsCpuMs"] = Fmt.j(cpu.backends)
+            }
             if let peer {
                 rows(peer.name, peer, "peer")
                 let enqueueRatio = herald.enqueuePerSecond / peer.enqueuePerSecond
@@ -103,10 +111,12 @@ struct PeerBench: ParsableCommand {
         /// phases (`stats.firing`: slices, engine, encoding, appends), to see where p99 goes.
         var first: Double? = nil
         var firing: JSONValue = .null
+        /// Herald only: CPU from 0.3 s before the due instant to the last line (ms).
+        var cpuMs: (loop: Double, backends: Double, machine: Double)? = nil
     }
 
     /// Herald's side: pipelined deferred submits, then a consumer times each delivery line against the due instant.
-    static func heraldSide(port: Int, jobs: Int, users: Int, app: String, lead: Double) throws -> PeerResult {
+    static func heraldSide(port: Int, url: String, jobs: Int, users: Int, app: String, lead: Double) throws -> PeerResult {
         let tap = try DeliveryTap(port: port, consumer: "bench-peer")
         let startWall = Date().timeIntervalSince1970
         let dueMs = Int64((startWall + lead) * 1000)
@@ -124,6 +134,13 @@ struct PeerBench: ParsableCommand {
         if enqueueDoneWall * 1000 > Double(dueMs) {
             Log.info("peer: warning: Herald's enqueue finished after the due instant; raise --lead-seconds")
         }
+        // CPU spent from just before the due instant until the last line: the loop thread, the
+        // writers' backends, and the whole machine (the bench's own consumer included).
+        let sampleAt = Double(dueMs) / 1000 - 0.3
+        let wait = sampleAt - Date().timeIntervalSince1970
+        if wait > 0 { usleep(UInt32(wait * 1e6)) }
+        let before = try IngestCosts.Sample(port: port, url: url)
+        let machineBefore = MachineTicks()
         var latencies: [Double] = []
         latencies.reserveCapacity(total)
         try tap.read(idleTimeoutMilliseconds: Int32(lead * 1000) + 120_000) { line in
@@ -132,6 +149,9 @@ struct PeerBench: ParsableCommand {
             }
             return latencies.count < total
         }
+        let machineAfter = MachineTicks()
+        let after = try IngestCosts.Sample(port: port, url: url)
+        let costs = IngestCosts(before: before, after: after, events: 1)
         latencies.sort()
         func pct(_ p: Double) -> Double { latencies.sortedPercentile(p) }
         let admin = try WireClient(port: port)
@@ -140,7 +160,9 @@ struct PeerBench: ParsableCommand {
         return PeerResult(name: "Herald", enqueuePerSecond: Double(total) / enqueueSeconds,
                           enqueueNote: "8 producers × 256 outstanding submits, each acked after COMMIT",
                           p50: pct(0.5), p99: pct(0.99), max: latencies.last ?? 0, processed: latencies.count,
-                          first: latencies.first, firing: stats["firing"] ?? .null)
+                          first: latencies.first, firing: stats["firing"] ?? .null,
+                          cpuMs: (loop: costs.loopMicrosecondsPerEvent / 1000, backends: costs.backendMicrosecondsPerEvent / 1000,
+                                  machine: machineAfter.busyMilliseconds(since: machineBefore)))
     }
 
     /// Runs the peer script and reads its one JSON line.

@@ -302,5 +302,23 @@ struct IngestCosts {
     }
 }
 
+/// The whole machine's busy CPU time so far (`/proc/stat`: every state but idle and iowait), to
+/// see how much of a short burst the cores spent working.
+struct MachineTicks {
+    var busy: Int64 = 0
+
+    init() {
+        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+              let line = text.split(separator: "\n").first, line.hasPrefix("cpu ") else { return }
+        let v = line.split(separator: " ").dropFirst().compactMap { Int64($0) }
+        // user nice system idle iowait irq softirq steal …
+        for (i, x) in v.prefix(8).enumerated() where i != 3 && i != 4 { busy += x }
+    }
+
+    func busyMilliseconds(since earlier: MachineTicks) -> Double {
+        Double(busy - earlier.busy) * 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+}
+
 /// The name of the in-process service's loop thread (`withInProcessService`), found in /proc by `IngestCosts`.
 let loopThreadName = "herald-loop"
