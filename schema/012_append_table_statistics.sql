@@ -1,0 +1,22 @@
+-- 012: a young log's statistics are refreshed every million rows, not every 10% of growth
+-- (measurements in docs/store-performance.md, session 13).
+--
+-- Why: PostgreSQL's autoanalyze runs when a table has grown by autovacuum_analyze_threshold (50)
+-- + autovacuum_analyze_scale_factor (0.1) × its size since the last ANALYZE. Each ANALYZE of
+-- `events` or `deliveries` samples up to 30,000 rows and costs ~150–200 ms of CPU whatever the
+-- table's size, so a log that grows from 30,000 to 1,000,000 rows is analyzed ~35 times — on a
+-- small machine each one is a stall of every commit behind it (session 12: submit → ack p99 22–36 ms
+-- at half load without autoanalyze, 55–257 ms with it). The two tables are append-only, read by
+-- key (positions, users, idempotency keys); their distributions change slowly and the planner
+-- scales stale row counts by the table's current size, so fresher statistics buy nothing.
+--
+-- With a threshold of 1,000,000 rows a log is first analyzed at 1M rows, then after 1M + 10% of
+-- its size: a 100M-row log still every ~11M rows, as before (the scale factor dominates there).
+-- Insert-triggered VACUUM (visibility map, freezing) is unchanged.
+--
+-- An operator who wants the defaults back:
+--   ALTER TABLE events RESET (autovacuum_analyze_threshold);
+--   ALTER TABLE deliveries RESET (autovacuum_analyze_threshold);
+-- and ANALYZE events, deliveries by hand whenever wanted (it blocks no writer).
+ALTER TABLE events SET (autovacuum_analyze_threshold = 1000000);
+ALTER TABLE deliveries SET (autovacuum_analyze_threshold = 1000000);
