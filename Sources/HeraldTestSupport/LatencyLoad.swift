@@ -10,6 +10,10 @@ import Synchronization
 public struct LatencyLoad: Sendable {
     public var events = 20_000
     public var ratePerSecond = 4_000.0
+    /// The sender wakes every this many microseconds and writes every submit due by then in one
+    /// `write` (0: one `write`, and one sleep, per submit). Latencies run from each submit's due
+    /// time, so a submit that waited for its tick counts the wait.
+    public var tickMicroseconds = 0
     public var ingest = IngestLoad()
 
     public init() { ingest.idPrefix = "lat" }
@@ -50,14 +54,32 @@ public struct LatencyLoad: Sendable {
             ackLatencies.withLock { $0 = acks.sorted() }
         }
         ackReader.start()
+        let tick = UInt64(max(0, tickMicroseconds)) * 1000
         let sender = Thread {
+            func due(_ i: Int) -> UInt64 { started + UInt64(Double(i) / ratePerSecond * 1e9) }
             do {
-                for i in 0..<events {
-                    let due = started + UInt64(Double(i) / ratePerSecond * 1e9)
-                    let now = IngestLoad.monotonicNanoseconds()
-                    if due > now { usleep(UInt32((due - now) / 1000)) }
-                    sendTimes.withLock { $0[i] = IngestLoad.monotonicNanoseconds() }
-                    try producer.sendRaw(lines[i])
+                if tick == 0 {
+                    for i in 0..<events {
+                        let now = IngestLoad.monotonicNanoseconds()
+                        if due(i) > now { usleep(UInt32((due(i) - now) / 1000)) }
+                        sendTimes.withLock { $0[i] = IngestLoad.monotonicNanoseconds() }
+                        try producer.sendRaw(lines[i])
+                    }
+                } else {
+                    // Wake at the next tick boundary, then send everything due by now in one write.
+                    var next = 0
+                    var batch: [UInt8] = []
+                    while next < events {
+                        let now = IngestLoad.monotonicNanoseconds()
+                        let wake = max(due(next), started + ((now - started) / tick + 1) * tick)
+                        if due(next) > now { usleep(UInt32((wake - now) / 1000)) }
+                        let sendAt = IngestLoad.monotonicNanoseconds()
+                        batch.removeAll(keepingCapacity: true)
+                        let first = next
+                        while next < events, due(next) <= sendAt { batch += lines[next]; next += 1 }
+                        sendTimes.withLock { for i in first..<next { $0[i] = due(i) } }
+                        try producer.sendRaw(batch)
+                    }
                 }
             } catch { failure.withLock { $0 = "send: \(error)" } }
         }
