@@ -105,6 +105,7 @@ struct LatencyBench: ParsableCommand {
             var measuredMaximum: Double?
             var housekeeping = Housekeeping()
             var costs = IngestCosts()
+            var machineBusy = 0.0, processBusy = 0.0   // cores busy on average while timed
             let r = try withInProcessService(url: url, configure: { writer.apply(to: &$0) }) { port in
                 Log.info("authorizing \(users) users")
                 try load.ingest.prepare(port: port)
@@ -121,7 +122,11 @@ struct LatencyBench: ParsableCommand {
                 }
                 Log.info("latency: \(events) submits at \(Int(load.ratePerSecond))/s with a consumer subscribed")
                 let before = try Housekeeping.read(url), costsBefore = try IngestCosts.Sample(port: port, url: url)
+                let machineBefore = MachineTicks(), processBefore = IngestCosts.Sample.ticks("/proc/self/stat")
                 let result = try load.run(port: port)
+                machineBusy = MachineTicks().busyMilliseconds(since: machineBefore) / 1000 / result.seconds
+                processBusy = Double(IngestCosts.Sample.ticks("/proc/self/stat") - processBefore)
+                    / Double(sysconf(Int32(_SC_CLK_TCK))) / result.seconds
                 costs = IngestCosts(before: costsBefore, after: try IngestCosts.Sample(port: port, url: url), events: events)
                 housekeeping = try Housekeeping.read(url) - before
                 return result
@@ -137,7 +142,7 @@ struct LatencyBench: ParsableCommand {
             if json {
                 print(JSONValue.object([
                     "offeredPerSecond": .double(offered), "tickMicroseconds": .int(Int64(tickMicroseconds)), "measuredMaximumPerSecond": measuredMaximum.map(JSONValue.double) ?? .null,
-                    "delivered": .int(Int64(r.delivered)),
+                    "delivered": .int(Int64(r.delivered)), "machineCoresBusy": .double(machineBusy), "processCoresBusy": .double(processBusy),
                     "baselineCommitP50Ms": .double(pct(0.5)), "baselineCommitP99Ms": .double(pct(0.99)),
                     "baselineCommitP999Ms": .double(pct(0.999)), "baselineReachedPerSecond": .double(reached),
                     "p50Ms": .double(r.percentile(0.5)), "p99Ms": .double(r.percentile(0.99)), "p999Ms": .double(r.percentile(0.999)),
@@ -163,6 +168,8 @@ struct LatencyBench: ParsableCommand {
                 print(String(format: "  at this rate: %d transactions (events' and deliveries'), %.1f submits each; %.2f WAL fsyncs per 1,000 events; CPU per submit: herald loop %.1f µs, writer backends %.1f µs",
                              costs.transactions, Double(events) / Double(max(costs.transactions, 1)), costs.walSyncsPer1000,
                              costs.loopMicrosecondsPerEvent, costs.backendMicrosecondsPerEvent))
+                print(String(format: "  cores busy while timed: %.2f of %d (this process — loop, load generator, consumer — %.2f)",
+                             machineBusy, sysconf(Int32(_SC_NPROCESSORS_ONLN)), processBusy))
                 print("  PostgreSQL housekeeping of events/deliveries while timed: \(housekeeping.autovacuums) autovacuum, "
                       + "\(housekeeping.autoanalyzes) autoanalyze runs"
                       + (housekeeping.autoanalyzes + housekeeping.autovacuums > 0
