@@ -12,6 +12,8 @@ public final class ServeProcess: @unchecked Sendable {
     public let port: Int
     public let logPath: String
     public var extraArguments: [String]
+    /// Variables set (or, with nil, removed) in the child's environment; the rest is inherited.
+    public var environmentChanges: [String: String?] = [:]
     public private(set) var pid: pid_t = 0
     public private(set) var starts = 0
 
@@ -65,8 +67,12 @@ public final class ServeProcess: @unchecked Sendable {
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var environment = ProcessInfo.processInfo.environment
+        for (name, value) in environmentChanges { environment[name] = value }
+        var cEnv: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for p in cEnv { free(p) } }
         var child: pid_t = 0
-        let rc = posix_spawn(&child, binary, &actions, &attributes, &cArgs, environ)
+        let rc = posix_spawn(&child, binary, &actions, &attributes, &cArgs, &cEnv)
         guard rc == 0 else { throw ExperimentError("could not start \(binary): \(String(cString: strerror(rc)))") }
         pid = child
         starts += 1
