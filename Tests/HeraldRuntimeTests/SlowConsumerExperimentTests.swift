@@ -31,7 +31,7 @@ import Testing
             var lines: [UInt8] = []
             for i in 0..<500 {
                 let id = batch * 500 + i
-                lines += Array((try JSONValue.object(["op": "submit", "id": .string("n\(id)"), "app": "com.example.mail",
+                lines += Array((JSONValue.object(["op": "submit", "id": .string("n\(id)"), "app": "com.example.mail",
                     "user": "alice", "title": "T", "body": .string(body), "hiddenPreviewsBodyPlaceholder": "p",
                     "rid": .int(Int64(id))]).canonicalString + "\n").utf8)
             }
@@ -107,7 +107,7 @@ import Testing
             let started = Date()
             var lines: [UInt8] = []
             for _ in 0..<perTick {
-                lines += Array((try JSONValue.object(["op": "submit", "id": .string("n\(sent)"), "app": "com.example.mail",
+                lines += Array((JSONValue.object(["op": "submit", "id": .string("n\(sent)"), "app": "com.example.mail",
                     "user": "alice", "title": "T", "body": .string(body), "hiddenPreviewsBodyPlaceholder": "p"]).canonicalString + "\n").utf8)
                 sent += 1
             }
