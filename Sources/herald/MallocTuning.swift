@@ -35,7 +35,9 @@ enum MallocTuning {
         setenv("HERALD_MALLOC_TUNED", tunables.map { "=" + $0 } ?? "-", 1)
         var argv: [UnsafeMutablePointer<CChar>?] = CommandLine.arguments.map { strdup($0) }
         argv.append(nil)
-        execv("/proc/self/exe", argv)
+        // The executable's real path, not /proc/self/exe: the kernel names the process after the
+        // file executed, and `ps`/`top` should keep showing "herald".
+        execv(executablePath() ?? "/proc/self/exe", argv)
         // Only reached when exec failed: run on with glibc's defaults.
         restore(value("HERALD_MALLOC_TUNED") ?? "-")
     }
@@ -43,6 +45,13 @@ enum MallocTuning {
     private static func restore(_ before: String) {
         if before.hasPrefix("=") { setenv("GLIBC_TUNABLES", String(before.dropFirst()), 1) } else { unsetenv("GLIBC_TUNABLES") }
         unsetenv("HERALD_MALLOC_TUNED")
+    }
+
+    private static func executablePath() -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     private static func value(_ name: String) -> String? {

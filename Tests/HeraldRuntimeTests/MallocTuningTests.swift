@@ -23,6 +23,8 @@ import Testing
         for (name, value) in changes { serve.environmentChanges[name] = value }
         try serve.start()
         defer { #expect(serve.terminate(), "SIGTERM reaches the re-executed process") }
+        let name = try String(contentsOfFile: "/proc/\(serve.pid)/comm", encoding: .utf8)
+        #expect(name == "herald\n", "ps and top show the executable's name, not the link it was executed through")
         return try executedEnvironment(serve.pid)
     }
 
