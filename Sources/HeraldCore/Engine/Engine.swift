@@ -45,7 +45,7 @@ public struct StoredEvent: Hashable, Sendable {
 
     /// A stored event from a draft, with its seq and engine time (keeps the decoded cache). A
     /// submit the door admitted keeps its body as bytes, parsed only if `body` is asked for.
-    public init(_ draft: EventDraft, seq: Int64, at: Instant) {
+    public init(_ draft: borrowing EventDraft, seq: Int64, at: Instant) {
         if !draft.holdsBodyValue, draft.decoded != nil, let bytes = draft.canonicalBody {
             self.init(seq: seq, user: draft.user, type: draft.type, body: .null, at: at, decoded: draft.decoded)
             bodyBytes = bytes

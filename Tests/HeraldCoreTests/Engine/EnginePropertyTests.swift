@@ -117,7 +117,7 @@ struct RandomWorkload {
             for f in ["Sleep", "Work", "Gym"] { h.send("focusOff", #"{"user":"\#(u)","focus":"\#(f)"}"#) }
         }
         // Scheduled windows come back, and hold again: advance in steps, turning them off.
-        h.advance(by: .days(40))
+        _ = h.advance(by: .days(40))
         for u in h.states.keys.sorted() {
             for f in ["Sleep", "Work", "Gym"] { h.send("focusOff", #"{"user":"\#(u)","focus":"\#(f)"}"#) }
         }
