@@ -204,30 +204,34 @@ extension HeraldService {
         // A burst waits for the claiming appends in flight: once they commit the head is known
         // and the burst goes chained (under steady firing one would otherwise always be in flight).
         if !chained && burst && claimingInFlight { return false }
-        let index: Int
+        let carrier: DeliveryCarrier
         if chained {
             guard nextDeliveryCursor != nil,
                   let free = links.indices.first(where: { deliveryAppendsPerLink[$0] == 0 && links[$0].isReady }) else { return false }
-            index = free
+            carrier = .deliveryWriter(free)
         } else {
             // No chained append is in flight (`chained` would be true). Claiming appends in flight
             // are all on one carrier — the first delivery writer, or the events' writer they ride
             // with — so they claim their cursors in the order they were sent; a change of carrier
             // waits until none is in flight.
-            let carrier = pendingDeliveryAppends.last?.link
+            let current = pendingDeliveryAppends.last?.carrier
             // Riding pays only when the events' writer has work the rows can join; idle, it would
             // commit them alone, and the next event would wait behind them.
             let ride = !deliveryStores.isEmpty && !burst && unsentDeliveries.count < configuration.deliveriesRideBelowRows
                 && !(store.writer?.isIdle ?? true)
-            if carrier == 0 || (carrier == nil && !ride) {
-                index = 0
+            if current == .deliveryWriter(0) || (current == nil && !ride) {
+                carrier = .deliveryWriter(0)
             } else if ride {
-                index = Self.ridingLink
+                carrier = .ridingWithEvents
             } else {
                 return false   // riding appends in flight, and more rows than ride: wait for them
             }
         }
-        let link = index == Self.ridingLink ? store : links[index]
+        let link: StoreLink
+        switch carrier {
+        case .ridingWithEvents: link = store
+        case .deliveryWriter(let i): link = links[i]
+        }
         guard case .success(let writer) = link.currentWriter() else { return false }  // retried on reconnect
         let n = min(unsentDeliveries.count, max(configuration.deliveryAppendRows, 1))
         let rows: [DeliveryRow], order: [Int]
@@ -246,12 +250,12 @@ extension HeraldService {
             unsentOrder.removeFirst(n)
         }
         deliveriesSent += n
-        if index != Self.ridingLink { deliveryAppendsPerLink[index] += 1 }
+        if case .deliveryWriter(let i) = carrier { deliveryAppendsPerLink[i] += 1 }
         let base = chained ? nextDeliveryCursor : nil
         // A claiming append moves the head where this process cannot see it until it commits.
         nextDeliveryCursor = base.map { $0 + Int64(n) }
         let id = firstPendingDeliveryAppend + pendingDeliveryAppends.count
-        pendingDeliveryAppends.append(PendingDeliveryAppend(rows: rows, order: order, sentAt: FiringPhases.now(), link: index, base: base))
+        pendingDeliveryAppends.append(PendingDeliveryAppend(rows: rows, order: order, sentAt: FiringPhases.now(), carrier: carrier, base: base))
         // One writer completes appends in order, and fails the deliveries queued behind a failed
         // one (`GroupCommitWriter.complete`); two writers' outcomes are taken in the order the
         // appends were sent (`deliveryAppendDone`), and a chained append whose predecessor failed
@@ -266,8 +270,7 @@ extension HeraldService {
     private func deliveryAppendDone(_ id: Int, _ result: Result<[Int64], StoreError>) {
         let slot = id - firstPendingDeliveryAppend
         pendingDeliveryAppends[slot].result = result
-        let link = pendingDeliveryAppends[slot].link
-        if link != Self.ridingLink { deliveryAppendsPerLink[link] -= 1 }
+        if case .deliveryWriter(let i) = pendingDeliveryAppends[slot].carrier { deliveryAppendsPerLink[i] -= 1 }
         while let first = pendingDeliveryAppends.first, let outcome = first.result {
             pendingDeliveryAppends.removeFirst()
             firstPendingDeliveryAppend += 1
@@ -433,14 +436,22 @@ extension HeraldService {
     }
 }
 
+/// The writer that carries a delivery append: one of `HeraldService.deliveryLinks` (by index), or
+/// the events' writer (`store`), in whose next transaction a small append rides
+/// (`ServiceConfiguration.deliveriesRideBelowRows`).
+enum DeliveryCarrier: Equatable {
+    case deliveryWriter(Int)
+    case ridingWithEvents
+}
+
 /// A delivery append handed to a writer, until its outcome has been handled (in sending order).
 struct PendingDeliveryAppend {
     let rows: [DeliveryRow]
     /// The rows' numbers in decision order (`HeraldService.unsentOrder`).
     let order: [Int]
     let sentAt: Int64
-    /// Its index in `HeraldService.deliveryLinks`, or `HeraldService.ridingLink` (the events' writer).
-    let link: Int
+    /// The writer it was handed to.
+    let carrier: DeliveryCarrier
     /// The cursor after which its rows were placed (a chained append), or nil (the writer claimed them).
     let base: Int64?
     var result: Result<[Int64], StoreError>? = nil

@@ -106,9 +106,6 @@ public final class HeraldService: ConnectionDelegate {
     /// while this loop handles the committed one (with two delivery writers, one each, at once).
     var deliveryAppendsInFlight: Int { pendingDeliveryAppends.count }
     static let maxDeliveryAppends = 2
-    /// The `PendingDeliveryAppend.link` of an append that rides with the events' writer (`store`)
-    /// beside delivery writers (`ServiceConfiguration.deliveriesRideBelowRows`).
-    static let ridingLink = -1
     /// Appends in flight on each of `deliveryLinks`.
     var deliveryAppendsPerLink: [Int]
     /// With two delivery writers: the delivery head once every append sent so far has committed,
