@@ -234,22 +234,6 @@ func withInProcessService<T>(url: String, configure: (inout ServiceConfiguration
     return try body(port)
 }
 
-/// The service writers' knobs that `bench ingest`, `latency`, `storm` and `peer` all offer, for A/B runs.
-struct WriterOptions: ParsableArguments {
-    @Option(help: "Committed transactions of at most this many events complete before the next one is sent (default: the writer's; 0: always send first).")
-    var completeFirstUpTo: Int?
-    @Option(help: "Delivery writer connections beside the events' one: 0 (as before session 11), 1 or 2 (default: the service's).")
-    var deliveryWriters: Int?
-    @Option(help: "With delivery writers, appends of fewer rows than this ride in the events' writer's next transaction (default: the service's; 0: never).")
-    var deliveriesRideBelow: Int?
-
-    func apply(to configuration: inout ServiceConfiguration) {
-        if let completeFirstUpTo { configuration.writerLimits.completeFirstUpToEvents = completeFirstUpTo }
-        if let deliveryWriters { configuration.deliveryWriters = deliveryWriters }
-        if let deliveriesRideBelow { configuration.deliveriesRideBelowRows = deliveriesRideBelow }
-    }
-}
-
 /// What the ingest run cost per event, from counters read before and after it: WAL fsyncs
 /// (`pg_stat_wal`), the writer's round trips and transactions (the service's `stats`), CPU time of
 /// the service's loop thread and of the writer's PostgreSQL backend (`/proc`, clock ticks).

@@ -25,10 +25,7 @@ struct Serve: ParsableCommand {
     var snapshotEvery = 250_000
     @Flag(help: "Serve even if PostgreSQL runs with fsync or synchronous_commit off (acknowledged events may be lost).")
     var unsafeDurability = false
-    @Option(help: "PostgreSQL connections that commit deliveries beside the events' one: 0 (the events' writer commits them too), 1, or 2 (default: two backends store a burst of deliveries at once).")
-    var deliveryWriters = 2
-    @Option(help: "With delivery writers, an append of fewer deliveries than this rides in the events' writer's next transaction while it is busy: one commit for both at moderate load (default: the service's, ServiceConfiguration.deliveriesRideBelowRows; 0: never).")
-    var deliveriesRideBelow: Int?
+    @OptionGroup var writer: WriterOptions
     /// The reliability experiments' negative control; hidden, and never for production.
     @Flag(name: .customLong("unsafe-acknowledge-before-commit-for-testing"), help: .hidden)
     var acknowledgeBeforeCommitForTesting = false
@@ -48,18 +45,7 @@ struct Serve: ParsableCommand {
             config.maxConnections = maxConnections
             config.snapshotEveryEvents = snapshotEvery > 0 ? snapshotEvery : nil
             config.allowUnsafeDurability = unsafeDurability
-            guard (0...2).contains(deliveryWriters) else {
-                Log.info("error: --delivery-writers must be 0, 1 or 2")
-                throw ExitCode.error
-            }
-            config.deliveryWriters = deliveryWriters
-            if let deliveriesRideBelow {
-                guard deliveriesRideBelow >= 0 else {
-                    Log.info("error: --deliveries-ride-below must be 0 (never) or a number of rows")
-                    throw ExitCode.error
-                }
-                config.deliveriesRideBelowRows = deliveriesRideBelow
-            }
+            writer.apply(to: &config)
             if acknowledgeBeforeCommitForTesting {
                 Log.info("WARNING: --unsafe-acknowledge-before-commit-for-testing: requests are acknowledged before they are stored; acknowledged events WILL be lost in a crash. Only for testing the reliability checker.")
                 config.acknowledgeBeforeCommitForTesting = true
