@@ -11,8 +11,8 @@ public struct LatencyLoad: Sendable {
     public var events = 20_000
     public var ratePerSecond = 4_000.0
     /// The sender wakes every this many microseconds and writes every submit due by then in one
-    /// `write` (0: one `write`, and one sleep, per submit). Latencies run from each submit's due
-    /// time, so a submit that waited for its tick counts the wait.
+    /// `write`, each timed from its due time, so a submit that waited for its tick counts the wait
+    /// (0: one sleep and one `write` per submit, each timed from its send).
     public var tickMicroseconds = 0
     public var ingest = IngestLoad()
 

@@ -151,7 +151,7 @@ struct PeerBench: ParsableCommand {
         }
         let machineAfter = MachineTicks()
         let after = try IngestCosts.Sample(port: port, url: url)
-        let costs = IngestCosts(before: before, after: after, events: 1)
+        let costs = IngestCosts(before: before, after: after, events: total)
         latencies.sort()
         func pct(_ p: Double) -> Double { latencies.sortedPercentile(p) }
         let admin = try WireClient(port: port)
@@ -161,7 +161,7 @@ struct PeerBench: ParsableCommand {
                           enqueueNote: "8 producers × 256 outstanding submits, each acked after COMMIT",
                           p50: pct(0.5), p99: pct(0.99), max: latencies.last ?? 0, processed: latencies.count,
                           first: latencies.first, firing: stats["firing"] ?? .null,
-                          cpuMs: (loop: costs.loopMicrosecondsPerEvent / 1000, backends: costs.backendMicrosecondsPerEvent / 1000,
+                          cpuMs: (loop: costs.loopMilliseconds, backends: costs.backendMilliseconds,
                                   machine: machineAfter.busyMilliseconds(since: machineBefore)))
     }
 

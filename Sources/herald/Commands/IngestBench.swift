@@ -277,21 +277,25 @@ struct IngestCosts {
     var walSyncsPer1000 = 0.0, roundTripsPerEvent = 0.0, transactions: Int64 = 0, deliveriesCopied: Int64 = 0, overlapped: Int64 = 0
     var sentWhileCompleting: Int64 = 0
     var loopMicrosecondsPerEvent = 0.0, backendMicrosecondsPerEvent = 0.0
+    /// The loop's and the writers' backends' CPU between the samples, in all (ms).
+    var loopMilliseconds = 0.0, backendMilliseconds = 0.0
 
     init() {}
 
     init(before: Sample, after: Sample, events: Int) {
         let n = Double(max(events, 1))
         let tick = 1e6 / Double(sysconf(Int32(_SC_CLK_TCK)))
+        loopMilliseconds = Double(after.loopCpuMs - before.loopCpuMs)
+        backendMilliseconds = after.backendTicks > 0 && before.backendTicks > 0
+            ? Double(after.backendTicks - before.backendTicks) * tick / 1000 : 0
         walSyncsPer1000 = Double(after.walSyncs - before.walSyncs) / n * 1000
         roundTripsPerEvent = Double(after.roundTrips - before.roundTrips) / n
         transactions = after.transactions - before.transactions
         deliveriesCopied = after.deliveriesCopied - before.deliveriesCopied
         overlapped = after.overlapped - before.overlapped
         sentWhileCompleting = after.sentWhileCompleting - before.sentWhileCompleting
-        loopMicrosecondsPerEvent = Double(after.loopCpuMs - before.loopCpuMs) * 1000 / n
-        backendMicrosecondsPerEvent = after.backendTicks > 0 && before.backendTicks > 0
-            ? Double(after.backendTicks - before.backendTicks) * tick / n : 0
+        loopMicrosecondsPerEvent = loopMilliseconds * 1000 / n
+        backendMicrosecondsPerEvent = backendMilliseconds * 1000 / n
     }
 }
 
