@@ -1,0 +1,28 @@
+// The latency bench's paced sender (HeraldTestSupport's LatencyLoad) against a real service: every
+// submit sent once, every ack and delivery line matched to its submit, in both sending modes.
+import Foundation
+import HeraldTestSupport
+import Testing
+
+@Suite struct LatencyLoadTests {
+    /// 0: one write per submit, timed from its send; 500: the submits due every 500 µs in one write,
+    /// each timed from its due time. Counts and signs only: no test asserts on how fast.
+    @Test(arguments: [0, 500])
+    func everySubmitIsSentOnceAndEachAckAndDeliveryLineIsMatchedToIt(tickMicroseconds: Int) throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        var load = LatencyLoad()
+        load.events = 400
+        load.ratePerSecond = 4_000
+        load.tickMicroseconds = tickMicroseconds
+        load.ingest.users = 25
+        try load.ingest.prepare(port: server.port)
+        let result = try load.run(port: server.port)
+        #expect(result.delivered == 400)
+        #expect(result.latenciesMs.count == 400 && result.ackLatenciesMs.count == 400)
+        #expect(result.latenciesMs.allSatisfy { $0 >= 0 } && result.ackLatenciesMs.allSatisfy { $0 >= 0 },
+                "an ack or a delivery line never comes before its submit was due")
+        let stats = try server.client().call(["op": "stats"])
+        #expect(stats["eventsCommitted"]?.intValue.map { $0 >= 400 } == true, "\(stats.canonicalString)")
+    }
+}
