@@ -10,7 +10,8 @@ import Glibc
 /// session 13). glibc reads its tunables only when a process starts, so `herald` sets the tunable
 /// and executes itself again, once, before doing anything else.
 ///
-/// Left alone when `GLIBC_TUNABLES` already names `tcache_count`, or when `HERALD_MALLOC_TUNING=off`.
+/// Left alone when `GLIBC_TUNABLES` already names `tcache_count`, when `HERALD_MALLOC_TUNING=off`,
+/// and under valgrind (which replaces malloc, and would not follow the re-execution).
 /// After the re-execution the environment is put back as it was, so the processes Herald starts
 /// (PostgreSQL of the private cluster, a bench's peer, a `herald serve` child, which tunes itself)
 /// inherit the caller's allocator settings, not Herald's. If the re-execution fails, Herald runs
@@ -27,6 +28,8 @@ enum MallocTuning {
             return
         }
         guard value("HERALD_MALLOC_TUNING") != "off" else { return }
+        // Under valgrind glibc's malloc is replaced, and the re-executed process would run untraced.
+        guard !(value("LD_PRELOAD") ?? "").contains("vgpreload") else { return }
         let tunables = value("GLIBC_TUNABLES")
         guard !(tunables ?? "").contains("tcache_count") else { return }
         let setting = "glibc.malloc.tcache_count=\(tcacheCount)"
