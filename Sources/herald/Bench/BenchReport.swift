@@ -90,7 +90,6 @@ enum BenchMachine {
         return text.split(separator: " ").prefix(3).joined(separator: " ")
     }
 
-    /// VmRSS and VmHWM (peak) of a process, in KiB (`self` or a pid).
     /// CPU seconds (user + system) a process has used so far, from `/proc/<pid>/stat`; 0 if unreadable.
     static func cpuSeconds(pid: String = "self") -> Double {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
@@ -101,6 +100,19 @@ enum BenchMachine {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// CPU seconds the whole machine has been busy so far (`/proc/stat`: every state but idle and
+    /// iowait), to see how much of a short burst the cores spent working; 0 if unreadable.
+    static func busyCPUSeconds() -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+              let line = text.split(separator: "\n").first, line.hasPrefix("cpu ") else { return 0 }
+        // user nice system idle iowait irq softirq steal …
+        var ticks: Int64 = 0
+        for (i, x) in line.split(separator: " ").dropFirst().compactMap({ Int64($0) }).prefix(8).enumerated()
+            where i != 3 && i != 4 { ticks += x }
+        return Double(ticks) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// VmRSS and VmHWM (peak) of a process, in KiB (`self` or a pid).
     static func memory(pid: String = "self") -> (rss: Int, peak: Int) {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return (0, 0) }
         func field(_ name: String) -> Int {

@@ -140,7 +140,7 @@ struct PeerBench: ParsableCommand {
         let wait = sampleAt - Date().timeIntervalSince1970
         if wait > 0 { usleep(UInt32(wait * 1e6)) }
         let before = try IngestCosts.Sample(port: port, url: url)
-        let machineBefore = MachineTicks()
+        let machineBefore = BenchMachine.busyCPUSeconds()
         var latencies: [Double] = []
         latencies.reserveCapacity(total)
         try tap.read(idleTimeoutMilliseconds: Int32(lead * 1000) + 120_000) { line in
@@ -149,7 +149,7 @@ struct PeerBench: ParsableCommand {
             }
             return latencies.count < total
         }
-        let machineAfter = MachineTicks()
+        let machineAfter = BenchMachine.busyCPUSeconds()
         let after = try IngestCosts.Sample(port: port, url: url)
         let costs = IngestCosts(before: before, after: after, events: total)
         latencies.sort()
@@ -162,7 +162,7 @@ struct PeerBench: ParsableCommand {
                           p50: pct(0.5), p99: pct(0.99), max: latencies.last ?? 0, processed: latencies.count,
                           first: latencies.first, firing: stats["firing"] ?? .null,
                           cpuMs: (loop: costs.loopMilliseconds, backends: costs.backendMilliseconds,
-                                  machine: machineAfter.busyMilliseconds(since: machineBefore)))
+                                  machine: (machineAfter - machineBefore) * 1000))
     }
 
     /// Runs the peer script and reads its one JSON line.

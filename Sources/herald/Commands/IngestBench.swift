@@ -122,11 +122,10 @@ struct LatencyBench: ParsableCommand {
                 }
                 Log.info("latency: \(events) submits at \(Int(load.ratePerSecond))/s with a consumer subscribed")
                 let before = try Housekeeping.read(url), costsBefore = try IngestCosts.Sample(port: port, url: url)
-                let machineBefore = MachineTicks(), processBefore = IngestCosts.Sample.ticks("/proc/self/stat")
+                let machineBefore = BenchMachine.busyCPUSeconds(), processBefore = BenchMachine.cpuSeconds()
                 let result = try load.run(port: port)
-                machineBusy = MachineTicks().busyMilliseconds(since: machineBefore) / 1000 / result.seconds
-                processBusy = Double(IngestCosts.Sample.ticks("/proc/self/stat") - processBefore)
-                    / Double(sysconf(Int32(_SC_CLK_TCK))) / result.seconds
+                machineBusy = (BenchMachine.busyCPUSeconds() - machineBefore) / result.seconds
+                processBusy = (BenchMachine.cpuSeconds() - processBefore) / result.seconds
                 costs = IngestCosts(before: costsBefore, after: try IngestCosts.Sample(port: port, url: url), events: events)
                 housekeeping = try Housekeeping.read(url) - before
                 return result
@@ -240,7 +239,9 @@ func withInProcessService<T>(url: String, configure: (inout ServiceConfiguration
 struct IngestCosts {
     struct Sample {
         var walSyncs: Int64 = 0, roundTrips: Int64 = 0, transactions: Int64 = 0, deliveriesCopied: Int64 = 0
-        var overlapped: Int64 = 0, sentWhileCompleting: Int64 = 0, deliveries: Int64 = 0, loopCpuMs: Int64 = 0, backendTicks: Int64 = 0
+        var overlapped: Int64 = 0, sentWhileCompleting: Int64 = 0, deliveries: Int64 = 0, loopCpuMs: Int64 = 0
+        /// The writers' backends' CPU so far; 0 when one of them could not be read.
+        var backendSeconds = 0.0
 
         init() {}
 
@@ -262,15 +263,7 @@ struct IngestCosts {
             walSyncs = try conn.execute("SELECT wal_sync FROM pg_stat_wal").int64(0, 0) ?? 0
             // The writers' backends (their PostgreSQL processes on this machine): events', deliveries'.
             let pids = ([stats["storeBackendPID"]].compactMap { $0 } + (stats["storeDeliveryBackendPIDs"]?.arrayValue ?? [])).compactMap(\.intValue)
-            for pid in pids where pid > 0 { backendTicks += Self.ticks("/proc/\(pid)/stat") }
-        }
-
-        /// utime + stime of a /proc stat file (fields 14 and 15, after the parenthesised name).
-        static func ticks(_ path: String) -> Int64 {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8), let close = text.lastIndex(of: ")") else { return 0 }
-            let fields = text[text.index(after: close)...].split(separator: " ")
-            guard fields.count > 13, let u = Int64(fields[11]), let s = Int64(fields[12]) else { return 0 }
-            return u + s
+            for pid in pids where pid > 0 { backendSeconds += BenchMachine.cpuSeconds(pid: String(pid)) }
         }
     }
 
@@ -284,10 +277,9 @@ struct IngestCosts {
 
     init(before: Sample, after: Sample, events: Int) {
         let n = Double(max(events, 1))
-        let tick = 1e6 / Double(sysconf(Int32(_SC_CLK_TCK)))
         loopMilliseconds = Double(after.loopCpuMs - before.loopCpuMs)
-        backendMilliseconds = after.backendTicks > 0 && before.backendTicks > 0
-            ? Double(after.backendTicks - before.backendTicks) * tick / 1000 : 0
+        backendMilliseconds = after.backendSeconds > 0 && before.backendSeconds > 0
+            ? (after.backendSeconds - before.backendSeconds) * 1000 : 0
         walSyncsPer1000 = Double(after.walSyncs - before.walSyncs) / n * 1000
         roundTripsPerEvent = Double(after.roundTrips - before.roundTrips) / n
         transactions = after.transactions - before.transactions
@@ -296,24 +288,6 @@ struct IngestCosts {
         sentWhileCompleting = after.sentWhileCompleting - before.sentWhileCompleting
         loopMicrosecondsPerEvent = loopMilliseconds * 1000 / n
         backendMicrosecondsPerEvent = backendMilliseconds * 1000 / n
-    }
-}
-
-/// The whole machine's busy CPU time so far (`/proc/stat`: every state but idle and iowait), to
-/// see how much of a short burst the cores spent working.
-struct MachineTicks {
-    var busy: Int64 = 0
-
-    init() {
-        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
-              let line = text.split(separator: "\n").first, line.hasPrefix("cpu ") else { return }
-        let v = line.split(separator: " ").dropFirst().compactMap { Int64($0) }
-        // user nice system idle iowait irq softirq steal …
-        for (i, x) in v.prefix(8).enumerated() where i != 3 && i != 4 { busy += x }
-    }
-
-    func busyMilliseconds(since earlier: MachineTicks) -> Double {
-        Double(busy - earlier.busy) * 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 }
 
