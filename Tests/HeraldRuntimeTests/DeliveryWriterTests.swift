@@ -135,6 +135,73 @@ import Testing
     }
 }
 
+extension DeliveryWriterTests {
+    /// A firing that takes several slices is a burst from its first slice (users still due now
+    /// mean more rows are coming): every append of it goes chained, to whichever writer is free,
+    /// instead of the first writer claiming slice after slice while the second waits for a whole
+    /// append's worth of rows.
+    @Test func aFiringOverSeveralSlicesIsStoredByBothWritersFromItsFirstAppend() throws {
+        let url = try TestPostgres.freshDatabase()
+        let server = try TestServer(url: url, start: "2026-03-27T07:00:00Z") { config in
+            StormCopyTests.configure(&config)
+            config.timerSliceUsers = 2   // 12 users due: six slices of 2 summaries, fewer than an append (4)
+        }
+        defer { server.stop() }
+        let c = try server.client()
+        try StormCopyTests.setUpUsers(c)
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "live", "from": "earliest"])
+        _ = try consumer.deliveries(12)   // the queued items, cursors 1 … 12, claimed one request at a time
+        let before = try server.statsWhen { $0["deliveriesCommitted"]?.intValue == 12 }
+        #expect(try c.call(["op": "clock", "advanceTo": "2026-03-27T08:00:00Z"])["ok"] == true)
+        let live = try consumer.deliveries(12)
+        #expect(live.compactMap { $0["cursor"]?.intValue } == Array(13...24), "each cursor once, in order")
+        #expect(live.allSatisfy { $0["kind"] == "summary" })
+        let after = try server.statsWhen { $0["deliveriesCommitted"]?.intValue == 24 }
+        let chained = (after["storeDeliveriesChained"]?.intValue ?? 0) - (before["storeDeliveriesChained"]?.intValue ?? 0)
+        #expect(chained == 12, "every summary went chained, none claimed: \(after.canonicalString)")
+        let conn = try PGConnection.connect(url)
+        #expect(try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) == 24)
+        let report = try Replayer().run(conn) { 0 }
+        #expect(report.differences.isEmpty, "\(report.differences)")
+    }
+
+    /// After a start the delivery head read from PostgreSQL is where the next chained append
+    /// starts. If something else moved the head since (here, by hand), the first chained appends
+    /// fail with a conflict, nothing of them is stored, and their rows are claimed again after
+    /// the moved head: each delivery stored once, in decision order.
+    @Test func aHeadMovedSinceTheStartFailsTheFirstChainedAppendAndItsRowsAreClaimedAgain() throws {
+        let url = try TestPostgres.freshDatabase()
+        var server = try TestServer(url: url, start: "2026-03-27T07:00:00Z") { StormCopyTests.configure(&$0) }
+        let c = try server.client()
+        try StormCopyTests.setUpUsers(c)
+        _ = try server.statsWhen { $0["deliveriesCommitted"]?.intValue == 12 }
+        c.close()
+        server.stop()
+
+        let log = LogLines()
+        server = try TestServer(url: url, start: "2026-03-27T07:00:00Z", log: log) { config in
+            StormCopyTests.configure(&config)
+            config.timerSliceUsers = 12
+        }
+        defer { server.stop() }
+        let admin = try PGConnection.connect(url)
+        defer { admin.close() }
+        try admin.execute("UPDATE delivery_head SET cursor = 15")   // cursors 13 … 15 taken elsewhere
+        let again = try server.client()
+        #expect(try again.call(["op": "clock", "advanceTo": "2026-03-27T08:00:00Z"])["ok"] == true)
+        _ = try server.statsWhen { $0["deliveriesCommitted"]?.intValue == 12 }
+        #expect(!log.matching("the delivery head is not at 12").isEmpty, "the stale head was met: \(log.all)")
+        let rows = try admin.execute("SELECT cursor FROM deliveries WHERE kind = 'summary' ORDER BY cursor")
+        #expect((0..<rows.rowCount).compactMap { rows.int64($0, 0) } == Array(16...27), "after the moved head, each once, no gap")
+        #expect(try admin.execute("SELECT cursor FROM delivery_head").int64(0, 0) == 27)
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "late", "from": "earliest"])
+        let all = try consumer.deliveries(24)
+        #expect(all.compactMap { $0["cursor"]?.intValue } == Array(1...12) + Array(16...27))
+    }
+}
+
 @Suite struct DeliveryRequeueTests {
     @Test func aFailedAppendsRowsGoBackWhereTheyWereDecided() {
         // Usual: all of them before what is left.

@@ -184,9 +184,10 @@ extension HeraldService {
     /// Hands the next append to a delivery writer; false when none can take it now (retried when
     /// an append completes or a writer reconnects). The first writer takes appends as they come
     /// (up to two queued, each claiming its cursors as it commits). A burst — a whole append's
-    /// worth of rows waiting, as in a summary storm — goes to both writers, one append each, at
-    /// cursors assigned here (`nextDeliveryCursor`, chained: both store at once and commit in
-    /// cursor order), once the head is known and the first writer's own appends have committed.
+    /// worth of rows waiting, or timers due now still to fire, as in a summary storm — goes to
+    /// both writers, one append each, at cursors assigned here (`nextDeliveryCursor`, chained:
+    /// both store at once and commit in cursor order), once the head is known and the first
+    /// writer's own appends have committed.
     /// (Chaining small appends too made the delivery line's p99 worse at 20,000 submits/s: more
     /// commits at once; docs/store-performance.md session 11.)
     private func sendDeliveryAppend() -> Bool {
@@ -196,7 +197,12 @@ extension HeraldService {
         let links = deliveryLinks
         let chainedInFlight = pendingDeliveryAppends.contains { $0.base != nil }
         let claimingInFlight = pendingDeliveryAppends.contains { $0.base == nil }
-        let burst = links.count > 1 && unsentDeliveries.count >= max(configuration.deliveryAppendRows, 1)
+        // A burst: a whole append's worth of rows waiting, or a firing still under way (users due
+        // now wait for the next slice), whose rows are coming. Both writers then take appends as
+        // they free up; otherwise the first writer claimed append after append while the second
+        // sat idle until a whole append's worth had piled up (a third of a 20,000-job peer burst).
+        let firing = !dueUsers.isEmpty
+        let burst = links.count > 1 && (firing || unsentDeliveries.count >= max(configuration.deliveryAppendRows, 1))
         // Chained while chained ones are in flight (the head known), or to start a burst with
         // nothing in flight; otherwise claiming, on the first writer, never beside a chained one
         // (its claim would take the cursors the chained one was given).
@@ -233,7 +239,13 @@ extension HeraldService {
         case .deliveryWriter(let i): link = links[i]
         }
         guard case .success(let writer) = link.currentWriter() else { return false }  // retried on reconnect
-        let n = min(unsentDeliveries.count, max(configuration.deliveryAppendRows, 1))
+        var n = min(unsentDeliveries.count, max(configuration.deliveryAppendRows, 1))
+        // The last rows of a burst (no user left to fire), with another writer free: shared, so
+        // both writers finish together (the other takes the rest in this same flush).
+        if chained, !firing, unsentDeliveries.count > Self.splitBurstTailAbove, case .deliveryWriter(let i) = carrier,
+           links.indices.contains(where: { $0 != i && deliveryAppendsPerLink[$0] == 0 && links[$0].isReady }) {
+            n = min(n, (unsentDeliveries.count + links.count - 1) / links.count)
+        }
         let rows: [DeliveryRow], order: [Int]
         if n == unsentDeliveries.count {
             // All of them (every append but a storm's): the buffers move, no row is copied.

@@ -78,6 +78,11 @@ extension HeraldService {
             if let ms = last.int64(0, 0) { manualNow = max(manualNow!, Instant(millisecondsSinceEpoch: ms)) }
         }
         eventsCommitted = folded
+        // The head just read is where the next append's cursors start: a burst firing first
+        // thing after start-up goes to both delivery writers at once instead of claiming on one
+        // (a stale head fails the first chained append with a conflict, and the next one claims).
+        // Re-derived deliveries claim as before: some may be stored already.
+        if deliveryStores.count > 1 && unsentDeliveries.isEmpty { nextDeliveryCursor = deliveryHead }
         // The next snapshot is due once as many events were folded since this one as the interval says.
         restart.eventsAtLastSnapshot = 0
         let source = fromSnapshot ? "snapshot through seq \(through) + \(folded) events after it (\(skipped) already in it)" : "\(folded) events (no snapshot)"

@@ -106,11 +106,15 @@ public final class HeraldService: ConnectionDelegate {
     /// while this loop handles the committed one (with two delivery writers, one each, at once).
     var deliveryAppendsInFlight: Int { pendingDeliveryAppends.count }
     static let maxDeliveryAppends = 2
+    /// A burst's last rows, when more than this many and another delivery writer is free, are
+    /// split between the writers (`sendDeliveryAppend`).
+    static let splitBurstTailAbove = 512
     /// Appends in flight on each of `deliveryLinks`.
     var deliveryAppendsPerLink: [Int]
     /// With two delivery writers: the delivery head once every append sent so far has committed,
-    /// so the next append's cursors follow it (`GroupCommitWriter.append(deliveries:after:)`); nil
-    /// while unknown (at first and after a failure).
+    /// so the next append's cursors follow it (`GroupCommitWriter.append(deliveries:after:)`); at
+    /// start-up the head read from PostgreSQL; nil while unknown (after a failure, or while claiming
+    /// appends are in flight).
     var nextDeliveryCursor: Int64?
     /// Appends in the order they were sent, each with its outcome once known: outcomes are handled
     /// in that order (two writers answer in any order). `firstPendingDeliveryAppend` numbers the first.
