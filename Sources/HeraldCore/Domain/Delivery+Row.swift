@@ -109,6 +109,9 @@ extension Delivery {
 /// fewer distinct ones in practice).
 public struct TraceBytesCache {
     private var entries: [RuleTrace: [UInt8]] = [:]
+    /// The trace asked for last and its bytes: consecutive deliveries (a user's due items, a
+    /// burst of plain alerts) mostly share one, and comparing four words is cheaper than hashing.
+    private var last: (trace: RuleTrace, bytes: [UInt8])?
     /// The most traces kept before the cache starts again.
     public static let capacity = 1_024
 
@@ -117,10 +120,16 @@ public struct TraceBytesCache {
 
     /// `trace`'s stored bytes (`RuleTrace.writeJSON`), from the cache or written and kept.
     public mutating func bytes(for trace: RuleTrace) -> [UInt8] {
-        if let bytes = entries[trace] { return bytes }
-        if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
-        let bytes = withSink(capacity: 512) { trace.writeJSON(to: &$0) }
-        entries[trace] = bytes
+        if let last, last.trace == trace { return last.bytes }
+        let bytes: [UInt8]
+        if let known = entries[trace] {
+            bytes = known
+        } else {
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            bytes = withSink(capacity: 512) { trace.writeJSON(to: &$0) }
+            entries[trace] = bytes
+        }
+        last = (trace, bytes)
         return bytes
     }
 

@@ -143,8 +143,14 @@ public final class ClientConnection {
     // MARK: Output
 
     public func send(_ bytes: [UInt8]) {
-        guard let bev, !bytes.isEmpty else { return }
-        bytes.withUnsafeBytes { _ = bufferevent_write(bev, $0.baseAddress, $0.count) }
+        bytes.withUnsafeBytes { send($0) }
+    }
+
+    /// Queues bytes the caller keeps (libevent copies them): a consumer's batch goes from the
+    /// loop's scratch buffer without an array of its own.
+    public func send(_ bytes: UnsafeRawBufferPointer) {
+        guard let bev, let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        _ = bufferevent_write(bev, base, bytes.count)
     }
 
     /// The answer to a dispatched request; sent when every earlier reply has been.

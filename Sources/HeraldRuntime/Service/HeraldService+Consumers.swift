@@ -112,7 +112,7 @@ extension HeraldService {
                     ring[i].withUnsafeBytes { Self.appendLine($0, cursor: ringFirstCursor + Int64(i), to: &lineScratch.sink) }
                     i += 1
                 }
-                connection.send(lineScratch.sink.array)
+                connection.send(lineScratch.sink.bytes)
                 stream.position = ringFirstCursor + Int64(i) - 1
             } else {
                 readBehind(stream)
@@ -163,6 +163,6 @@ extension HeraldService {
         }
         stream.pageNext = i
         if i >= page.rowCount { stream.page = nil }
-        connection.send(lineScratch.sink.array)
+        connection.send(lineScratch.sink.bytes)
     }
 }

@@ -69,7 +69,7 @@ extension HeraldService {
 
     /// The stored row of a delivery: the body encoded once, into bytes, through the service's
     /// reusable sink; the trace's bytes shared with every earlier row that had the same trace.
-    func row(_ d: Delivery, index: Int64) -> DeliveryRow {
+    func row(_ d: borrowing Delivery, index: Int64) -> DeliveryRow {
         let body = d.storedBody(using: &rowScratch.sink)
         return Self.row(d, index: index, body: body, trace: traceBytes.bytes(for: d.ruleTrace))
     }
@@ -82,7 +82,7 @@ extension HeraldService {
         return row(d, index: index, body: body, trace: trace)
     }
 
-    private static func row(_ d: Delivery, index: Int64, body: [UInt8], trace: [UInt8]) -> DeliveryRow {
+    private static func row(_ d: borrowing Delivery, index: Int64, body: [UInt8], trace: [UInt8]) -> DeliveryRow {
         DeliveryRow(user: d.user, userIndex: index, causeSeq: d.causeSeq, kind: d.kind.rawValue, app: d.app,
                     notificationId: d.notificationId, reason: d.reason, at: d.at, rulesVersion: d.rulesVersion,
                     traceBytes: trace, bodyBytes: body)
@@ -328,7 +328,7 @@ extension HeraldService {
     }
 
     /// Queues a decided delivery, numbered in decision order (`unsentOrder`).
-    func queueUnsent(_ row: DeliveryRow) {
+    func queueUnsent(_ row: consuming DeliveryRow) {
         unsentDeliveries.append(row)
         unsentOrder.append(nextDecision)
         nextDecision += 1

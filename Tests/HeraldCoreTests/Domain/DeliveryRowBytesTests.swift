@@ -79,6 +79,21 @@ import Testing
         #expect(full.count == 5)
     }
 
+    /// The trace asked for last is answered from a memo: repeats, alternations and a trace that
+    /// differs only in its last step each get their own bytes.
+    @Test func repeatedAndAlternatingTracesGetTheirOwnBytes() {
+        var cache = TraceBytesCache()
+        var a = RuleTrace(.withdrawn, .pass)
+        a.append(.normal, .decided)
+        var b = RuleTrace(.withdrawn, .pass)
+        b.append(.normal, .pass)
+        let own = { (t: RuleTrace) in withSink(capacity: 256) { t.writeJSON(to: &$0) } }
+        for t in [a, a, b, a, b, b, RuleTrace(), a] {
+            #expect(cache.bytes(for: t) == own(t))
+        }
+        #expect(cache.count == 3)
+    }
+
     @Test func summaryBodyBytesEqualTheCanonicalBody() {
         var d = Delivery(kind: .summary, user: "u1", app: nil, notificationId: nil,
                          at: Instant(rfc3339: "2026-03-27T08:00:00Z")!, reason: "summary", rulesVersion: "1", causeSeq: 7)
