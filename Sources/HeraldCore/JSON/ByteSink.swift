@@ -28,12 +28,11 @@ public struct ByteSink {
     /// The bytes written so far (valid until the next append or `deallocate`).
     public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 
-    /// The bytes written so far, copied into an array.
+    /// The bytes written so far, copied into an array. (Not `init(unsafeUninitializedCapacity:)`:
+    /// it reaches an unspecialized allocation in the standard library that looks up the storage
+    /// type's metadata on every call, ~400 instructions more per array under callgrind.)
     public var array: [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            buffer.baseAddress!.update(from: base, count: count)
-            initialized = count
-        }
+        Array(bytes)
     }
 
     @inline(__always)
