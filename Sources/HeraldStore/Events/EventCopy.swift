@@ -33,52 +33,37 @@ enum EventCopy {
     }
 
     /// Rows are read in place (`rs[i].field`): `for r in rows` copied each row, retaining and
-    /// releasing its five strings.
+    /// releasing its five strings. Written into a buffer of the exact size, as `DeliveryCopy`
+    /// does (appending field by field to an array cost ~14 capacity checks per row: 1,900
+    /// instructions per row against ~600 under callgrind).
     private static func encode(_ rs: UnsafeBufferPointer<EventRow>, base: Int64) -> [UInt8] {
-        var capacity = 32
+        var total = BinaryCopy.signature.count + 8 + 2
         for i in rs.indices {
-            capacity += 2 + 7 * 4 + 8 + 8 + rs[i].body.utf8.count + rs[i].type.utf8.count
+            total += 2 + 7 * 4 + 8 + 8 + rs[i].body.utf8.count + rs[i].type.utf8.count
                 + (rs[i].user?.utf8.count ?? 0) + (rs[i].app?.utf8.count ?? 0) + (rs[i].notificationId?.utf8.count ?? 0)
         }
-        var out: [UInt8] = []
-        out.reserveCapacity(capacity)
-        out += BinaryCopy.signature
-        be32(0, &out)          // flags: no OIDs
-        be32(0, &out)          // header extension length
-        var seq = base
-        for i in rs.indices {
-            seq += 1
-            be16(7, &out)
-            be32(8, &out); be64(UInt64(bitPattern: seq), &out)
-            text(rs[i].user, &out)
-            text(rs[i].type, &out)
-            text(rs[i].app, &out)
-            text(rs[i].notificationId, &out)
-            text(rs[i].body, &out)
-            be32(8, &out)
-            be64(UInt64(bitPattern: (rs[i].engineTime.millisecondsSinceEpoch - PGBinaryParameters.postgresEpochMilliseconds) * 1000), &out)
+        return [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
+            var w = BigEndianWriter(base: UnsafeMutableRawPointer(buffer.baseAddress!))
+            BinaryCopy.signature.withUnsafeBytes { w.copy($0) }
+            w.be32(0)          // flags: no OIDs
+            w.be32(0)          // header extension length
+            var seq = base
+            for i in rs.indices {
+                seq += 1
+                w.be16(7)
+                w.be32(8); w.be64(UInt64(bitPattern: seq))
+                w.text(rs[i].user)
+                w.text(rs[i].type)
+                w.text(rs[i].app)
+                w.text(rs[i].notificationId)
+                w.text(rs[i].body)
+                w.be32(8)
+                w.be64(UInt64(bitPattern: (rs[i].engineTime.millisecondsSinceEpoch - PGBinaryParameters.postgresEpochMilliseconds) * 1000))
+            }
+            w.be16(0xFFFF)     // trailer: field count -1
+            precondition(w.at == total, "event COPY: wrote \(w.at) bytes of \(total)")
+            initialized = total
         }
-        be16(0xFFFF, &out)     // trailer: field count -1
-        return out
-    }
-
-    @inline(__always) private static func text(_ value: String?, _ out: inout [UInt8]) {
-        guard let value else { be32(UInt32(bitPattern: -1), &out); return }
-        value.withUTF8Bytes { utf8 in
-            be32(UInt32(utf8.count), &out)
-            out.append(contentsOf: utf8)
-        }
-    }
-
-    @inline(__always) private static func be16(_ v: UInt16, _ out: inout [UInt8]) {
-        out.append(UInt8(v >> 8)); out.append(UInt8(v & 0xFF))
-    }
-
-    @inline(__always) private static func be32(_ v: UInt32, _ out: inout [UInt8]) {
-        withUnsafeBytes(of: v.bigEndian) { out.append(contentsOf: $0) }
-    }
-
-    @inline(__always) private static func be64(_ v: UInt64, _ out: inout [UInt8]) {
-        withUnsafeBytes(of: v.bigEndian) { out.append(contentsOf: $0) }
     }
 }
+
