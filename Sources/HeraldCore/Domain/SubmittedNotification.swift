@@ -57,7 +57,7 @@ public struct SubmittedNotification: Hashable, Sendable {
         /// Unchecked: written only while uniquely referenced (`unique()`), so no two accesses
         /// can overlap; the run-time check cost ~1.5% of replay (four reads per decision).
         @exclusivity(unchecked) var fields: Fields
-        init(_ f: Fields) { fields = f }
+        init(_ f: consuming Fields) { fields = f }
     }
 
     /// Internal for the byte writers (`Delivery+Bytes.swift`).
@@ -69,7 +69,7 @@ public struct SubmittedNotification: Hashable, Sendable {
     }
 
     /// From fields read elsewhere in the module (`SubmitLine`).
-    init(fields: Fields) {
+    init(fields: consuming Fields) {
         storage = Storage(fields)
     }
 

@@ -117,7 +117,8 @@ extension JSONParser {
             } else {
                 switch member {
                 case .op:
-                    guard p[i] == 0x22, let raw = try scanPlainString(), raw.elementsEqual("submit".utf8) else { return nil }
+                    guard p[i] == 0x22, let raw = try scanPlainString(), raw.count == 6,
+                          memcmp(raw.baseAddress!, ("submit" as StaticString).utf8Start, 6) == 0 else { return nil }
                     isSubmit = true
                 case .rid:
                     let v = try parseValue()
