@@ -64,6 +64,19 @@ import Testing
         ])
     }
 
+    /// Migrations 012 and 013: a young log is analyzed, and vacuumed for its inserts, every
+    /// million rows rather than every 10–20% of growth (each run a burst of PostgreSQL's CPU
+    /// beside the writer's commits).
+    @Test func theAppendTablesAreAnalyzedAndVacuumedForInsertsEveryMillionRows() throws {
+        let url = try TestPostgres.freshDatabase()
+        let conn = try PGConnection.connect(url)
+        for table in ["events", "deliveries"] {
+            let r = try conn.execute("SELECT array_to_string(reloptions, ',') FROM pg_class WHERE relname = $1", [table])
+            let options = Set((r.string(0, 0) ?? "").split(separator: ",").map(String.init))
+            #expect(options == ["autovacuum_analyze_threshold=1000000", "autovacuum_vacuum_insert_threshold=1000000"], "\(table)")
+        }
+    }
+
     @Test func updateDeleteAndTruncateOnTheLogAreRefused() throws {
         let url = try TestPostgres.freshDatabase()
         let writer = try GroupCommitWriter(connection: try PGConnection.connect(url))

@@ -151,6 +151,7 @@ struct LatencyBench: ParsableCommand {
                     "loopMicrosecondsPerEvent": .double(costs.loopMicrosecondsPerEvent),
                     "backendMicrosecondsPerEvent": .double(costs.backendMicrosecondsPerEvent),
                     "autovacuumsDuring": .int(housekeeping.autovacuums), "autoanalyzesDuring": .int(housekeeping.autoanalyzes),
+                    "checkpointsDuring": .int(housekeeping.checkpoints),
                 ]).canonicalString)
             } else {
                 print("end to end: \(events) submits at \(Int(offered))/s offered, one consumer at the tail"
@@ -169,9 +170,9 @@ struct LatencyBench: ParsableCommand {
                              costs.loopMicrosecondsPerEvent, costs.backendMicrosecondsPerEvent))
                 print(String(format: "  cores busy while timed: %.2f of %d (this process — loop, load generator, consumer — %.2f)",
                              machineBusy, sysconf(Int32(_SC_NPROCESSORS_ONLN)), processBusy))
-                print("  PostgreSQL housekeeping of events/deliveries while timed: \(housekeeping.autovacuums) autovacuum, "
-                      + "\(housekeeping.autoanalyzes) autoanalyze runs"
-                      + (housekeeping.autoanalyzes + housekeeping.autovacuums > 0
+                print("  PostgreSQL housekeeping while timed: \(housekeeping.autovacuums) autovacuum, "
+                      + "\(housekeeping.autoanalyzes) autoanalyze runs of events/deliveries, \(housekeeping.checkpoints) checkpoints"
+                      + (housekeeping.autoanalyzes + housekeeping.autovacuums + housekeeping.checkpoints > 0
                          ? " (each a burst of PostgreSQL CPU and I/O on the same cores: on a 2-core host the p99 includes them; BENCHMARKS.md)" : ""))
                 if saturated {
                     print("    the baseline reached only \(Int(reached))/s: one connection commits one row at a time, so at this"
@@ -183,22 +184,28 @@ struct LatencyBench: ParsableCommand {
 }
 
 /// Autovacuum and autoanalyze runs PostgreSQL made of the log's two tables (`pg_stat_user_tables`),
-/// read before and after a timed part: on a fresh, small log autoanalyze runs every ~10% of growth,
-/// and each run competes with Herald and the writers' backends for the same cores.
+/// and the cluster's checkpoints (`pg_stat_bgwriter`), read before and after a timed part: each
+/// competes with Herald and the writers' backends for the same cores and disk.
 struct Housekeeping {
     var autovacuums: Int64 = 0
     var autoanalyzes: Int64 = 0
+    var checkpoints: Int64 = 0
 
     static func read(_ url: String) throws -> Housekeeping {
-        let r = try PGConnection.connect(url).execute("""
+        let conn = try PGConnection.connect(url)
+        defer { conn.close() }
+        let r = try conn.execute("""
             SELECT coalesce(sum(autovacuum_count), 0)::bigint, coalesce(sum(autoanalyze_count), 0)::bigint
             FROM pg_stat_user_tables WHERE relname IN ('events', 'deliveries')
             """)
-        return Housekeeping(autovacuums: r.int64(0, 0) ?? 0, autoanalyzes: r.int64(0, 1) ?? 0)
+        // PostgreSQL 15's view (17 moved the counters to pg_stat_checkpointer: then 0).
+        let c = try? conn.execute("SELECT (checkpoints_timed + checkpoints_req)::bigint FROM pg_stat_bgwriter")
+        return Housekeeping(autovacuums: r.int64(0, 0) ?? 0, autoanalyzes: r.int64(0, 1) ?? 0, checkpoints: c?.int64(0, 0) ?? 0)
     }
 
     static func - (a: Housekeeping, b: Housekeeping) -> Housekeeping {
-        Housekeeping(autovacuums: a.autovacuums - b.autovacuums, autoanalyzes: a.autoanalyzes - b.autoanalyzes)
+        Housekeeping(autovacuums: a.autovacuums - b.autovacuums, autoanalyzes: a.autoanalyzes - b.autoanalyzes,
+                     checkpoints: a.checkpoints - b.checkpoints)
     }
 }
 
