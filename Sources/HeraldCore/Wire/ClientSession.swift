@@ -69,13 +69,28 @@ public struct ClientSession: Sendable {
 
     /// A complete line arrived, as bytes valid during the call (`LineFramer.feedLines`).
     public mutating func lineReceived(_ line: UnsafeRawBufferPointer) -> [Action] {
+        var actions: [Action] = []
+        lineReceived(line, into: &actions)
+        return actions
+    }
+
+    /// `lineReceived`, appending its actions to `actions`: the runtime collects a whole chunk's
+    /// actions in one array (an array per line, then appended to the chunk's, cost ~1,400
+    /// instructions a submit).
+    public mutating func lineReceived(_ line: UnsafeRawBufferPointer, into actions: inout [Action]) {
         let ticket = nextTicket
         nextTicket += 1
         // The common case first: a plain submit from a producer for one of its apps, read without
         // a JSON tree. Anything else — including every refusal — takes the general path below.
         if producerGrant != nil, let submit = SubmitLine.read(line), producerGrant?.mayActFor(app: submit.app) == true {
-            return [.dispatch(Request(ticket: ticket, op: "submit", rid: submit.rid, body: .null, submitLine: submit))]
+            actions.append(.dispatch(Request(ticket: ticket, op: "submit", rid: submit.rid, body: .null, submitLine: submit)))
+            return
         }
+        actions += generalLine(line, ticket: ticket)
+    }
+
+    /// Every line but a plain submit: parsed into a JSON tree, then dispatched by its op.
+    private mutating func generalLine(_ line: UnsafeRawBufferPointer, ticket: UInt64) -> [Action] {
         let value: JSONValue
         do {
             value = try JSONValue.parse(line)

@@ -224,7 +224,7 @@ public final class ClientConnection {
             let hadGrant = session.grant != nil
             let ok = framer.feedLines(chunk) { line in
                 lines += 1
-                actions += session.lineReceived(line)
+                session.lineReceived(line, into: &actions)
             }
             evbuffer_drain(input, vector.iov_len)
             if lines > 0 { lastRequestAt = Self.monotonicMilliseconds() }
