@@ -10,6 +10,23 @@ enum BinaryCopy {
     static let signature: [UInt8] = [0x50, 0x47, 0x43, 0x4F, 0x50, 0x59, 0x0A, 0xFF, 0x0D, 0x0A, 0x00]
     /// Signature, flags and header-extension length.
     static let headerSize = 19
+    /// The header and the trailer (a field count of -1).
+    static let framingSize = headerSize + 2
+
+    /// COPY data of `total` bytes (framing included), the tuples written by `tuples` into a
+    /// buffer of exactly that size between the header and the trailer.
+    static func data(total: Int, _ tuples: (inout BigEndianWriter) -> Void) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
+            var w = BigEndianWriter(base: UnsafeMutableRawPointer(buffer.baseAddress!))
+            signature.withUnsafeBytes { w.copy($0) }
+            w.be32(0)          // flags: no OIDs
+            w.be32(0)          // header extension length
+            tuples(&w)
+            w.be16(0xFFFF)     // trailer: field count -1
+            precondition(w.at == total, "binary COPY data: wrote \(w.at) bytes of \(total)")
+            initialized = total
+        }
+    }
 
     /// Adds `base` to the first field of every tuple of `data` (encoded at base 0), in place: one
     /// pass over the fields' lengths, no allocation.

@@ -53,17 +53,13 @@ enum DeliveryCopy {
     /// Rows are read in place (`rs[i].field`): `for r in rows` copied each row, retaining and
     /// releasing its eight reference-counted fields.
     private static func encode(_ rs: UnsafeBufferPointer<DeliveryRow>, base: Int64) -> [UInt8] {
-        var total = BinaryCopy.signature.count + 8 + 2
+        var total = BinaryCopy.framingSize
         for i in rs.indices {
             total += 2 + 12 * 4 + 8 * 4
                 + rs[i].user.utf8.count + rs[i].kind.utf8.count + (rs[i].app?.utf8.count ?? 0) + (rs[i].notificationId?.utf8.count ?? 0)
                 + rs[i].reason.utf8.count + rs[i].rulesVersion.utf8.count + rs[i].traceBytes.count + rs[i].bodyBytes.count
         }
-        return [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
-            var w = BigEndianWriter(base: UnsafeMutableRawPointer(buffer.baseAddress!))
-            BinaryCopy.signature.withUnsafeBytes { w.copy($0) }
-            w.be32(0)          // flags: no OIDs
-            w.be32(0)          // header extension length
+        return BinaryCopy.data(total: total) { w in
             var cursor = base
             for i in rs.indices {
                 cursor += 1
@@ -81,9 +77,6 @@ enum DeliveryCopy {
                 rs[i].traceBytes.withUnsafeBytes { w.be32(UInt32($0.count)); w.copy($0) }
                 rs[i].bodyBytes.withUnsafeBytes { w.be32(UInt32($0.count)); w.copy($0) }
             }
-            w.be16(0xFFFF)     // trailer: field count -1
-            precondition(w.at == total, "delivery COPY: wrote \(w.at) bytes of \(total)")
-            initialized = total
         }
     }
 }
