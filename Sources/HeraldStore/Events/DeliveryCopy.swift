@@ -1,4 +1,5 @@
 // The writer's COPY path for deliveries: rows of `deliveries` in PostgreSQL's binary COPY format.
+import HeraldCore
 
 /// Binary `COPY deliveries (…) FROM STDIN (FORMAT binary)` data for a batch whose cursors are
 /// known (base + 1 … base + n, claimed by `UPDATE delivery_head … RETURNING` in the same
@@ -64,18 +65,18 @@ enum DeliveryCopy {
             for i in rs.indices {
                 cursor += 1
                 w.be16(12)
-                w.be32(8); w.be64(UInt64(bitPattern: cursor))
+                w.int8(cursor)
                 w.text(rs[i].user)
-                w.be32(8); w.be64(UInt64(bitPattern: rs[i].userIndex))
-                w.be32(8); w.be64(UInt64(bitPattern: rs[i].causeSeq))
+                w.int8(rs[i].userIndex)
+                w.int8(rs[i].causeSeq)
                 w.text(rs[i].kind)
                 w.text(rs[i].app)
                 w.text(rs[i].notificationId)
                 w.text(rs[i].reason)
-                w.be32(8); w.be64(UInt64(bitPattern: (rs[i].at.millisecondsSinceEpoch - PGBinaryParameters.postgresEpochMilliseconds) * 1000))
+                w.timestamptz(rs[i].at)
                 w.text(rs[i].rulesVersion)
-                rs[i].traceBytes.withUnsafeBytes { w.be32(UInt32($0.count)); w.copy($0) }
-                rs[i].bodyBytes.withUnsafeBytes { w.be32(UInt32($0.count)); w.copy($0) }
+                w.text(bytes: rs[i].traceBytes)
+                w.text(bytes: rs[i].bodyBytes)
             }
         }
     }
@@ -86,5 +87,20 @@ extension BigEndianWriter {
     mutating func text(_ value: String?) {
         guard let value else { be32(UInt32(bitPattern: -1)); return }
         value.withUTF8Bytes { be32(UInt32($0.count)); copy(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// A text field given as its UTF-8 bytes.
+    mutating func text(bytes: [UInt8]) {
+        bytes.withUnsafeBytes { be32(UInt32($0.count)); copy($0) }
+    }
+
+    /// An `int8` field: its length (8) and the value.
+    mutating func int8(_ value: Int64) {
+        be32(8); be64(UInt64(bitPattern: value))
+    }
+
+    /// A `timestamptz` field: microseconds since PostgreSQL's epoch (2000-01-01).
+    mutating func timestamptz(_ t: Instant) {
+        int8((t.millisecondsSinceEpoch - PGBinaryParameters.postgresEpochMilliseconds) * 1000)
     }
 }

@@ -47,14 +47,13 @@ enum EventCopy {
             for i in rs.indices {
                 seq += 1
                 w.be16(7)
-                w.be32(8); w.be64(UInt64(bitPattern: seq))
+                w.int8(seq)
                 w.text(rs[i].user)
                 w.text(rs[i].type)
                 w.text(rs[i].app)
                 w.text(rs[i].notificationId)
                 w.text(rs[i].body)
-                w.be32(8)
-                w.be64(UInt64(bitPattern: (rs[i].engineTime.millisecondsSinceEpoch - PGBinaryParameters.postgresEpochMilliseconds) * 1000))
+                w.timestamptz(rs[i].engineTime)
             }
         }
     }
