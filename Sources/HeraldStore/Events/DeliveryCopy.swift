@@ -1,5 +1,4 @@
 // The writer's COPY path for deliveries: rows of `deliveries` in PostgreSQL's binary COPY format.
-import HeraldCore
 
 /// Binary `COPY deliveries (…) FROM STDIN (FORMAT binary)` data for a batch whose cursors are
 /// known (base + 1 … base + n, claimed by `UPDATE delivery_head … RETURNING` in the same
@@ -79,28 +78,5 @@ enum DeliveryCopy {
                 w.text(bytes: rs[i].bodyBytes)
             }
         }
-    }
-}
-
-extension BigEndianWriter {
-    /// A text field: its length and UTF-8 bytes, or -1 for NULL.
-    mutating func text(_ value: String?) {
-        guard let value else { be32(UInt32(bitPattern: -1)); return }
-        value.withUTF8Bytes { be32(UInt32($0.count)); copy(UnsafeRawBufferPointer($0)) }
-    }
-
-    /// A text field given as its UTF-8 bytes.
-    mutating func text(bytes: [UInt8]) {
-        bytes.withUnsafeBytes { be32(UInt32($0.count)); copy($0) }
-    }
-
-    /// An `int8` field: its length (8) and the value.
-    mutating func int8(_ value: Int64) {
-        be32(8); be64(UInt64(bitPattern: value))
-    }
-
-    /// A `timestamptz` field: microseconds since PostgreSQL's epoch (2000-01-01).
-    mutating func timestamptz(_ t: Instant) {
-        int8((t.millisecondsSinceEpoch - PGBinaryParameters.postgresEpochMilliseconds) * 1000)
     }
 }

@@ -1,4 +1,5 @@
 // Writes PostgreSQL's binary wire formats (COPY data, binary parameters) into a buffer sized beforehand.
+import HeraldCore
 
 /// Big-endian integers and raw bytes written at a cursor into memory the caller sized exactly
 /// (the binary COPY of deliveries and the binary array parameters of the append functions).
@@ -37,5 +38,30 @@ extension String {
         if let r = utf8.withContiguousStorageIfAvailable(body) { return r }
         var bridged = self
         return bridged.withUTF8(body)
+    }
+}
+
+/// The field forms of binary COPY tuples (`EventCopy`, `DeliveryCopy`): each field is its byte
+/// length, then its bytes (-1 and nothing for NULL).
+extension BigEndianWriter {
+    /// A text field: its length and UTF-8 bytes, or -1 for NULL.
+    mutating func text(_ value: String?) {
+        guard let value else { be32(UInt32(bitPattern: -1)); return }
+        value.withUTF8Bytes { be32(UInt32($0.count)); copy(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// A text field given as its UTF-8 bytes.
+    mutating func text(bytes: [UInt8]) {
+        bytes.withUnsafeBytes { be32(UInt32($0.count)); copy($0) }
+    }
+
+    /// An `int8` field: its length (8) and the value.
+    mutating func int8(_ value: Int64) {
+        be32(8); be64(UInt64(bitPattern: value))
+    }
+
+    /// A `timestamptz` field: microseconds since PostgreSQL's epoch (2000-01-01).
+    mutating func timestamptz(_ t: Instant) {
+        int8((t.millisecondsSinceEpoch - PGBinaryParameters.postgresEpochMilliseconds) * 1000)
     }
 }
