@@ -38,11 +38,11 @@ public final class StoreLink {
         install(w)
     }
 
-    public var isReady: Bool { writer != nil && writer?.failure == nil }
+    public var isReady: Bool { writer.map { !$0.isBroken } ?? false }
 
     /// The writer if connected; otherwise the error to give callers.
     public func currentWriter() -> Result<GroupCommitWriter, StoreError> {
-        if let w = writer, w.failure == nil { return .success(w) }
+        if let w = writer, !w.isBroken { return .success(w) }
         return .failure(lastError ?? .unavailable("reconnecting to PostgreSQL"))
     }
 
@@ -75,7 +75,7 @@ public final class StoreLink {
 
     private func afterIO() {
         guard let w = writer else { return }
-        if let failure = w.failure {
+        if w.isBroken, let failure = w.failure {
             lastError = failure
             log("lost PostgreSQL: \(failure); reconnecting")
             readWatch = nil

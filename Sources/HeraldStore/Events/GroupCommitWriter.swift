@@ -178,7 +178,10 @@ public final class GroupCommitWriter {
     public var limits: Limits
     private var queue: Deque<Work> = []
     private var inFlight: Deque<Transaction> = []
-    private var broken: StoreError?
+    private var broken: StoreError? { didSet { isBroken = broken != nil } }
+    /// `broken != nil`, kept as a flag: reading the optional error copied it (retaining its
+    /// strings, ~300 instructions) on every append and every readiness check.
+    public private(set) var isBroken = false
     /// The set-up segment is still in flight (it does not count against `maxTransactionsInFlight`).
     private var setupPending = false
     /// Results are being read and completions run: `pump` waits until they are all done.
@@ -258,7 +261,7 @@ public final class GroupCommitWriter {
         roundTrips += 1
         setupPending = true
         flush()
-        if let broken { throw broken }
+        if isBroken, let broken { throw broken }
     }
 
     public var socket: Int32 { connection.socket }
@@ -277,7 +280,7 @@ public final class GroupCommitWriter {
     /// completion then runs once, with every outcome, or with the first failure (rows of earlier
     /// parts may be committed: a retry finds them as duplicates).
     public func append(events rows: [EventRow], completion: @escaping EventsCompletion) {
-        if let broken { completion(.failure(broken)); return }
+        if isBroken, let broken { completion(.failure(broken)); return }
         if rows.isEmpty { completion(.success([])); return }
         if rows.count <= limits.maxRowsPerTransaction {
             queue.append(.events(rows, completion))  // not through `split`: a generic closure is a thunk per request
@@ -291,7 +294,7 @@ public final class GroupCommitWriter {
     /// one instant, and one statement of them would pass PostgreSQL's 1 GB message limit.
     /// Rows of a part committed before a failure are skipped when re-sent (same user, ordinal).
     public func append(deliveries rows: [DeliveryRow], completion: @escaping DeliveriesCompletion) {
-        if let broken { completion(.failure(broken)); return }
+        if isBroken, let broken { completion(.failure(broken)); return }
         if rows.isEmpty { completion(.success([])); return }
         if rows.count <= limits.maxRowsPerTransaction {
             queue.append(.deliveries(rows, completion))
@@ -336,7 +339,7 @@ public final class GroupCommitWriter {
     /// (user, user_index) goes through `herald_append_deliveries` as usual: its cursors are then
     /// claimed there, not `base + 1 …`. At most `maxRowsPerTransaction` rows; alone in its transaction.
     public func append(deliveries rows: [DeliveryRow], after base: Int64, completion: @escaping DeliveriesCompletion) {
-        if let broken { completion(.failure(broken)); return }
+        if isBroken, let broken { completion(.failure(broken)); return }
         if rows.isEmpty { completion(.success([])); return }
         precondition(rows.count <= limits.maxRowsPerTransaction && limits.copyEvents && limits.copyDeliveries,
                      "a chained delivery append is one COPY transaction")
@@ -345,7 +348,7 @@ public final class GroupCommitWriter {
     }
 
     public func ack(consumer: String, cursor: Int64, completion: @escaping AckCompletion) {
-        if let broken { completion(.failure(broken)); return }
+        if isBroken, let broken { completion(.failure(broken)); return }
         queue.append(.ack(consumer: consumer, cursor: cursor, completion))
         pump()
     }
@@ -356,7 +359,7 @@ public final class GroupCommitWriter {
     public func pump() {
         // Appends made by completions while results are read join the next transaction, sent
         // once the reading is done (`socketReadable` pumps then), rather than a 1-row one each time.
-        guard broken == nil, !draining else { return }
+        guard !isBroken, !draining else { return }
         // With COPY every transaction waits for the previous one (and for the set-up segment):
         // COPY needs the connection out of pipeline mode, which libpq allows only when idle.
         let limit = limits.copyEvents ? 1 : limits.maxTransactionsInFlight
@@ -369,7 +372,7 @@ public final class GroupCommitWriter {
     public func socketWritable() { flush() }
 
     public func socketReadable() {
-        guard broken == nil else { return }
+        guard !isBroken else { return }
         guard connection.consumeInput() else { fail(.unavailable(connection.lastErrorMessage)); return }
         drainResults()
         if let error = deferredFailure {
@@ -378,7 +381,7 @@ public final class GroupCommitWriter {
             deferredFailure = nil
             fail(error)
         }
-        if broken == nil && connection.isBad { fail(.unavailable(connection.lastErrorMessage)) }
+        if !isBroken && connection.isBad { fail(.unavailable(connection.lastErrorMessage)) }
         if completionsRan {
             completionsRan = false
             afterCompletions?()
@@ -387,7 +390,7 @@ public final class GroupCommitWriter {
     }
 
     private func flush() {
-        guard broken == nil else { wantsWrite = false; return }
+        guard !isBroken else { wantsWrite = false; return }
         switch connection.flush() {
         case 0:
             wantsWrite = false
@@ -517,7 +520,7 @@ public final class GroupCommitWriter {
         // The first COPY's data is encoded while PostgreSQL runs BEGIN and the claims: flushed
         // first, then encoded, it is ready when COPY_IN arrives.
         flush()
-        if broken != nil { return false }
+        if isBroken { return false }
         if !events.isEmpty {
             inFlight[inFlight.count - 1].copy!.eventData = EventCopy.encode(events, base: 0)
         } else {
@@ -531,7 +534,7 @@ public final class GroupCommitWriter {
     private func drainResults() {
         draining = true
         defer { draining = false }
-        while broken == nil, !inFlight.isEmpty {
+        while !isBroken, !inFlight.isEmpty {
             if inFlight[0].copy != nil {
                 if drainCopy() { continue } else { return }
             }
@@ -557,7 +560,7 @@ public final class GroupCommitWriter {
     /// Sends the COPY data as soon as the COPY_IN result arrives. Returns false when it must wait
     /// for more input.
     private func drainCopy() -> Bool {
-        while broken == nil {
+        while !isBroken {
             switch connection.nextResult() {
             case .wouldBlock:
                 return false
@@ -566,7 +569,7 @@ public final class GroupCommitWriter {
                 // rebased in place (a copy left behind cost a copy of every byte of it).
                 var state = inFlight[0].copy.take()!
                 let connected = apply(result, to: &state)
-                if broken == nil, !inFlight.isEmpty { inFlight[0].copy = state }
+                if !isBroken, !inFlight.isEmpty { inFlight[0].copy = state }
                 if !connected { return true }
             case .endOfStatement:
                 // The whole simple query is done (ReadyForQuery): decide, and go back to pipeline mode.
@@ -632,7 +635,7 @@ public final class GroupCommitWriter {
     /// completions, wait for the drain that follows. A failure here is deferred until the
     /// completions have run (`deferredFailure`), so they all hear of their commit first.
     private func pollCopyIn() {
-        guard polling == false, broken == nil, deferredFailure == nil, inFlight.count == 1,
+        guard polling == false, !isBroken, deferredFailure == nil, inFlight.count == 1,
               inFlight[0].copy?.allDataSent == false, inFlight[0].copy?.error == nil else { return }
         var state = inFlight[0].copy.take()!   // one owner of the encoded data, as in `drainCopy`
         polling = true
@@ -742,7 +745,7 @@ public final class GroupCommitWriter {
     /// After a failed transaction inside BEGIN, the session waits for a ROLLBACK before it runs
     /// anything else: send one, in a segment of its own (its failure breaks the writer).
     private func rollBackIfNeeded() {
-        guard broken == nil, connection.isInFailedTransaction else { return }
+        guard !isBroken, connection.isInFailedTransaction else { return }
         var tx = Transaction()
         tx.isSetup = true
         tx.statements = [.rollback]
@@ -891,7 +894,7 @@ public final class GroupCommitWriter {
     /// The connection broke: nothing in flight is known to have committed, so every waiter gets
     /// the error (the caller must not acknowledge; a retry is answered as a duplicate if it did commit).
     private func fail(_ error: StoreError) {
-        guard broken == nil else { return }
+        guard !isBroken else { return }
         if polling {
             // Inside a committed transaction's completions: they run to the end first.
             if deferredFailure == nil { deferredFailure = error }
@@ -923,7 +926,7 @@ public final class GroupCommitWriter {
     @discardableResult
     public func runUntilIdle(timeoutMilliseconds: Int32 = 30_000) -> Bool {
         pump()
-        while !isIdle && broken == nil {
+        while !isIdle && !isBroken {
             guard PGPoll.wait(socket: socket, read: true, write: wantsWrite, timeoutMilliseconds: timeoutMilliseconds) else {
                 return false
             }
