@@ -54,9 +54,7 @@ public struct StoredEvent: Hashable, Sendable {
     /// submit the door admitted keeps its body as bytes, parsed only if `body` is asked for.
     public init(_ draft: borrowing EventDraft, seq: Int64, at: Instant) {
         if !draft.holdsBodyValue, draft.decoded != nil, let bytes = draft.canonicalBody {
-            // A door-admitted submit: its kind is known without decoding the type's name.
-            let kind = draft.type == "submit" ? EventKind.submit : EventKind(draft.type)
-            self.init(seq: seq, user: draft.user, kind: kind, type: draft.type, body: .null, bodyBytes: bytes, at: at,
+            self.init(seq: seq, user: draft.user, kind: EventKind(draft.type), type: draft.type, body: .null, bodyBytes: bytes, at: at,
                       decoded: draft.decoded, target: nil)
         } else {
             self.init(seq: seq, user: draft.user, type: draft.type, body: draft.body, at: at, decoded: draft.decoded)

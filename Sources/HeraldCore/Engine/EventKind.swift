@@ -40,6 +40,8 @@ public enum EventKind: UInt8, Sendable, CaseIterable {
 
     /// The kind a stored `type` names (`.other` for any other string).
     public init(_ type: String) {
+        // The common kind first: a small-string compare, not the names' look-up.
+        if type == "submit" { self = .submit; return }
         var type = type
         self = type.withUTF8 { EventKind(utf8: UnsafeRawBufferPointer($0)) }
     }
