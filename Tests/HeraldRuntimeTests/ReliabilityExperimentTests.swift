@@ -177,7 +177,10 @@ final class PrivateCluster {
     @Test func negativeControlAckBeforeCommitWithKillNineIsFlaggedAsLoss() throws {
         var experiment = CrashExperiment()
         experiment.acknowledgeBeforeCommit = true
-        experiment.load.events = 3_000
+        // Acks come back at once here, so a short load can be fully committed by the time a kill
+        // lands (seen once with 3,000 events after session 14 made the loop faster): a longer one
+        // keeps acknowledged, uncommitted events in flight at each kill.
+        experiment.load.events = 20_000
         let outcome = try experiment.killNine(databaseURL: TestPostgres.freshDatabase(), kills: 2)
         #expect(outcome.report.lost > 0, "the checker must flag acknowledged events lost with the killed process:\n\(outcome)")
     }
