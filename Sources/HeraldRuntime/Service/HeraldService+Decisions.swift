@@ -128,7 +128,7 @@ extension HeraldService {
         let sliceStart = FiringPhases.now()
         var t = sliceStart
         let budget = configuration.timerSliceMicroseconds * 1_000
-        while fired < configuration.timerSliceUsers, unsentDeliveries.count < 2 * configuration.deliveryAppendRows,
+        while fired < configuration.timerSliceUsers, unsentDeliveries.count < Self.unsentAppendsAhead * configuration.deliveryAppendRows,
               budget <= 0 || t - sliceStart < budget,
               let (ordinal, horizon) = dueUsers.first {
             // A user's lean items due now are read first, asynchronously; until then the slice
@@ -160,7 +160,7 @@ extension HeraldService {
             let waiters = dueWaiters
             dueWaiters.removeAll()
             for w in waiters { flushDeliveries(then: w) }
-        } else if !waitingForContent && unsentDeliveries.count < 2 * configuration.deliveryAppendRows {
+        } else if !waitingForContent && unsentDeliveries.count < Self.unsentAppendsAhead * configuration.deliveryAppendRows {
             fireTimersSoon()  // the next slice in the next loop turn
         }
         // Otherwise the next append's commit continues (`flushDeliveries`): while PostgreSQL is

@@ -109,6 +109,13 @@ public final class HeraldService: ConnectionDelegate {
     /// A burst's last rows, when more than this many and another delivery writer is free, are
     /// split between the writers (`sendDeliveryAppend`).
     static let splitBurstTailAbove = 512
+    /// How far firing may run ahead of the appends: timers fire while fewer than this many
+    /// appends' worth of rows (`deliveryAppendRows` each) wait unsent. With 2, a 20,000-job peer
+    /// burst stopped firing for ~17 ms while one writer stored a large append and the other waited
+    /// for it to commit: one core idle. With 5 firing ends early and the writers have the machine
+    /// to themselves (`herald bench peer`, 10 pairs: p99 median 166 → 153 ms). It still bounds
+    /// what piles up while PostgreSQL is slow or away (20,000 rows at the default 4,000).
+    static let unsentAppendsAhead = 5
     /// Appends in flight on each of `deliveryLinks`.
     var deliveryAppendsPerLink: [Int]
     /// With two delivery writers: the delivery head once every append sent so far has committed,
