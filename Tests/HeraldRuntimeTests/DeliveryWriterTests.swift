@@ -14,6 +14,23 @@ import Testing
         }
     }
 
+    /// A burst's last rows are shared so the writers finish together: with the other writer free,
+    /// half each; with it busy, what it has still to store counts on its side; nothing is split
+    /// into an append of `smallest` rows or fewer, and one writer alone takes the rest.
+    @Test func aBurstsLastRowsAreSharedSoTheWritersFinishTogether() {
+        #expect(HeraldService.tailShare(unsent: 3840, othersStillToStore: [0], smallest: 512) == 1920)
+        #expect(HeraldService.tailShare(unsent: 3840, othersStillToStore: [800], smallest: 512) == 2320)
+        #expect(HeraldService.tailShare(unsent: 2020, othersStillToStore: [626], smallest: 512) == 1323)
+        // The other has more left than the whole rest: this writer takes all of it.
+        #expect(HeraldService.tailShare(unsent: 2000, othersStillToStore: [4000], smallest: 512) == 2000)
+        // What the share would leave (6 rows) goes with it.
+        #expect(HeraldService.tailShare(unsent: 2918, othersStillToStore: [2906], smallest: 512) == 2918)
+        #expect(HeraldService.tailShare(unsent: 1000, othersStillToStore: [0], smallest: 512) == 1000)
+        #expect(HeraldService.tailShare(unsent: 512, othersStillToStore: [0], smallest: 512) == 512)
+        #expect(HeraldService.tailShare(unsent: 3000, othersStillToStore: [], smallest: 512) == 3000)
+        #expect(HeraldService.tailShare(unsent: 3000, othersStillToStore: [0, 0], smallest: 512) == 1000)
+    }
+
     @Test func deliveriesAreCommittedByAWriterOfTheirOwnBesideTheEventsOne() throws {
         let server = try TestServer { $0.deliveriesRideBelowRows = 0 }   // never riding with events
         defer { server.stop() }

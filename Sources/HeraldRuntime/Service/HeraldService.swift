@@ -109,6 +109,9 @@ public final class HeraldService: ConnectionDelegate {
     /// A burst's last rows, when more than this many and another delivery writer is free, are
     /// split between the writers (`sendDeliveryAppend`).
     static let splitBurstTailAbove = 512
+    /// The pace of the last chained append: its rows over the time from hand-off to completion
+    /// (its wait for the one before it included, so a pace on the slow side). 0 before the first.
+    var deliveryRowsPerNanosecond: Double = 0
     /// How far firing may run ahead of the appends: timers fire while fewer than this many
     /// appends' worth of rows (`deliveryAppendRows` each) wait unsent. With 2, a 20,000-job peer
     /// burst stopped firing for ~17 ms while one writer stored a large append and the other waited
