@@ -342,6 +342,11 @@ extension HeraldService {
             if append.base != nil, doneAt > append.sentAt {
                 deliveryRowsPerNanosecond = Double(rows.count) / Double(doneAt - append.sentAt)
             }
+            trackDeliveryHead(after: append, cursors: cursors)
+            // The writer is free: the next append goes out before this one's lines are built and
+            // streamed, so PostgreSQL stores it meanwhile (a 4,000-row append's completion is
+            // ~3 ms of the loop, during which the writer's backend sat idle).
+            if !unsentDeliveries.isEmpty { flushDeliveries() }
             // By index: `for (row, cursor) in zip(…)` copied every row.
             for (i, cursor) in zip(rows.indices, cursors) where cursor > 0 {
                 deliveriesCommitted += 1
@@ -351,11 +356,9 @@ extension HeraldService {
             // process never learned (a COMMIT reply lost, a failed later part of a split
             // append): consumers must still be told the head moved past it.
             if cursors.contains(0) { refreshDeliveryHead() }
-            trackDeliveryHead(after: append, cursors: cursors)
             deliveriesDone += rows.count
             runDeliveryWaiters()
             publish()
-            if !unsentDeliveries.isEmpty { flushDeliveries() }
             if !dueUsers.isEmpty { fireTimersSoon() }
         }
     }

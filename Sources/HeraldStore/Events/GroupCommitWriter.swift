@@ -359,7 +359,11 @@ public final class GroupCommitWriter {
     public func pump() {
         // Appends made by completions while results are read join the next transaction, sent
         // once the reading is done (`socketReadable` pumps then), rather than a 1-row one each time.
-        guard !isBroken, !draining else { return }
+        // A chained delivery append is a transaction of its own (nothing joins it): sent at once
+        // when the connection is free, so its backend stores it while the completion that queued
+        // it — the one before it, whose lines are built and streamed — runs (~3 ms a 4,000-row
+        // append, when the backend had sat idle).
+        guard !isBroken, !draining || (inFlight.isEmpty && queue.first?.isChained == true) else { return }
         // With COPY every transaction waits for the previous one (and for the set-up segment):
         // COPY needs the connection out of pipeline mode, which libpq allows only when idle.
         let limit = limits.copyEvents ? 1 : limits.maxTransactionsInFlight
