@@ -347,10 +347,13 @@ extension HeraldService {
             // streamed, so PostgreSQL stores it meanwhile (a 4,000-row append's completion is
             // ~3 ms of the loop, during which the writer's backend sat idle).
             if !unsentDeliveries.isEmpty { flushDeliveries() }
-            // By index: `for (row, cursor) in zip(…)` copied every row.
+            // By index: `for (row, cursor) in zip(…)` copied every row. Every 512 lines, the
+            // append just sent to this writer gets its data as soon as PostgreSQL asks for it.
+            let writer: GroupCommitWriter? = if case .deliveryWriter(let w) = append.carrier { deliveryLinks[w].writer } else { nil }
             for (i, cursor) in zip(rows.indices, cursors) where cursor > 0 {
                 deliveriesCommitted += 1
                 committed(rows[i].bodyBytes, cursor: cursor)
+                if i & 511 == 511 { writer?.pollWhileCompleting() }
             }
             // A row stored already (cursor 0) committed in an append whose outcome this
             // process never learned (a COMMIT reply lost, a failed later part of a split

@@ -632,6 +632,15 @@ public final class GroupCommitWriter {
         return true
     }
 
+    /// For a completion that runs long (a large delivery append's, which builds and streams its
+    /// lines): answers the COPY_IN of the transaction it sent meanwhile (`pump` sends a chained
+    /// append at once), so that one's rows are stored while the completion goes on. Only from
+    /// within this writer's own completions (its drain reads what follows); elsewhere, nothing.
+    public func pollWhileCompleting() {
+        guard draining else { return }
+        pollCopyIn()
+    }
+
     /// While a committed transaction's completions run (`finishCopy`), answers the next COPY
     /// transaction's COPY_IN at once, so PostgreSQL stores that batch while the owner runs them
     /// (acks, folds, decisions) instead of waiting for the last of them. Reads only up to the
