@@ -74,10 +74,6 @@ public final class LocalCluster: @unchecked Sendable {
             "-c listen_addresses=127.0.0.1", "-c port=\(port)", "-c unix_socket_directories=''",
             "-c max_connections=300", "-c shared_buffers=256MB", "-c max_wal_size=4GB",
             "-c log_min_messages=warning", "-c timezone=UTC",
-            // The WAL writer flushes every 10 ms while WAL is being written (default 200 ms), so a
-            // large delivery append's megabytes reach the disk while it is still being stored and
-            // its COMMIT waits for the last few (README "Storage"; docs/store-performance.md session 15).
-            "-c wal_writer_delay=10ms",
         ].joined(separator: " ")
         try run("pg_ctl", ["-D", dataDirectory, "-l", dataDirectory + "/server.log", "-o", options, "-w", "-t", "60", "start"],
                 what: "pg_ctl start")
