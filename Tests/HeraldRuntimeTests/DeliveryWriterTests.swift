@@ -186,6 +186,48 @@ extension DeliveryWriterTests {
         #expect(report.differences.isEmpty, "\(report.differences)")
     }
 
+    /// While a burst's chained appends are in flight the WAL writer is nudged every
+    /// `walNudgeMilliseconds` (here the appends are held: a row lock on `delivery_head` keeps the
+    /// first from committing); once they commit the nudges stop, and every summary is stored once,
+    /// in order, and replays exactly.
+    @Test func aBurstWakesTheWALWriterWhileItsAppendsAreInFlightAndOnlyThen() throws {
+        let url = try TestPostgres.freshDatabase()
+        var server = try TestServer(url: url, start: "2026-03-27T07:00:00Z") { StormCopyTests.configure(&$0) }
+        let c = try server.client()
+        try StormCopyTests.setUpUsers(c)   // the queued items, cursors 1 … 12
+        _ = try server.statsWhen { $0["deliveriesCommitted"]?.intValue == 12 }
+        #expect(try c.call(["op": "stats"])["firing"]?["walNudges"]?.intValue == 0, "no burst, no nudge")
+        c.close()
+        server.stop()
+
+        server = try TestServer(url: url, start: "2026-03-27T07:00:00Z") { config in
+            StormCopyTests.configure(&config)
+            config.walNudgeMilliseconds = 2
+        }
+        defer { server.stop() }
+        let admin = try PGConnection.connect(url)
+        defer { admin.close() }
+        _ = try admin.execute("BEGIN")
+        _ = try admin.execute("SELECT cursor FROM delivery_head FOR UPDATE")
+        let again = try server.client()
+        try again.send(#"{"op":"clock","advanceTo":"2026-03-27T08:00:00Z","rid":"storm"}"#)
+        let held = try server.statsWhen { ($0["firing"]?["walNudges"]?.intValue ?? 0) >= 3 }
+        #expect((held["firing"]?["walNudges"]?.intValue ?? 0) >= 3, "nudged while the appends wait: \(held.canonicalString)")
+        #expect(held["deliveriesCommitted"]?.intValue == 0)
+        _ = try admin.execute("COMMIT")
+        #expect(try again.readJSON()["ok"] == true)
+        let done = try server.statsWhen { $0["deliveriesCommitted"]?.intValue == 12 }
+        usleep(50_000)   // 25 intervals: no chained append in flight, no nudge
+        let later = try server.client().call(["op": "stats"])
+        #expect(later["firing"]?["walNudges"] == done["firing"]?["walNudges"], "the nudges stopped with the burst")
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "live", "from": "earliest"])
+        let all = try consumer.deliveries(24)
+        #expect(all.compactMap { $0["cursor"]?.intValue } == Array(1...24), "each cursor once, in order")
+        let report = try Replayer().run(PGConnection.connect(url)) { 0 }
+        #expect(report.differences.isEmpty, "\(report.differences)")
+    }
+
     /// After a start the delivery head read from PostgreSQL is where the next chained append
     /// starts. If something else moved the head since (here, by hand), the first chained appends
     /// fail with a conflict, nothing of them is stored, and their rows are claimed again after

@@ -29,6 +29,8 @@ struct FiringPhases {
     var catchUpReads = 0
     var catchUpRows = 0
     var catchUpNanoseconds: Int64 = 0
+    /// WAL writer nudges committed while chained appends were in flight (`startWALNudges`).
+    var walNudges = 0
 
     static func now() -> Int64 {
         var ts = timespec()
@@ -54,6 +56,7 @@ struct FiringPhases {
             "catchUpReads": .int(Int64(catchUpReads)),
             "catchUpRows": .int(Int64(catchUpRows)),
             "catchUpMs": ms(catchUpNanoseconds),
+            "walNudges": .int(Int64(walNudges)),
         ])
     }
 }

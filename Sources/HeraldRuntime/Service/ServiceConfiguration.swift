@@ -52,6 +52,11 @@ public struct ServiceConfiguration: Sendable {
     public var timerSliceMicroseconds: Int64 = 1_000
     /// The most delivery rows in one append (one transaction); the next goes when it commits.
     public var deliveryAppendRows = 4_000
+    /// While a burst's chained delivery appends are in flight, the interval at which a tiny
+    /// asynchronously committed transaction wakes PostgreSQL's WAL writer to flush the rows stored
+    /// so far (`HeraldService.startWALNudges`); 0 turns it off. 10 ms: a 20,000-job burst's p99
+    /// −8.5% (docs/store-performance.md, session 15).
+    public var walNudgeMilliseconds: Int64 = 10
     /// The store writer's limits (`GroupCommitWriter.Limits`); benchmarks compare its paths with it.
     public var writerLimits = GroupCommitWriter.Limits()
     /// PostgreSQL connections that commit deliveries, beside the one that commits events and

@@ -16,6 +16,8 @@ struct WriterOptions: ParsableArguments {
     var deliveriesRideBelow: Int?
     @Option(help: "A committed transaction of at most this many events completes before the next one is sent, so the deliveries decided from it ride in that next one (default: the writer's, \(GroupCommitWriter.Limits().completeFirstUpToEvents); 0: always send first).")
     var completeFirstUpTo: Int?
+    @Option(help: "While a burst's deliveries are being stored, wake PostgreSQL's WAL writer this often, so each append's COMMIT flushes less (default: the service's, \(serviceDefaults.walNudgeMilliseconds) ms; 0: never).")
+    var walNudgeMilliseconds: Int64?
 
     func validate() throws {
         if let deliveryWriters, !(0...2).contains(deliveryWriters) {
@@ -27,11 +29,15 @@ struct WriterOptions: ParsableArguments {
         if let completeFirstUpTo, completeFirstUpTo < 0 {
             throw ValidationError("--complete-first-up-to must be 0 (always send first) or a number of events")
         }
+        if let walNudgeMilliseconds, walNudgeMilliseconds < 0 {
+            throw ValidationError("--wal-nudge-milliseconds must be 0 (never) or a number of milliseconds")
+        }
     }
 
     func apply(to configuration: inout ServiceConfiguration) {
         if let completeFirstUpTo { configuration.writerLimits.completeFirstUpToEvents = completeFirstUpTo }
         if let deliveryWriters { configuration.deliveryWriters = deliveryWriters }
         if let deliveriesRideBelow { configuration.deliveriesRideBelowRows = deliveriesRideBelow }
+        if let walNudgeMilliseconds { configuration.walNudgeMilliseconds = walNudgeMilliseconds }
     }
 }
