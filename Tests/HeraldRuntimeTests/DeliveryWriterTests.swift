@@ -14,6 +14,19 @@ import Testing
         }
     }
 
+    /// A fresh log with StormCopyTests' 12 users and their queued items (cursors 1 … 12), written by
+    /// a service that has stopped (`inspect` sees its stats first): the next one starts on it.
+    static func logWithTwelveQueuedItems(_ inspect: (JSONValue) -> Void = { _ in }) throws -> String {
+        let url = try TestPostgres.freshDatabase()
+        let server = try TestServer(url: url, start: "2026-03-27T07:00:00Z") { StormCopyTests.configure(&$0) }
+        defer { server.stop() }
+        let c = try server.client()
+        defer { c.close() }
+        try StormCopyTests.setUpUsers(c)
+        inspect(try server.statsWhen { $0["deliveriesCommitted"]?.intValue == 12 })
+        return url
+    }
+
     /// A burst's last rows are shared so the writers finish together: with the other writer free,
     /// half each; with it busy, what it has still to store counts on its side; nothing is split
     /// into an append of `smallest` rows or fewer, and one writer alone takes the rest.
@@ -159,15 +172,8 @@ extension DeliveryWriterTests {
     /// (Which writer takes which slice depends on timing; the effect on a 20,000-job burst is
     /// measured by `herald bench peer`, docs/store-performance.md session 14.)
     @Test func aFiringOverSeveralSlicesAfterAStartIsStoredOnceInOrderByChainedAppends() throws {
-        let url = try TestPostgres.freshDatabase()
-        var server = try TestServer(url: url, start: "2026-03-27T07:00:00Z") { StormCopyTests.configure(&$0) }
-        let c = try server.client()
-        try StormCopyTests.setUpUsers(c)   // the queued items, cursors 1 … 12
-        _ = try server.statsWhen { $0["deliveriesCommitted"]?.intValue == 12 }
-        c.close()
-        server.stop()
-
-        server = try TestServer(url: url, start: "2026-03-27T07:00:00Z") { config in
+        let url = try Self.logWithTwelveQueuedItems()
+        let server = try TestServer(url: url, start: "2026-03-27T07:00:00Z") { config in
             StormCopyTests.configure(&config)
             config.timerSliceUsers = 2   // 12 users due: six slices of 2 summaries, fewer than an append (4)
         }
@@ -191,16 +197,10 @@ extension DeliveryWriterTests {
     /// first from committing); once they commit the nudges stop, and every summary is stored once,
     /// in order, and replays exactly.
     @Test func aBurstWakesTheWALWriterWhileItsAppendsAreInFlightAndOnlyThen() throws {
-        let url = try TestPostgres.freshDatabase()
-        var server = try TestServer(url: url, start: "2026-03-27T07:00:00Z") { StormCopyTests.configure(&$0) }
-        let c = try server.client()
-        try StormCopyTests.setUpUsers(c)   // the queued items, cursors 1 … 12
-        _ = try server.statsWhen { $0["deliveriesCommitted"]?.intValue == 12 }
-        #expect(try c.call(["op": "stats"])["firing"]?["walNudges"]?.intValue == 0, "no burst, no nudge")
-        c.close()
-        server.stop()
-
-        server = try TestServer(url: url, start: "2026-03-27T07:00:00Z") { config in
+        let url = try Self.logWithTwelveQueuedItems { stats in
+            #expect(stats["firing"]?["walNudges"]?.intValue == 0, "no burst, no nudge")
+        }
+        let server = try TestServer(url: url, start: "2026-03-27T07:00:00Z") { config in
             StormCopyTests.configure(&config)
             config.walNudgeMilliseconds = 2
         }
@@ -233,16 +233,9 @@ extension DeliveryWriterTests {
     /// fail with a conflict, nothing of them is stored, and their rows are claimed again after
     /// the moved head: each delivery stored once, in decision order.
     @Test func aHeadMovedSinceTheStartFailsTheFirstChainedAppendAndItsRowsAreClaimedAgain() throws {
-        let url = try TestPostgres.freshDatabase()
-        var server = try TestServer(url: url, start: "2026-03-27T07:00:00Z") { StormCopyTests.configure(&$0) }
-        let c = try server.client()
-        try StormCopyTests.setUpUsers(c)
-        _ = try server.statsWhen { $0["deliveriesCommitted"]?.intValue == 12 }
-        c.close()
-        server.stop()
-
+        let url = try Self.logWithTwelveQueuedItems()
         let log = LogLines()
-        server = try TestServer(url: url, start: "2026-03-27T07:00:00Z", log: log) { config in
+        let server = try TestServer(url: url, start: "2026-03-27T07:00:00Z", log: log) { config in
             StormCopyTests.configure(&config)
             config.timerSliceUsers = 12
         }

@@ -106,8 +106,8 @@ public final class HeraldService: ConnectionDelegate {
     /// while this loop handles the committed one (with two delivery writers, one each, at once).
     var deliveryAppendsInFlight: Int { pendingDeliveryAppends.count }
     static let maxDeliveryAppends = 2
-    /// A burst's last rows, when more than this many and another delivery writer is free, are
-    /// split between the writers (`sendDeliveryAppend`).
+    /// A burst's last rows, when more than this many, are shared between the delivery writers
+    /// so they finish together (`burstTailShare`); no share leaves this many or fewer behind.
     static let splitBurstTailAbove = 512
     /// The pace of the last chained append: its rows over the time from hand-off to completion
     /// (its wait for the one before it included, so a pace on the slow side). 0 before the first.
