@@ -60,12 +60,15 @@ public enum TestPostgres {
     }
 
     /// Creates an empty database (optionally migrated) and returns its connection string.
-    public static func freshDatabase(migrated: Bool = true, prefix: String = "t") throws(StoreError) -> String {
+    /// `createOptions`: what follows `CREATE DATABASE name` (e.g. an ICU locale, to test
+    /// behaviour that depends on the database's collation).
+    public static func freshDatabase(migrated: Bool = true, prefix: String = "t",
+                                     createOptions: String = "") throws(StoreError) -> String {
         let c = try cluster()
         let n = state.withLock { s in s.counter += 1; return s.counter }
         let name = "\(prefix)_\(getpid())_\(n)"
         let admin = try PGConnection.connect(c.connectionString())
-        try admin.execute("CREATE DATABASE \(name)")
+        try admin.execute("CREATE DATABASE \(name) \(createOptions)")
         admin.close()
         let url = c.connectionString(database: name)
         if migrated {
