@@ -81,8 +81,8 @@ public enum TestPostgres {
 
     /// A fresh database with only the migrations named before `migration` applied (and recorded,
     /// as `Migrator` would): an older Herald's schema, for testing the migrations that follow.
-    public static func freshDatabase(migratedBefore migration: String) throws(StoreError) -> String {
-        let url = try freshDatabase(migrated: false)
+    public static func freshDatabase(migratedBefore migration: String, createOptions: String = "") throws(StoreError) -> String {
+        let url = try freshDatabase(migrated: false, createOptions: createOptions)
         let conn = try PGConnection.connect(url)
         defer { conn.close() }
         try conn.execute("""

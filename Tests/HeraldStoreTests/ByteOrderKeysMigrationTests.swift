@@ -23,19 +23,11 @@ import Testing
     /// their unique indexes compare bytes after the migration: the views answer as before, and an
     /// ORDER BY of a key column is byte order.
     @Test func aLogInALanguageCollatedDatabaseGetsByteOrderKeysAndKeepsItsViews() throws {
+        // Every migration before 014, as an older Herald left the database.
         let url = try TestPostgres.freshDatabase(
-            migrated: false, createOptions: "TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'")
+            migratedBefore: "014", createOptions: "TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'")
         let conn = try PGConnection.connect(url)
         defer { conn.close() }
-        // Every migration before 014, as an older Herald left the database.
-        try conn.execute("""
-            CREATE TABLE herald_migrations (name text PRIMARY KEY, checksum text NOT NULL,
-                                            applied_at timestamptz NOT NULL DEFAULT now())
-            """)
-        for m in Migrator.available.prefix(while: { $0.name < "014" }) {
-            try conn.executeScript(m.sql)
-            try conn.execute("INSERT INTO herald_migrations (name, checksum) VALUES ($1, md5($2))", [m.name, m.sql])
-        }
         #expect(Set(try Self.collations(conn).values) == ["default"])
         for (i, user) in ["b", "B", "a"].enumerated() {
             try conn.execute("""
