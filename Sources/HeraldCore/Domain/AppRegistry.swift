@@ -21,20 +21,35 @@ public struct Entitlements: OptionSet, Hashable, Sendable {
 /// Global state: app → entitlements. Apps have none until `registerApp`.
 public struct AppRegistry: Hashable, Sendable {
     private var entitlementsByApp: [String: Entitlements] = [:]
+    /// The same entries, sorted by app, while there are at most `scanLimit`: every decision and
+    /// every admitted submit looks up its app, and comparing a few strings is cheaper than hashing
+    /// one (SipHash: ~490 instructions a look-up in the fired path's profile, docs/engine.md).
+    private var few: [(app: String, entitlements: Entitlements)] = []
+    /// Registries of at most this many apps are searched by comparison, larger ones by hash.
+    static let scanLimit = 8
 
     /// Creates one from its fields.
     public init() {}
 
     /// The entitlements of `app` (empty when never registered).
     public func entitlements(of app: String) -> Entitlements {
-        entitlementsByApp.isEmpty ? [] : (entitlementsByApp[app] ?? [])  // most logs register no app: skip the hash
+        if entitlementsByApp.count > Self.scanLimit { return entitlementsByApp[app] ?? [] }
+        return few.withUnsafeBufferPointer { b in
+            for i in b.indices where b[i].app == app { return b[i].entitlements }
+            return []
+        }
     }
 
     /// Sets (replaces) the entitlements of `app`, as `registerApp` does.
     public mutating func register(_ app: String, entitlements: Entitlements) {
         entitlementsByApp[app] = entitlements
+        few = entitlementsByApp.count > Self.scanLimit ? [] : entitlementsByApp.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
     /// Registered apps, sorted.
     public var apps: [String] { entitlementsByApp.keys.sorted() }
+
+    // Equality and hash of the registry's contents (`few` only mirrors them).
+    public static func == (a: AppRegistry, b: AppRegistry) -> Bool { a.entitlementsByApp == b.entitlementsByApp }
+    public func hash(into h: inout Hasher) { h.combine(entitlementsByApp) }
 }

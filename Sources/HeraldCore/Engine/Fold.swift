@@ -252,7 +252,7 @@ extension Engine {
     /// the active one, emit its digest; else re-arm the check.
     func focusChanged(_ state: inout UserState, at t: Instant, seq: Int64?, out: inout [Delivery]) {
         guard let holding = state.heldFocus else { return }
-        if state.focus.active(at: t)?.name == holding {
+        if state.focusInForce(at: t)?.name == holding {
             state.focusCheckAt = state.focus.nextChange(after: t)
             return
         }

@@ -188,7 +188,7 @@ extension Engine {
 
         // 10. Focus.
         var reason = Reason.delivered
-        if let f = state.focus.active(at: t) {
+        if let f = state.focusInForce(at: t) {
             let breaks: Bool
             if isCommunication {
                 breaks = f.allowedPeople.contains(n.communication!.sender)

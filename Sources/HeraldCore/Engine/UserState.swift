@@ -273,6 +273,9 @@ extension UserState {
         get { rare.box?.values.summarySchedule }
         set { rare.set(\.summarySchedule, newValue) }
     }
+    /// The Focus in force at `t`, read in the box: `focus.active(at:)` builds (and destroys) a
+    /// default `FocusState` first for every user who never set one — each decision asks.
+    func focusInForce(at t: Instant) -> FocusDefinition? { rare.box?.values.focus.active(at: t) }
     var focus: FocusState {
         get { rare.box?.values.focus ?? FocusState() }
         _modify { yield &rare.values.focus }

@@ -1,0 +1,38 @@
+// The app registry answers the same whether it searches its few apps by comparison or many by hash.
+import Testing
+@testable import HeraldCore
+
+@Suite struct AppRegistryTests {
+    /// Apps registered one by one past the scan limit: after each registration every app has its
+    /// own entitlements and an unknown app has none, on both sides of the switch to hashing.
+    @Test func everyAppKeepsItsEntitlementsAcrossTheScanLimit() {
+        var registry = AppRegistry()
+        let grants: [Entitlements] = [.critical, .communication, .government, [.critical, .communication], []]
+        let count = AppRegistry.scanLimit + 4
+        for k in 0..<count {
+            registry.register("app-\(k)", entitlements: grants[k % grants.count])
+            for j in 0...k { #expect(registry.entitlements(of: "app-\(j)") == grants[j % grants.count], "\(k) \(j)") }
+            #expect(registry.entitlements(of: "app-\(k + 1)") == [])
+            #expect(registry.entitlements(of: "") == [])
+        }
+        // Re-registering replaces, in both modes.
+        registry.register("app-0", entitlements: .government)
+        #expect(registry.entitlements(of: "app-0") == .government)
+        var small = AppRegistry()
+        small.register("a", entitlements: .critical)
+        small.register("a", entitlements: .communication)
+        #expect(small.entitlements(of: "a") == .communication)
+        #expect(small.apps == ["a"])
+    }
+
+    /// Two registries with the same apps are equal (and hash alike) whatever order they were registered in.
+    @Test func equalityIsTheContentsNotTheOrder() {
+        var a = AppRegistry(), b = AppRegistry()
+        a.register("x", entitlements: .critical); a.register("y", entitlements: .government)
+        b.register("y", entitlements: .government); b.register("x", entitlements: .critical)
+        #expect(a == b)
+        #expect(a.hashValue == b.hashValue)
+        b.register("x", entitlements: [])
+        #expect(a != b)
+    }
+}
