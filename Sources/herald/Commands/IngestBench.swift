@@ -147,7 +147,7 @@ struct LatencyBench: ParsableCommand {
                     "p50Ms": .double(r.percentile(0.5)), "p99Ms": .double(r.percentile(0.99)), "p999Ms": .double(r.percentile(0.999)),
                     "ackP50Ms": .double(r.ackPercentile(0.5)), "ackP99Ms": .double(r.ackPercentile(0.99)),
                     "ackP999Ms": .double(r.ackPercentile(0.999)),
-                    "transactions": .int(costs.transactions), "walSyncsPer1000": .double(costs.walSyncsPer1000),
+                    "transactions": .int(costs.transactions), "deliveriesChained": .int(costs.deliveriesChained), "walSyncsPer1000": .double(costs.walSyncsPer1000),
                     "loopMicrosecondsPerEvent": .double(costs.loopMicrosecondsPerEvent),
                     "backendMicrosecondsPerEvent": .double(costs.backendMicrosecondsPerEvent),
                     "autovacuumsDuring": .int(housekeeping.autovacuums), "autoanalyzesDuring": .int(housekeeping.autoanalyzes),
@@ -165,9 +165,9 @@ struct LatencyBench: ParsableCommand {
                       pct(0.5), pct(0.99), pct(0.999), floor.last ?? 0)
                       + "   (\(floor.count) autocommit INSERTs at the same rate, one connection; an ack needs one"
                       + " commit, a delivery line two in sequence)")
-                print(String(format: "  at this rate: %d transactions (events' and deliveries'), %.1f submits each; %.2f WAL fsyncs per 1,000 events; CPU per submit: herald loop %.1f µs, writer backends %.1f µs",
+                print(String(format: "  at this rate: %d transactions (events' and deliveries'), %.1f submits each; %.2f WAL fsyncs per 1,000 events; CPU per submit: herald loop %.1f µs, writer backends %.1f µs; %lld deliveries in burst (chained) appends",
                              costs.transactions, Double(events) / Double(max(costs.transactions, 1)), costs.walSyncsPer1000,
-                             costs.loopMicrosecondsPerEvent, costs.backendMicrosecondsPerEvent))
+                             costs.loopMicrosecondsPerEvent, costs.backendMicrosecondsPerEvent, costs.deliveriesChained))
                 print(String(format: "  cores busy while timed: %.2f of %d (this process — loop, load generator, consumer — %.2f)",
                              machineBusy, sysconf(Int32(_SC_NPROCESSORS_ONLN)), processBusy))
                 print("  PostgreSQL housekeeping while timed: \(housekeeping.autovacuums) autovacuum, "
@@ -247,6 +247,8 @@ struct IngestCosts {
     struct Sample {
         var walSyncs: Int64 = 0, roundTrips: Int64 = 0, transactions: Int64 = 0, deliveriesCopied: Int64 = 0
         var overlapped: Int64 = 0, sentWhileCompleting: Int64 = 0, deliveries: Int64 = 0, loopCpuMs: Int64 = 0
+        /// Deliveries stored by chained appends (a burst spread over both delivery writers).
+        var deliveriesChained: Int64 = 0
         /// The writers' backends' CPU so far; 0 when one of them could not be read.
         var backendSeconds = 0.0
 
@@ -261,6 +263,7 @@ struct IngestCosts {
             deliveriesCopied = stats["storeDeliveriesCopied"]?.intValue ?? 0
             overlapped = stats["storeTransactionsOverlapped"]?.intValue ?? 0
             sentWhileCompleting = stats["storeCopiesSentWhileCompleting"]?.intValue ?? 0
+            deliveriesChained = stats["storeDeliveriesChained"]?.intValue ?? 0
             // The loop thread's own CPU clock, read by the loop (looking the thread up by name in
             // /proc sometimes found nothing and printed 0).
             loopCpuMs = stats["loopCpuMs"]?.intValue ?? 0
@@ -275,7 +278,7 @@ struct IngestCosts {
     }
 
     var walSyncsPer1000 = 0.0, roundTripsPerEvent = 0.0, transactions: Int64 = 0, deliveriesCopied: Int64 = 0, overlapped: Int64 = 0
-    var sentWhileCompleting: Int64 = 0
+    var sentWhileCompleting: Int64 = 0, deliveriesChained: Int64 = 0
     var loopMicrosecondsPerEvent = 0.0, backendMicrosecondsPerEvent = 0.0
     /// The loop's and the writers' backends' CPU between the samples, in all (ms).
     var loopMilliseconds = 0.0, backendMilliseconds = 0.0
@@ -293,6 +296,7 @@ struct IngestCosts {
         deliveriesCopied = after.deliveriesCopied - before.deliveriesCopied
         overlapped = after.overlapped - before.overlapped
         sentWhileCompleting = after.sentWhileCompleting - before.sentWhileCompleting
+        deliveriesChained = after.deliveriesChained - before.deliveriesChained
         loopMicrosecondsPerEvent = loopMilliseconds * 1000 / n
         backendMicrosecondsPerEvent = backendMilliseconds * 1000 / n
     }
