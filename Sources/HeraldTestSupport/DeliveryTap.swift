@@ -24,6 +24,9 @@ public final class DeliveryTap {
         client.close()
     }
 
+    /// Reads lines from a socket already set up (it is closed with the tap): for tests of the scan.
+    init(fileDescriptor: Int32) { fd = fileDescriptor }
+
     deinit { Glibc.close(fd) }
 
     /// Reads lines until `line` returns false; a line is the bytes before its newline.
