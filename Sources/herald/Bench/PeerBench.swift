@@ -150,7 +150,8 @@ struct PeerBench: ParsableCommand {
             return latencies.count < total
         }
         let machineAfter = BenchMachine.busyCPUSeconds()
-        let after = try IngestCosts.Sample(port: port, url: url)
+        var after = try IngestCosts.Sample(port: port, url: url)
+        try after.settleWALSyncs(url: url)
         let costs = IngestCosts(before: before, after: after, events: total)
         latencies.sort()
         func pct(_ p: Double) -> Double { latencies.sortedPercentile(p) }

@@ -8,7 +8,7 @@ struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks, each beside its baseline in the same run.",
         subcommands: [StoreBench.self, IngestBench.self, LatencyBench.self, StormBench.self, RestartBench.self,
-                      ReplayBench.self, PeerBench.self])
+                      ReplayBench.self, PeerBench.self, SuiteBench.self])
 }
 
 struct StoreBench: ParsableCommand {

@@ -38,7 +38,8 @@ struct IngestBench: ParsableCommand {
                 Log.info("authorizing \(users) users")
                 try load.prepare(port: port)
                 Log.info("ingest: \(events) submits, \(producers) producers × \(window) outstanding")
-                let before = try IngestCosts.Sample(port: port, url: url)
+                var before = try IngestCosts.Sample(port: port, url: url)
+                try before.settleWALSyncs(url: url)  // the authorizations' syncs, published before the run
                 let r = try load.run(port: port, progress: { n in Log.info("ingest: \(n)/\(events) acked") })
                 // The deliveries of the last acks commit just after them: wait for the last one.
                 let deadline = Date().addingTimeInterval(10)
@@ -47,6 +48,7 @@ struct IngestBench: ParsableCommand {
                     usleep(5_000)
                     after = try IngestCosts.Sample(port: port, url: url)
                 }
+                try after.settleWALSyncs(url: url)
                 costs = IngestCosts(before: before, after: after, events: r.acked)
                 return r
             }
@@ -121,12 +123,16 @@ struct LatencyBench: ParsableCommand {
                     load.ratePerSecond = (maximum / 2).rounded()
                 }
                 Log.info("latency: \(events) submits at \(Int(load.ratePerSecond))/s with a consumer subscribed")
-                let before = try Housekeeping.read(url), costsBefore = try IngestCosts.Sample(port: port, url: url)
+                var costsBefore = try IngestCosts.Sample(port: port, url: url)
+                try costsBefore.settleWALSyncs(url: url)  // the probe's syncs, published before the run
+                let before = try Housekeeping.read(url)
                 let machineBefore = BenchMachine.busyCPUSeconds(), processBefore = BenchMachine.cpuSeconds()
                 let result = try load.run(port: port)
                 machineBusy = (BenchMachine.busyCPUSeconds() - machineBefore) / result.seconds
                 processBusy = (BenchMachine.cpuSeconds() - processBefore) / result.seconds
-                costs = IngestCosts(before: costsBefore, after: try IngestCosts.Sample(port: port, url: url), events: events)
+                var costsAfter = try IngestCosts.Sample(port: port, url: url)
+                try costsAfter.settleWALSyncs(url: url)
+                costs = IngestCosts(before: costsBefore, after: costsAfter, events: events)
                 housekeeping = try Housekeeping.read(url) - before
                 return result
             }
@@ -274,6 +280,16 @@ struct IngestCosts {
             // The writers' backends (their PostgreSQL processes on this machine): events', deliveries'.
             let pids = ([stats["storeBackendPID"]].compactMap { $0 } + (stats["storeDeliveryBackendPIDs"]?.arrayValue ?? [])).compactMap(\.intValue)
             for pid in pids where pid > 0 { backendSeconds += BenchMachine.cpuSeconds(pid: String(pid)) }
+        }
+
+        /// Reads the WAL syncs again once PostgreSQL has published them: a backend adds its counts
+        /// to `pg_stat_wal` at most once a second (PostgreSQL 15's PGSTAT_MIN_INTERVAL), so a sample
+        /// taken as a run ends misses up to its last second of syncs (a 20,000-submit run read 0).
+        mutating func settleWALSyncs(url: String) throws {
+            usleep(1_500_000)
+            let conn = try PGConnection.connect(url)
+            defer { conn.close() }
+            walSyncs = try conn.execute("SELECT wal_sync FROM pg_stat_wal").int64(0, 0) ?? 0
         }
     }
 

@@ -1,0 +1,111 @@
+// `herald bench suite`: every scenario N times, each in a child process, medians against issue 7's targets.
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldTestSupport
+
+struct SuiteBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "suite",
+        abstract: "Every scenario N times (each a child process, its JSON line kept), then the medians against issue 7's targets.",
+        discussion: """
+            Runs `herald bench <scenario> --json` for ingest, latency, storm, restart, replay and peer \
+            (or those named with --only), --runs times each, in that order, and prints one table: each \
+            target's value in every run, the median, the bound and whether the median meets it. \
+            --quick uses small sizes (a few minutes in all; the storm's and restart's numbers are then \
+            extrapolated or smaller than the issue's 1M users / 10M timers). Full sizes take most of \
+            an hour on a 2-core machine. Each scenario's own progress goes to stderr as it runs.
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "Runs of each scenario (the median is judged).") var runs = 3
+    @Flag(help: "Small sizes: a smoke run of the whole suite in a few minutes.") var quick = false
+    @Option(parsing: .upToNextOption, help: "Only these scenarios (ingest latency storm restart replay peer).") var only: [String] = []
+    @Flag(help: "Print JSON instead of a table.") var json = false
+
+    func validate() throws {
+        if runs < 1 { throw ValidationError("--runs must be at least 1") }
+        for s in only where !BenchSuite.scenarios.contains(s) {
+            throw ValidationError("unknown scenario “\(s)”: choose from \(BenchSuite.scenarios.joined(separator: ", "))")
+        }
+    }
+
+    func run() throws {
+        let chosen = only.isEmpty ? BenchSuite.scenarios : BenchSuite.scenarios.filter(only.contains)
+        var lines: [String: [JSONValue]] = [:]
+        var failures: [String] = []
+        for scenario in chosen {
+            for r in 1...runs {
+                Log.info("suite: \(scenario), run \(r) of \(runs)")
+                switch Self.runScenario(scenario, arguments: BenchSuite.arguments(scenario, quick: quick, run: r) + databaseArguments) {
+                case .success(let line): lines[scenario, default: []].append(line)
+                case .failure(let failure):
+                    failures.append("\(scenario) run \(r): \(failure.message)")
+                    Log.info("suite: \(scenario) run \(r) failed: \(failure.message)")
+                }
+            }
+        }
+        let rows = BenchSuite.evaluate(lines)
+        if json {
+            print(JSONValue.object([
+                "runs": .int(Int64(runs)), "quick": .bool(quick),
+                "scenarios": .object(lines.mapValues { .array($0) }),
+                "targets": .array(rows.map { row in
+                    .object(["scenario": .string(row.target.scenario), "key": .string(row.target.key),
+                             "values": .array(row.values.map(JSONValue.double)), "median": row.median.map(JSONValue.double) ?? .null,
+                             "bound": .double(row.target.bound), "atLeast": .bool(row.target.atLeast),
+                             "met": row.met.map(JSONValue.bool) ?? .null])
+                }),
+                "failures": .array(failures.map(JSONValue.string)),
+            ]).canonicalString)
+        } else {
+            print("bench suite: \(runs) run(s) of each scenario\(quick ? ", quick sizes" : ", the issue's sizes"); load \(BenchMachine.loadAverage())")
+            for row in rows {
+                let values = row.values.map { Self.format($0) }.joined(separator: " / ")
+                let median = row.median.map { Self.format($0) + row.target.unit } ?? "—"
+                let bound = (row.target.atLeast ? "≥ " : "≤ ") + Self.format(row.target.bound) + row.target.unit
+                let verdict = row.met.map { $0 ? "met" : "not met" } ?? "no value"
+                print("  " + "\(row.target.scenario): \(row.target.label)".padding(toLength: 52, withPad: " ", startingAt: 0)
+                      + median.padding(toLength: 14, withPad: " ", startingAt: 0) + bound.padding(toLength: 16, withPad: " ", startingAt: 0)
+                      + verdict.padding(toLength: 9, withPad: " ", startingAt: 0) + "(\(values))")
+            }
+            for f in failures { print("  failed: \(f)") }
+        }
+        if !failures.isEmpty { throw ExitCode.error }
+    }
+
+    /// The database flags, passed on to each scenario as given.
+    private var databaseArguments: [String] {
+        (database.databaseURL.map { ["--database-url", $0] } ?? []) + ["--private-database", database.privateDatabase]
+    }
+
+    /// Runs `herald bench <scenario> --json …` (this executable) and reads its last stdout line.
+    private static func runScenario(_ scenario: String, arguments: [String]) -> Result<JSONValue, Failure> {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        child.arguments = ["bench", scenario, "--json"] + arguments
+        let out = Pipe()
+        child.standardOutput = out
+        child.standardError = FileHandle.standardError
+        do { try child.run() } catch { return .failure(Failure("could not start it: \(error)")) }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        child.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard child.terminationStatus == 0 else {
+            return .failure(Failure("exit status \(child.terminationStatus) (its errors are above, on stderr)"))
+        }
+        guard let last = text.split(separator: "\n").last, let value = try? JSONValue.parse(Array(last.utf8)) else {
+            return .failure(Failure("no JSON line on stdout: \(text.suffix(200))"))
+        }
+        return .success(value)
+    }
+
+    struct Failure: Error { let message: String; init(_ m: String) { message = m } }
+
+    /// Numbers as the table shows them: integers with separators, small ones with up to 3 decimals.
+    private static func format(_ x: Double) -> String {
+        if abs(x) >= 1000 { return Int(x.rounded()).formatted(.number.grouping(.automatic)) }
+        if x == x.rounded() { return String(Int(x)) }
+        return String(format: abs(x) < 0.1 ? "%.4f" : "%.2f", x)
+    }
+}
