@@ -131,9 +131,9 @@ struct LatencyBench: ParsableCommand {
                 machineBusy = (BenchMachine.busyCPUSeconds() - machineBefore) / result.seconds
                 processBusy = (BenchMachine.cpuSeconds() - processBefore) / result.seconds
                 var costsAfter = try IngestCosts.Sample(port: port, url: url)
+                housekeeping = try Housekeeping.read(url) - before  // while timed, not while settling
                 try costsAfter.settleWALSyncs(url: url)
                 costs = IngestCosts(before: costsBefore, after: costsAfter, events: events)
-                housekeeping = try Housekeeping.read(url) - before
                 return result
             }
             let offered = load.ratePerSecond
