@@ -69,8 +69,9 @@ public enum BenchSuite {
     /// Each scenario's arguments for its `run`-th run (from 1): the sizes, or `quick` ones
     /// for a smoke run of a few minutes. The full restart builds its 1M-user, 10M-timer history
     /// once and reuses it (`--reuse`) after; the full storm keeps its history as a template.
-    public static func arguments(_ scenario: String, quick: Bool, run: Int = 1) -> [String] {
-        if scenario == "restart", !quick, run > 1 { return ["--runs", "1", "--reuse"] }
+    /// `reuse`: the full restart reuses a history a previous run left from its first run on.
+    public static func arguments(_ scenario: String, quick: Bool, run: Int = 1, reuse: Bool = false) -> [String] {
+        if scenario == "restart", !quick, run > 1 || reuse { return ["--runs", "1", "--reuse"] }
         switch (scenario, quick) {
         case ("ingest", false): return ["--events", "100000"]
         case ("ingest", true): return ["--events", "20000"]

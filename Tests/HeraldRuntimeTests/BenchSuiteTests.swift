@@ -46,6 +46,7 @@ import Testing
         for s in BenchSuite.scenarios { #expect(BenchSuite.targets.contains { $0.scenario == s }, "\(s) has a target") }
         #expect(!BenchSuite.arguments("restart", quick: false, run: 1).contains("--reuse"))
         #expect(BenchSuite.arguments("restart", quick: false, run: 2).contains("--reuse"))
+        #expect(BenchSuite.arguments("restart", quick: false, run: 1, reuse: true).contains("--reuse"))
         #expect(!BenchSuite.arguments("restart", quick: true, run: 2).contains("--reuse"))
         #expect(BenchSuite.arguments("storm", quick: false) == ["--users", "1000000", "--reuse"])
     }

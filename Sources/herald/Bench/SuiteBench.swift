@@ -20,6 +20,7 @@ struct SuiteBench: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @Option(help: "Runs of each scenario (the median is judged).") var runs = 3
     @Flag(help: "Small sizes: a smoke run of the whole suite in a few minutes.") var quick = false
+    @Flag(help: "Full sizes: the restart reuses the 1M-user history a previous `bench restart` left (else its first run builds it).") var reuse = false
     @Option(parsing: .upToNextOption, help: "Only these scenarios (ingest latency storm restart replay peer).") var only: [String] = []
     @Flag(help: "Print JSON instead of a table.") var json = false
 
@@ -37,7 +38,7 @@ struct SuiteBench: ParsableCommand {
         for scenario in chosen {
             for r in 1...runs {
                 Log.info("suite: \(scenario), run \(r) of \(runs)")
-                switch Self.runScenario(scenario, arguments: BenchSuite.arguments(scenario, quick: quick, run: r) + databaseArguments) {
+                switch Self.runScenario(scenario, arguments: BenchSuite.arguments(scenario, quick: quick, run: r, reuse: reuse) + databaseArguments) {
                 case .success(let line): lines[scenario, default: []].append(line)
                 case .failure(let failure):
                     failures.append("\(scenario) run \(r): \(failure.message)")
