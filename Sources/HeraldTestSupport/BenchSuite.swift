@@ -80,7 +80,7 @@ public enum BenchSuite {
         case ("storm", false): return ["--users", "1000000", "--reuse"]
         case ("storm", true): return ["--users", "20000"]
         case ("restart", false): return ["--runs", "1"]
-        case ("restart", true): return ["--users", "10000", "--timers", "100000", "--runs", "1"]
+        case ("restart", true): return ["--users", "10000", "--timers", "100000", "--runs", "1", "--scratch", "herald_bench_restart_quick"]
         case ("replay", false): return ["--events", "1000000", "--runs", "1"]
         case ("replay", true): return ["--events", "100000", "--runs", "1"]
         case ("peer", false): return []

@@ -31,6 +31,8 @@ struct RestartBench: ParsableCommand {
         """) var snapshot = "service"
     @Flag(help: "Reuse the history (and snapshot) a previous run left in the scratch database: only the restarts are timed.")
     var reuse = false
+    @Option(help: "The scratch database the run builds (dropped and recreated) or, with --reuse, reads: one per size keeps each reusable.")
+    var scratch = "herald_bench_restart"
     @Flag(help: "Print JSON instead of a table.") var json = false
 
     static let start = Instant(rfc3339: "2026-11-23T06:00:00Z")!
@@ -42,8 +44,8 @@ struct RestartBench: ParsableCommand {
             }
             let location = try database.resolve()
             defer { location.close() }
-            let url = reuse ? try Self.existingDatabase(location, name: "herald_bench_restart")
-                            : try scratchDatabase(location, name: "herald_bench_restart")
+            let url = reuse ? try Self.existingDatabase(location, name: scratch)
+                            : try scratchDatabase(location, name: scratch)
             let perUser = max(0, timers / max(1, users))
 
             // --snapshot direct: every user's state as the service would snapshot it after folding this log.
@@ -65,7 +67,7 @@ struct RestartBench: ParsableCommand {
                 if part.bytes.count >= 4 << 20 { closePart() }
                 lastHistory = history
             }
-            let log = reuse ? try Self.existing(url) : try SyntheticLog.build(url: url, label: "restart: building \(users) users × \(perUser) timers", users: users,
+            let log = reuse ? try Self.existing(url, users: users, perUser: perUser) : try SyntheticLog.build(url: url, label: "restart: building \(users) users × \(perUser) timers", users: users,
                                              start: Self.start, time: { _ in Self.start },
                                              requests: { SyntheticWorkloads.timersUser($0, timers: perUser, from: Self.start) },
                                              each: each)
@@ -216,12 +218,23 @@ struct RestartBench: ParsableCommand {
         return location.url.replacingOccurrences(of: "dbname=\(db)", with: "dbname=\(name)")
     }
 
-    /// What a previous run built, read back (the build times are not known: zero).
-    static func existing(_ url: String) throws -> SyntheticLog {
+    /// What a previous run built, read back (the build times are not known: zero). Refused when it
+    /// is not the size asked for: a smaller run in the same scratch database since would otherwise
+    /// be timed as the large one (found by `bench suite --quick` before a full `--reuse` run).
+    static func existing(_ url: String, users: Int, perUser: Int) throws -> SyntheticLog {
         let conn = try PGConnection.connect(url)
         defer { conn.close() }
         let events = try conn.execute("SELECT seq FROM event_head").int64(0, 0) ?? 0
         guard events > 0 else { throw StoreError.configuration("--reuse: the scratch database holds no history; run once without --reuse") }
+        // Each user: an authorization and its timers; and the app's registration.
+        let expected = Int64(users) * Int64(1 + perUser) + 1
+        guard events == expected else {
+            throw StoreError.configuration("""
+                --reuse: the scratch database holds a history of \(events) events, not the \(expected) that \
+                --users \(users) with \(perUser) timers each build (another size ran there since). Run once \
+                without --reuse, or pass the --scratch that size used.
+                """)
+        }
         return SyntheticLog(seconds: 0.001, events: Int(events), deliveries: 0, copySeconds: 0, finishSeconds: 0)
     }
 

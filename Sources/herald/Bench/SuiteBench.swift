@@ -70,6 +70,10 @@ struct SuiteBench: ParsableCommand {
                       + median.padding(toLength: 14, withPad: " ", startingAt: 0) + bound.padding(toLength: 16, withPad: " ", startingAt: 0)
                       + verdict.padding(toLength: 9, withPad: " ", startingAt: 0) + "(\(values))")
             }
+            // What each scenario measured, as it says itself (sizes differ with --quick or a reused history).
+            for scenario in chosen {
+                if let said = lines[scenario]?.first?["scenario"]?.stringValue { print("  " + said) }
+            }
             for f in failures { print("  failed: \(f)") }
         }
         if !failures.isEmpty { throw ExitCode.error }
