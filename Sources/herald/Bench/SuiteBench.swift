@@ -12,9 +12,10 @@ struct SuiteBench: ParsableCommand {
             Runs `herald bench <scenario> --json` for ingest, latency, storm, restart, replay and peer \
             (or those named with --only), --runs times each, in that order, and prints one table: each \
             target's value in every run, the median, the bound and whether the median meets it. \
-            --quick uses small sizes (a few minutes in all; the storm's and restart's numbers are then \
-            extrapolated or smaller than the issue's 1M users / 10M timers). Full sizes take most of \
-            an hour on a 2-core machine. Each scenario's own progress goes to stderr as it runs.
+            --quick uses small sizes (under a minute on a 2-core machine; the storm's and restart's \
+            numbers are then extrapolated or smaller than the issue's 1M users / 10M timers). The \
+            issue's sizes took ~15 minutes for 3 runs there with --reuse (the restart's history built \
+            once before; building it adds ~4 minutes). Each scenario's progress goes to stderr.
             """)
 
     @OptionGroup var database: DatabaseOptions
