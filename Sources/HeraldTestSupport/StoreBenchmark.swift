@@ -188,7 +188,7 @@ public struct StoreBenchmark {
     }
 
     /// pg_stat_wal's fsync and byte counters (cluster-wide; backends report them at exit or every second).
-    static func walCounters(_ conn: PGConnection) throws -> (syncs: Int64, bytes: Int64) {
+    public static func walCounters(_ conn: PGConnection) throws -> (syncs: Int64, bytes: Int64) {
         let r = try conn.execute("SELECT wal_sync, wal_bytes::bigint FROM pg_stat_wal")
         return (r.int64(0, 0) ?? 0, r.int64(0, 1) ?? 0)
     }

@@ -122,13 +122,16 @@ extension HeraldService {
     /// in flight to commit). Each user is advanced to the horizon it was taken at: later events
     /// carry later times, and an event folded for a user still waiting here advances the user's
     /// timers itself first (`Engine.apply`), so every user sees timers and events in replay's order.
+    /// Whether firing may go on: fewer than `unsentAppendsAhead` appends' worth of rows wait unsent.
+    private var mayFireAhead: Bool { unsentDeliveries.count < Self.unsentAppendsAhead * configuration.deliveryAppendRows }
+
     func fireDueSlice() {
         var fired = 0
         var waitingForContent = false
         let sliceStart = FiringPhases.now()
         var t = sliceStart
         let budget = configuration.timerSliceMicroseconds * 1_000
-        while fired < configuration.timerSliceUsers, unsentDeliveries.count < Self.unsentAppendsAhead * configuration.deliveryAppendRows,
+        while fired < configuration.timerSliceUsers, mayFireAhead,
               budget <= 0 || t - sliceStart < budget,
               let (ordinal, horizon) = dueUsers.first {
             // A user's lean items due now are read first, asynchronously; until then the slice
@@ -160,7 +163,7 @@ extension HeraldService {
             let waiters = dueWaiters
             dueWaiters.removeAll()
             for w in waiters { flushDeliveries(then: w) }
-        } else if !waitingForContent && unsentDeliveries.count < Self.unsentAppendsAhead * configuration.deliveryAppendRows {
+        } else if !waitingForContent && mayFireAhead {
             fireTimersSoon()  // the next slice in the next loop turn
         }
         // Otherwise the next append's commit continues (`flushDeliveries`): while PostgreSQL is

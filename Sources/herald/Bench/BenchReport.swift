@@ -2,6 +2,7 @@
 import Foundation
 import Glibc
 import HeraldCore
+import HeraldStore
 
 /// The result table of one scenario: rows of (what, value, note), and the same numbers as JSON.
 struct BenchReport {
@@ -84,6 +85,36 @@ final class ProgressBar {
 
 /// Facts about the machine recorded beside each number.
 enum BenchMachine {
+    /// This executable's path (/proc/self/exe).
+    static func executablePath() -> String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        return n > 0 ? String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+    }
+
+    /// Runs `executable` (stdout captured, stderr passed through) and returns its last stdout line
+    /// as JSON: the peer's script and the suite's scenarios answer so. Throws, saying what failed,
+    /// when it cannot start, exits with a non-zero status, or prints no JSON line.
+    static func lastJSONLine(running executable: String, _ arguments: [String]) throws -> JSONValue {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: executable)
+        child.arguments = arguments
+        let out = Pipe()
+        child.standardOutput = out
+        child.standardError = FileHandle.standardError
+        do { try child.run() } catch { throw StoreError.configuration("\(executable) could not start: \(error)") }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        child.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard child.terminationStatus == 0 else {
+            let output = text.isEmpty ? "" : "; its output: \(text.suffix(400))"
+            throw StoreError.configuration("\(executable) failed (exit status \(child.terminationStatus); its errors are above, on stderr)\(output)")
+        }
+        guard let last = text.split(separator: "\n").last, let value = try? JSONValue.parse(Array(last.utf8)) else {
+            throw StoreError.configuration("\(executable) printed no JSON line; its output: \(text.suffix(400))")
+        }
+        return value
+    }
     /// The 1, 5 and 15 minute load averages (`uptime`), as text.
     static func loadAverage() -> String {
         guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return "?" }

@@ -171,19 +171,8 @@ struct PeerBench: ParsableCommand {
         guard FileManager.default.isExecutableFile(atPath: script) else {
             throw StoreError.configuration("\(script) not found or not executable (run from the repository root, or pass --script)")
         }
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: script)
-        child.arguments = ["--dsn", url, "--jobs", String(jobs), "--lead-seconds", String(lead), "--batch", String(batch)]
-        let out = Pipe()
-        child.standardOutput = out
-        child.standardError = FileHandle.standardError
-        try child.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        child.waitUntilExit()
-        guard child.terminationStatus == 0, let line = String(data: data, encoding: .utf8)?
-            .split(separator: "\n").last, let r = try? JSONValue.parse(Array(line.utf8)) else {
-            throw StoreError.configuration("\(script) failed (status \(child.terminationStatus)); its output: \(String(decoding: data, as: UTF8.self))")
-        }
+        let r = try BenchMachine.lastJSONLine(running: script, ["--dsn", url, "--jobs", String(jobs), "--lead-seconds", String(lead),
+                                                                "--batch", String(batch)])
         return PeerResult(name: r["name"]?.stringValue ?? "peer", enqueuePerSecond: r["enqueuePerSecond"]?.doubleValue ?? 0,
                           enqueueNote: r["note"]?.stringValue ?? "",
                           p50: r["p50Ms"]?.doubleValue ?? 0, p99: r["p99Ms"]?.doubleValue ?? 0, max: r["maxMs"]?.doubleValue ?? 0,

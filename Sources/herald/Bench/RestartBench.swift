@@ -174,7 +174,7 @@ struct RestartBench: ParsableCommand {
         -> (serving: Double, rss: Int, peak: Int, stats: JSONValue?, snapshotSeconds: Double) {
         let port = LocalCluster.freePort()
         let child = Process()
-        child.executableURL = URL(fileURLWithPath: executablePath())
+        child.executableURL = URL(fileURLWithPath: BenchMachine.executablePath())
         child.arguments = ["serve", "--database-url", url, "--listen", "127.0.0.1:\(port)",
                            "--clock", "manual", "--start", start.rfc3339] + extra
         let logPath = "/tmp/herald-bench-restart-\(getpid()).log"
@@ -226,8 +226,8 @@ struct RestartBench: ParsableCommand {
         defer { conn.close() }
         let events = try conn.execute("SELECT seq FROM event_head").int64(0, 0) ?? 0
         guard events > 0 else { throw StoreError.configuration("--reuse: the scratch database holds no history; run once without --reuse") }
-        // Each user: an authorization and its timers; and the app's registration.
-        let expected = Int64(users) * Int64(1 + perUser) + 1
+        // What `SyntheticLog.build` appends for this size: the app's registration, then each user's requests.
+        let expected = 1 + Int64(users) * Int64(SyntheticWorkloads.timersUser(0, timers: perUser, from: Self.start).count)
         guard events == expected else {
             throw StoreError.configuration("""
                 --reuse: the scratch database holds a history of \(events) events, not the \(expected) that \
@@ -236,12 +236,5 @@ struct RestartBench: ParsableCommand {
                 """)
         }
         return SyntheticLog(seconds: 0.001, events: Int(events), deliveries: 0, copySeconds: 0, finishSeconds: 0)
-    }
-
-    /// This executable's path (/proc/self/exe).
-    static func executablePath() -> String {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        return n > 0 ? String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
     }
 }

@@ -39,11 +39,13 @@ struct SuiteBench: ParsableCommand {
         for scenario in chosen {
             for r in 1...runs {
                 Log.info("suite: \(scenario), run \(r) of \(runs)")
-                switch Self.runScenario(scenario, arguments: BenchSuite.arguments(scenario, quick: quick, run: r, reuse: reuse) + databaseArguments) {
-                case .success(let line): lines[scenario, default: []].append(line)
-                case .failure(let failure):
-                    failures.append("\(scenario) run \(r): \(failure.message)")
-                    Log.info("suite: \(scenario) run \(r) failed: \(failure.message)")
+                do {
+                    let arguments = ["bench", scenario, "--json"] + BenchSuite.arguments(scenario, quick: quick, run: r, reuse: reuse)
+                        + databaseArguments
+                    lines[scenario, default: []].append(try BenchMachine.lastJSONLine(running: BenchMachine.executablePath(), arguments))
+                } catch {
+                    failures.append("\(scenario) run \(r): \(error)")
+                    Log.info("suite: \(scenario) run \(r) failed: \(error)")
                 }
             }
         }
@@ -84,29 +86,6 @@ struct SuiteBench: ParsableCommand {
     private var databaseArguments: [String] {
         (database.databaseURL.map { ["--database-url", $0] } ?? []) + ["--private-database", database.privateDatabase]
     }
-
-    /// Runs `herald bench <scenario> --json …` (this executable) and reads its last stdout line.
-    private static func runScenario(_ scenario: String, arguments: [String]) -> Result<JSONValue, Failure> {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        child.arguments = ["bench", scenario, "--json"] + arguments
-        let out = Pipe()
-        child.standardOutput = out
-        child.standardError = FileHandle.standardError
-        do { try child.run() } catch { return .failure(Failure("could not start it: \(error)")) }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        child.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard child.terminationStatus == 0 else {
-            return .failure(Failure("exit status \(child.terminationStatus) (its errors are above, on stderr)"))
-        }
-        guard let last = text.split(separator: "\n").last, let value = try? JSONValue.parse(Array(last.utf8)) else {
-            return .failure(Failure("no JSON line on stdout: \(text.suffix(200))"))
-        }
-        return .success(value)
-    }
-
-    struct Failure: Error { let message: String; init(_ m: String) { message = m } }
 
     /// Numbers as the table shows them: integers with separators, small ones with up to 3 decimals.
     private static func format(_ x: Double) -> String {

@@ -276,7 +276,7 @@ struct IngestCosts {
             deliveries = stats["deliveriesCommitted"]?.intValue ?? 0
             let conn = try PGConnection.connect(url)
             defer { conn.close() }
-            walSyncs = try conn.execute("SELECT wal_sync FROM pg_stat_wal").int64(0, 0) ?? 0
+            walSyncs = try StoreBenchmark.walCounters(conn).syncs
             // The writers' backends (their PostgreSQL processes on this machine): events', deliveries'.
             let pids = ([stats["storeBackendPID"]].compactMap { $0 } + (stats["storeDeliveryBackendPIDs"]?.arrayValue ?? [])).compactMap(\.intValue)
             for pid in pids where pid > 0 { backendSeconds += BenchMachine.cpuSeconds(pid: String(pid)) }
@@ -289,7 +289,7 @@ struct IngestCosts {
             usleep(1_500_000)
             let conn = try PGConnection.connect(url)
             defer { conn.close() }
-            walSyncs = try conn.execute("SELECT wal_sync FROM pg_stat_wal").int64(0, 0) ?? 0
+            walSyncs = try StoreBenchmark.walCounters(conn).syncs
         }
     }
 
