@@ -196,8 +196,7 @@ extension SubmittedNotification {
     /// key's length first (cheaper than a hash lookup per known field or a chain of string
     /// comparisons), into a local Fields value boxed once at the end.
     private static func assign(_ key: String, _ v: JSONValue, to f: inout Fields) {
-        var key = key
-        key.withUTF8 { assign(UnsafeRawBufferPointer($0), v, to: &f) }
+        key.withUTF8Bytes { assign(UnsafeRawBufferPointer($0), v, to: &f) }
     }
 
     /// A member whose value is a string without escapes, as its bytes: the texts are kept as

@@ -42,8 +42,7 @@ public enum EventKind: UInt8, Sendable, CaseIterable {
     public init(_ type: String) {
         // The common kind first: a small-string compare, not the names' look-up.
         if type == "submit" { self = .submit; return }
-        var type = type
-        self = type.withUTF8 { EventKind(utf8: UnsafeRawBufferPointer($0)) }
+        self = type.withUTF8Bytes { EventKind(utf8: UnsafeRawBufferPointer($0)) }
     }
 
     /// Every kind's name back to back, and where each ends: `typeName` laid out once for decoding.

@@ -120,8 +120,7 @@ private let hexDigits: StaticString = "0123456789abcdef"
 
 /// Appends `s` as a canonical JSON string (quotes included), without a `JSONValue` around it.
 func writeString(_ s: String, to out: inout ByteSink) {
-    var s = s
-    s.withUTF8 { bytes in
+    s.withUTF8Bytes { bytes in
         // Most strings need no escape: check, then copy them with their quotes in one piece.
         if !needsEscape(bytes) {
             out.appendInPlace(maximum: bytes.count + 2) { p in

@@ -30,8 +30,7 @@ public struct SnapshotWriter {
     public mutating func count(_ n: Int) { varint(UInt64(n)) }
 
     public mutating func string(_ s: String) {
-        var s = s
-        s.withUTF8 { b in
+        s.withUTF8Bytes { b in
             varint(UInt64(b.count))
             bytes.append(contentsOf: b)
         }

@@ -165,8 +165,7 @@ public struct Replayer {
         }
 
         mutating func ordinal(_ user: String) -> Int {
-            var user = user
-            return user.withUTF8 { ordinal(UnsafeRawBufferPointer($0)) }
+            return user.withUTF8Bytes { ordinal(UnsafeRawBufferPointer($0)) }
         }
 
         /// Applies `event` to user `o`'s replica in place (a copy mutated and stored back would

@@ -1009,8 +1009,8 @@ enum DeliveryBatch {
                 let hasNull = rows.contains { value($0) == nil }
                 w.header(count: n, hasNull: hasNull, element: PGBinaryParameters.textOID)
                 for r in rows {
-                    guard var v = value(r) else { w.be32(UInt32(bitPattern: -1)); continue }
-                    v.withUTF8 { w.be32(UInt32($0.count)); w.copy(UnsafeRawBufferPointer($0)) }
+                    guard let v = value(r) else { w.be32(UInt32(bitPattern: -1)); continue }
+                    v.withUTF8Bytes { w.be32(UInt32($0.count)); w.copy(UnsafeRawBufferPointer($0)) }
                 }
             }
             func bytes(_ value: (DeliveryRow) -> [UInt8]) {

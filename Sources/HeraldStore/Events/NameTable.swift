@@ -57,8 +57,7 @@ struct NameTable {
 
     /// The ordinal of `name`, added if new.
     mutating func ordinal(of name: String) -> Int {
-        var name = name
-        return name.withUTF8 { ordinal(of: UnsafeRawBufferPointer($0)) }
+        return name.withUTF8Bytes { ordinal(of: UnsafeRawBufferPointer($0)) }
     }
 
     private func equals(_ o: Int, _ name: UnsafeRawBufferPointer) -> Bool {

@@ -31,16 +31,6 @@ struct BigEndianWriter {
     }
 }
 
-extension String {
-    /// The string's UTF-8 bytes, in place for a native string; only a bridged one is copied
-    /// (`var` + `withUTF8`, as every text field of the COPY encoders did before session 9).
-    @inline(__always) func withUTF8Bytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        if let r = utf8.withContiguousStorageIfAvailable(body) { return r }
-        var bridged = self
-        return bridged.withUTF8(body)
-    }
-}
-
 /// The field forms of binary COPY tuples (`EventCopy`, `DeliveryCopy`): each field is its byte
 /// length, then its bytes (-1 and nothing for NULL).
 extension BigEndianWriter {
