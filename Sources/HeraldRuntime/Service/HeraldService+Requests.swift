@@ -56,7 +56,7 @@ extension HeraldService {
         let rows = accepted.events.map { draft in
             EventRow(user: draft.user, type: draft.type, app: draft.app,
                      notificationId: draft.type == "submit" ? draft.notificationId : nil,
-                     body: String(decoding: draft.storedBody, as: UTF8.self), engineTime: at)
+                     bodyBytes: draft.storedBody, engineTime: at)
         }
         let warnings = accepted.warnings
         let rid = request.rid

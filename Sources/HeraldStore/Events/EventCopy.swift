@@ -39,7 +39,7 @@ enum EventCopy {
     private static func encode(_ rs: UnsafeBufferPointer<EventRow>, base: Int64) -> [UInt8] {
         var total = BinaryCopy.framingSize
         for i in rs.indices {
-            total += 2 + 7 * 4 + 8 + 8 + rs[i].body.utf8.count + rs[i].type.utf8.count
+            total += 2 + 7 * 4 + 8 + 8 + rs[i].bodyBytes.count + rs[i].type.utf8.count
                 + (rs[i].user?.utf8.count ?? 0) + (rs[i].app?.utf8.count ?? 0) + (rs[i].notificationId?.utf8.count ?? 0)
         }
         return BinaryCopy.data(total: total) { w in
@@ -52,7 +52,7 @@ enum EventCopy {
                 w.text(rs[i].type)
                 w.text(rs[i].app)
                 w.text(rs[i].notificationId)
-                w.text(rs[i].body)
+                w.text(bytes: rs[i].bodyBytes)
                 w.timestamptz(rs[i].engineTime)
             }
         }

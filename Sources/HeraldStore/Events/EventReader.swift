@@ -18,7 +18,7 @@ public enum EventReader {
         (0..<r.rowCount).map { i in
             StoredEventRow(seq: r.int64(i, 0) ?? 0, row: EventRow(
                 user: r.string(i, 1), type: r.string(i, 2) ?? "", app: r.string(i, 3),
-                notificationId: r.string(i, 4), body: r.string(i, 5) ?? "",
+                notificationId: r.string(i, 4), bodyBytes: r.bytes(i, 5) ?? [],
                 engineTime: Instant(millisecondsSinceEpoch: r.int64(i, 6) ?? 0)))
         }
     }

@@ -954,14 +954,14 @@ public final class GroupCommitWriter {
 enum EventBatch {
     static func parameters(_ rows: [EventRow]) -> PGBinaryParameters {
         var capacity = 120
-        for r in rows { capacity += r.body.utf8.count + (r.user?.utf8.count ?? 0) + (r.app?.utf8.count ?? 0)
+        for r in rows { capacity += r.bodyBytes.count + (r.user?.utf8.count ?? 0) + (r.app?.utf8.count ?? 0)
                                     + (r.notificationId?.utf8.count ?? 0) + r.type.utf8.count + 40 }
         var p = PGBinaryParameters(capacity: capacity)
         p.appendText(rows.lazy.map(\.user))
         p.appendText(rows.lazy.map(\.type))
         p.appendText(rows.lazy.map(\.app))
         p.appendText(rows.lazy.map(\.notificationId))
-        p.appendText(rows.lazy.map(\.body))
+        p.appendText(bytes: rows.lazy.map(\.bodyBytes))
         p.appendTimestamptz(rows.lazy.map(\.engineTime.millisecondsSinceEpoch))
         return p
     }

@@ -57,7 +57,7 @@ public final class LogStream {
 
         public var row: StoredEventRow {
             StoredEventRow(seq: seq, row: EventRow(user: user, type: type, app: app, notificationId: notificationId,
-                                                   body: String(decoding: body, as: UTF8.self), engineTime: engineTime))
+                                                   bodyBytes: Array(body), engineTime: engineTime))
         }
     }
 

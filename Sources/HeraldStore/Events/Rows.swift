@@ -1,18 +1,31 @@
 // The rows the store appends and reads: events, deliveries, and what an append reports back.
 import HeraldCore
 
-/// An event to append. `body` is canonical JSON text (the store keeps its bytes exactly).
+/// An event to append. Its body is canonical JSON, kept as the UTF-8 bytes the door wrote
+/// (`bodyBytes`, shared with the request's draft, never copied into a `String` on the hot path;
+/// the store keeps the bytes exactly). `body` reads and writes them as text.
 public struct EventRow: Sendable, Hashable {
     public var user: String?
     public var type: String
     public var app: String?
     public var notificationId: String?
-    public var body: String
+    public var bodyBytes: [UInt8]
     public var engineTime: Instant
 
+    /// The body as text (decoded from `bodyBytes`; tools, tests and reads).
+    public var body: String {
+        get { String(decoding: bodyBytes, as: UTF8.self) }
+        set { bodyBytes = Array(newValue.utf8) }
+    }
+
     public init(user: String?, type: String, app: String? = nil, notificationId: String? = nil, body: String, engineTime: Instant) {
+        self.init(user: user, type: type, app: app, notificationId: notificationId, bodyBytes: Array(body.utf8), engineTime: engineTime)
+    }
+
+    /// One whose body is already canonical JSON bytes (the service: the draft's `storedBody`).
+    public init(user: String?, type: String, app: String? = nil, notificationId: String? = nil, bodyBytes: [UInt8], engineTime: Instant) {
         self.user = user; self.type = type; self.app = app
-        self.notificationId = notificationId; self.body = body; self.engineTime = engineTime
+        self.notificationId = notificationId; self.bodyBytes = bodyBytes; self.engineTime = engineTime
     }
 }
 
@@ -25,7 +38,7 @@ public struct StoredEventRow: Sendable, Hashable {
     /// one (only possible by editing the table by hand) folds as an empty object.
     public var storedEvent: StoredEvent {
         StoredEvent(seq: seq, user: row.user, type: row.type,
-                    body: (try? JSONValue.parse(row.body)) ?? .object([:]), at: row.engineTime)
+                    body: (try? JSONValue.parse(row.bodyBytes)) ?? .object([:]), at: row.engineTime)
     }
 }
 
