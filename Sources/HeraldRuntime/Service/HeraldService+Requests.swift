@@ -51,13 +51,11 @@ extension HeraldService {
     /// Appends admitted events; on COMMIT folds them, answers, and commits their deliveries.
     func append(_ accepted: AcceptedRequest, request: ClientSession.Request, at: Instant, reply: @escaping ([UInt8]) -> Void) {
         let reply = configuration.acknowledgeBeforeCommitForTesting ? acknowledgeNowForTesting(request, reply) : reply
-        // Only a submit carries the idempotency key in its row: withdraw, snooze and opened name the
-        // notification in their body, and must not collide with the submit's unique key.
-        let rows = accepted.events.map { draft in
-            EventRow(user: draft.user, type: draft.type, app: draft.app,
-                     notificationId: draft.type == "submit" ? draft.notificationId : nil,
-                     bodyBytes: draft.storedBody, engineTime: at)
+        if accepted.events.count == 1 {
+            appendOne(accepted, request: request, at: at, reply: reply)
+            return
         }
+        let rows = accepted.events.map { Self.row($0, at: at) }
         let warnings = accepted.warnings
         let rid = request.rid
 
@@ -81,9 +79,7 @@ extension HeraldService {
             defer { waiters.forEach { $0() } }
             switch result {
             case .failure(let error):
-                // The connection broke with this append in flight: it may have committed.
-                if !self.store.isReady { self.unknownCommitSince = min(self.unknownCommitSince ?? at, at) }
-                reply(WireReply.error(rid: rid, self.requestError(error)))
+                self.appendFailed(error, at: at, rid: rid, reply: reply)
             case .success(let outcomes):
                 // By index: `for (outcome, draft) in zip(…)` copied every draft.
                 for (i, outcome) in zip(accepted.events.indices, outcomes) {
@@ -101,6 +97,57 @@ extension HeraldService {
             }
         }
         store.kick()
+    }
+
+    /// `append` of a request with one event (a submit to one user, and most other ops): the
+    /// same steps without the arrays of rows, keys and outcomes around the one event.
+    private func appendOne(_ accepted: AcceptedRequest, request: ClientSession.Request, at: Instant, reply: @escaping ([UInt8]) -> Void) {
+        let draft = accepted.events[0]
+        let key = InFlightKey(draft)
+        if let key, inFlightKeys[key] != nil {
+            inFlightKeys[key]!.append { [weak self] in self?.submitEvent(request, reply: reply) }
+            return
+        }
+        let rid = request.rid
+        guard let writer = writerOrRefuse(rid: rid, reply: reply) else { return }
+        if let key { inFlightKeys[key] = [] }
+        inFlightTimes.append(at)
+        let warnings = accepted.warnings
+        writer.append(event: Self.row(draft, at: at)) { [weak self] result in
+            guard let self else { return }
+            self.inFlightTimes.removeFirst()
+            // Waiters run after this request's own reply and fold, whatever the outcome.
+            let waiters = key.flatMap { self.inFlightKeys.removeValue(forKey: $0) }
+            defer { waiters?.forEach { $0() } }
+            switch result {
+            case .failure(let error):
+                self.appendFailed(error, at: at, rid: rid, reply: reply)
+            case .success(let outcome):
+                if case .appended(let seq) = outcome {
+                    self.eventsCommitted += 1
+                    self.applyCommitted(StoredEvent(draft, seq: seq, at: at))
+                }
+                reply(self.replyFor(outcome: outcome, rid: rid, warnings: warnings))
+                self.fireTimersSoon()  // see `append`
+            }
+        }
+        store.kick()
+    }
+
+    /// The row of an admitted event. Only a submit carries the idempotency key in its row:
+    /// withdraw, snooze and opened name the notification in their body, and must not collide
+    /// with the submit's unique key.
+    private static func row(_ draft: EventDraft, at: Instant) -> EventRow {
+        EventRow(user: draft.user, type: draft.type, app: draft.app,
+                 notificationId: draft.type == "submit" ? draft.notificationId : nil,
+                 bodyBytes: draft.storedBody, engineTime: at)
+    }
+
+    /// An append failed: the connection broke with it in flight, so it may have committed
+    /// (reconciled after the reconnect); the client is told it was not stored for sure.
+    private func appendFailed(_ error: StoreError, at: Instant, rid: JSONValue?, reply: ([UInt8]) -> Void) {
+        if !store.isReady { unknownCommitSince = min(unknownCommitSince ?? at, at) }
+        reply(WireReply.error(rid: rid, requestError(error)))
     }
 
     /// The negative control (tests only, `acknowledgeBeforeCommitForTesting`): answers success now,

@@ -25,6 +25,8 @@ import DequeModule
 /// and for writing while `wantsWrite`, and calls `socketReadable()` / `socketWritable()`.
 public final class GroupCommitWriter {
     public typealias EventsCompletion = (Result<[AppendOutcome], StoreError>) -> Void
+    /// One event's outcome (`append(event:)`): no array made for it, none taken apart.
+    public typealias EventCompletion = (Result<AppendOutcome, StoreError>) -> Void
     public typealias DeliveriesCompletion = (Result<[Int64], StoreError>) -> Void
     public typealias AckCompletion = (Result<Int64, StoreError>) -> Void
 
@@ -59,6 +61,8 @@ public final class GroupCommitWriter {
 
     private enum Work {
         case events([EventRow], EventsCompletion)
+        /// One event (most requests): no rows array, no outcomes array.
+        case event(EventRow, EventCompletion)
         case deliveries([DeliveryRow], DeliveriesCompletion)
         /// Deliveries at cursors the owner assigned (`append(deliveries:after:)`): a transaction alone.
         case chainedDeliveries([DeliveryRow], after: Int64, DeliveriesCompletion)
@@ -67,6 +71,7 @@ public final class GroupCommitWriter {
         var rowCount: Int {
             switch self {
             case .events(let r, _): return r.count
+            case .event: return 1
             case .deliveries(let r, _), .chainedDeliveries(let r, _, _): return r.count
             case .ack: return 1
             }
@@ -79,10 +84,21 @@ public final class GroupCommitWriter {
     // array's element is kept in its most general form, and converting to and from it costs a
     // thunk (an allocation) per request each way.
 
-    /// Requests whose events are rows `rows` of a transaction.
+    /// Requests whose events are rows `rows` of a transaction: told through `many` (an
+    /// `append(events:)`) or, for a single row, `one` (an `append(event:)`).
     private struct EventsWaiter {
         var rows: Range<Int>
-        var completion: EventsCompletion
+        var many: EventsCompletion?
+        var one: EventCompletion?
+
+        /// Tells the waiter its rows' outcomes (`outcome(row)` for each of `rows`).
+        func succeed(_ outcome: (Int) -> AppendOutcome) {
+            if let one { one(.success(outcome(rows.lowerBound))) } else { many?(.success(rows.map(outcome))) }
+        }
+
+        func fail(_ error: StoreError) {
+            if let one { one(.failure(error)) } else { many?(.failure(error)) }
+        }
     }
 
     /// Requests whose deliveries are rows `rows` of a transaction.
@@ -290,6 +306,13 @@ public final class GroupCommitWriter {
         pump()
     }
 
+    /// Appends one event: `append(events:)` without the arrays around it (a submit's usual shape).
+    public func append(event row: EventRow, completion: @escaping EventCompletion) {
+        if isBroken, let broken { completion(.failure(broken)); return }
+        queue.append(.event(row, completion))
+        pump()
+    }
+
     /// Appends deliveries, split like `append(events:)`: a summary storm decides a million at
     /// one instant, and one statement of them would pass PostgreSQL's 1 GB message limit.
     /// Rows of a part committed before a failure are skipped when re-sent (same user, ordinal).
@@ -429,8 +452,12 @@ public final class GroupCommitWriter {
             rows += work.rowCount
             switch work {
             case .events(let r, let c):
-                tx.events.append(EventsWaiter(rows: events.count..<(events.count + r.count), completion: c))
+                tx.events.append(EventsWaiter(rows: events.count..<(events.count + r.count), many: c))
                 if events.isEmpty { events = r } else { events += r }  // the first part shared, not copied row by row
+            case .event(let r, let c):
+                if events.isEmpty { events.reserveCapacity(min(queue.count + 1, limits.maxRowsPerTransaction)) }
+                tx.events.append(EventsWaiter(rows: events.count..<(events.count + 1), one: c))
+                events.append(r)
             case .deliveries(let r, let c):
                 tx.deliveries.append(DeliveriesWaiter(rows: deliveries.count..<(deliveries.count + r.count), completion: c))
                 if deliveries.isEmpty { deliveries = r } else { deliveries += r }
@@ -822,9 +849,7 @@ public final class GroupCommitWriter {
                         outcomes[Int(ord) - 1] = outcome
                     }
                 }
-                for w in tx.events {
-                    w.completion(.success(outcomes[w.rows].map { $0 ?? .conflict(seq: 0) }))
-                }
+                for w in tx.events { w.succeed { outcomes[$0] ?? .conflict(seq: 0) } }
             case .deliveries:
                 var cursors = [Int64](repeating: 0, count: tx.deliveryRowCount)
                 if let base = Self.wholeBatchBase(result) {
@@ -846,9 +871,8 @@ public final class GroupCommitWriter {
     /// Completes the events of `tx`, stored by COPY at base + 1 … and now committed.
     private func completeEvents(_ tx: Transaction, base: Int64) {
         completionsRan = true
-        let outcomes = (0..<tx.eventRowCount).map { AppendOutcome.appended(seq: base + Int64($0) + 1) }
         for (i, w) in tx.events.enumerated() {
-            w.completion(.success(Array(outcomes[w.rows])))
+            w.succeed { .appended(seq: base + Int64($0) + 1) }
             if i % Self.pollEveryCompletions == Self.pollEveryCompletions - 1 { pollCopyIn() }
         }
     }
@@ -881,7 +905,7 @@ public final class GroupCommitWriter {
 
     private func complete(_ tx: Transaction, with error: StoreError) {
         runCommittedCompletions()
-        for e in tx.events { e.completion(.failure(error)) }
+        for e in tx.events { e.fail(error) }
         for d in tx.deliveries { d.completion(.failure(error)) }
         for a in tx.acks { a.completion(.failure(error)) }
         if !tx.deliveries.isEmpty { failQueuedDeliveries(error) }
@@ -897,7 +921,7 @@ public final class GroupCommitWriter {
             case .deliveries(_, let completion), .chainedDeliveries(_, _, let completion):
                 failed.append(completion)
                 return true
-            case .events, .ack:
+            case .events, .event, .ack:
                 return false
             }
         }
@@ -926,6 +950,7 @@ public final class GroupCommitWriter {
         for w in work {
             switch w {
             case .events(_, let c): c(.failure(error))
+            case .event(_, let c): c(.failure(error))
             case .deliveries(_, let c), .chainedDeliveries(_, _, let c): c(.failure(error))
             case .ack(_, _, let c): c(.failure(error))
             }
