@@ -3,6 +3,16 @@
 // Layers (dependency direction →): HeraldCore ← HeraldStore ← HeraldRuntime ← herald.
 import PackageDescription
 
+/// Swift 6.3 lowers copies and destroys of multi-field values through "type layouts": an
+/// outlined copy of a `String`, a `String?` or a struct of them calls the type's value-witness
+/// table (~130 instructions) instead of retaining inline (~20). The request path copies such
+/// values ~40 times a submit (drafts, rows, keys, deliveries): ~5,000 instructions of value
+/// witnesses a submit (callgrind, docs/service-profile.md, session 17). This hidden frontend
+/// option keeps the classic inline lowering; it changes how copies are emitted, not any layout.
+let releaseWithDirectCopies: [SwiftSetting] = [
+    .unsafeFlags(["-Xfrontend", "-disable-type-layout"], .when(configuration: .release)),
+]
+
 /// The service's loop and writer are classes whose stored properties Swift checks for
 /// overlapping access at run time on every read and write (`swift_beginAccess`): ~2,400
 /// instructions per submit and 17 checks per summary (docs/service-profile.md, session 6).
@@ -10,7 +20,8 @@ import PackageDescription
 /// run — keep it, so an overlapping access still traps there.
 let releaseWithoutExclusivityChecks: [SwiftSetting] = [
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
-]
+] + releaseWithDirectCopies
+
 
 let package = Package(
     name: "Herald",
@@ -35,7 +46,8 @@ let package = Package(
         // Pure core: domain, engine, calendars, timing wheel, JSON. No C, no I/O, no clock reads.
         .target(
             name: "HeraldCore",
-            dependencies: [.product(name: "Collections", package: "swift-collections")]
+            dependencies: [.product(name: "Collections", package: "swift-collections")],
+            swiftSettings: releaseWithDirectCopies
         ),
         // libpq only: event store, migrations, private cluster management.
         .target(
@@ -56,7 +68,8 @@ let package = Package(
         // Shared by tests and benchmarks: private Postgres, manual clock, seeded RNG, TCP client.
         .target(
             name: "HeraldTestSupport",
-            dependencies: ["HeraldCore", "HeraldStore", "CLibEventSSL"]
+            dependencies: ["HeraldCore", "HeraldStore", "CLibEventSSL"],
+            swiftSettings: releaseWithDirectCopies
         ),
         .executableTarget(
             name: "herald",
@@ -65,7 +78,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
-            ]
+            ],
+            swiftSettings: releaseWithDirectCopies
         ),
         // Micro-benchmarks of the pure core (timing wheel vs heap, engine), side by side with baselines.
         .executableTarget(
@@ -74,7 +88,8 @@ let package = Package(
                 "HeraldCore", "HeraldTestSupport",
                 .product(name: "Collections", package: "swift-collections"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
-            ]
+            ],
+            swiftSettings: releaseWithDirectCopies
         ),
 
         // libFuzzer target for framing, the session and admission (scripts/fuzz; docs/hostile-input.md).
