@@ -53,6 +53,16 @@ struct NotificationTexts: Hashable, Sendable {
         }
     }
 
+    /// The last byte of a present slot's text when it has no escape (then it is the decoded
+    /// text's last byte too); nil when the slot is absent, empty or has an escape.
+    func lastUnescapedByte(_ slot: Slot) -> UInt8? {
+        guard has(slot) else { return nil }
+        return withEscaped(slot) { raw in
+            guard let last = raw.last, memchr(raw.baseAddress!, 0x5C, raw.count) == nil else { return nil }
+            return last
+        }
+    }
+
     /// Writes a present slot as a JSON string (quotes included).
     func write(_ slot: Slot, to out: inout ByteSink) {
         out.append(0x22)

@@ -103,6 +103,10 @@ public struct SubmittedNotification: Hashable, Sendable {
         get { storage.fields.texts.string(.title) }
         set { unique().fields.texts.set(.title, newValue) }
     }
+
+    /// The title's last byte when it has no escape, read in place (no `String` built); nil
+    /// without a title, for an empty one, or when an escape makes the bytes differ from the text.
+    var titleLastUnescapedByte: UInt8? { storage.fields.texts.lastUnescapedByte(.title) }
     public var subtitle: String? {
         get { storage.fields.texts.string(.subtitle) }
         set { unique().fields.texts.set(.subtitle, newValue) }

@@ -151,7 +151,9 @@ extension Engine {
             warnings.append(RequestWarning(code: "communication_not_entitled",
                 message: "\(app) has no communication entitlement: “communication” is ignored and the notification is judged as an ordinary one."))
         }
-        if let t = n.title, Engine.mayEndInPunctuation(t), let last = t.trimmed.last, ".!?,;:…".contains(last) {
+        // The title is decoded into a `String` only when its last byte leaves the question open.
+        if n.titleLastUnescapedByte.map(Engine.mayEndInPunctuation(lastByte:)) ?? true,
+           let t = n.title, let last = t.trimmed.last, ".!?,;:…".contains(last) {
             warnings.append(RequestWarning(code: "title_ends_with_punctuation",
                 message: "The title “\(t)” ends in “\(last)”: titles read better without ending punctuation."))
         }
@@ -217,8 +219,9 @@ extension Engine {
     /// False when the title's last byte is ASCII, not whitespace and not one of `.!?,;:` — then
     /// its last character (trimmed) is no ending punctuation and the `Character` check (a trim and
     /// a search, ~3,600 instructions a submit) is skipped. Any other ending takes the full check.
-    static func mayEndInPunctuation(_ title: String) -> Bool {
-        guard let b = title.utf8.last, b < 0x80 else { return true }
+    /// Read from the title's last byte `b` in place (`titleLastUnescapedByte`, session 17).
+    static func mayEndInPunctuation(lastByte b: UInt8) -> Bool {
+        guard b < 0x80 else { return true }
         switch b {
         case 0x2E, 0x21, 0x3F, 0x2C, 0x3B, 0x3A: return true  // . ! ? , ; :
         case 0x09...0x0D, 0x1C...0x20: return true  // whitespace (and separators): trimmed first

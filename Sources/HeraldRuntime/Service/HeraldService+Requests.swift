@@ -102,8 +102,9 @@ extension HeraldService {
     /// `append` of a request with one event (a submit to one user, and most other ops): the
     /// same steps without the arrays of rows, keys and outcomes around the one event.
     private func appendOne(_ accepted: AcceptedRequest, request: ClientSession.Request, at: Instant, reply: @escaping ([UInt8]) -> Void) {
-        let draft = accepted.events[0]
-        let key = InFlightKey(draft)
+        // The draft is read from `accepted` where it lies: a copy of it, captured by the
+        // completion, retained and released each of its strings once more.
+        let key = InFlightKey(accepted.events[0])
         if let key, inFlightKeys[key] != nil {
             inFlightKeys[key]!.append { [weak self] in self?.submitEvent(request, reply: reply) }
             return
@@ -112,8 +113,7 @@ extension HeraldService {
         guard let writer = writerOrRefuse(rid: rid, reply: reply) else { return }
         if let key { inFlightKeys[key] = [] }
         inFlightTimes.append(at)
-        let warnings = accepted.warnings
-        writer.append(event: Self.row(draft, at: at)) { [weak self] result in
+        writer.append(event: Self.row(accepted.events[0], at: at)) { [weak self] result in
             guard let self else { return }
             self.inFlightTimes.removeFirst()
             // Waiters run after this request's own reply and fold, whatever the outcome.
@@ -125,9 +125,9 @@ extension HeraldService {
             case .success(let outcome):
                 if case .appended(let seq) = outcome {
                     self.eventsCommitted += 1
-                    self.applyCommitted(StoredEvent(draft, seq: seq, at: at))
+                    self.applyCommitted(StoredEvent(accepted.events[0], seq: seq, at: at))
                 }
-                reply(self.replyFor(outcome: outcome, rid: rid, warnings: warnings))
+                reply(self.replyFor(outcome: outcome, rid: rid, warnings: accepted.warnings))
                 self.fireTimersSoon()  // see `append`
             }
         }
@@ -137,7 +137,7 @@ extension HeraldService {
     /// The row of an admitted event. Only a submit carries the idempotency key in its row:
     /// withdraw, snooze and opened name the notification in their body, and must not collide
     /// with the submit's unique key.
-    private static func row(_ draft: EventDraft, at: Instant) -> EventRow {
+    private static func row(_ draft: borrowing EventDraft, at: Instant) -> EventRow {
         EventRow(user: draft.user, type: draft.type, app: draft.app,
                  notificationId: draft.type == "submit" ? draft.notificationId : nil,
                  bodyBytes: draft.storedBody, engineTime: at)
@@ -217,7 +217,7 @@ extension HeraldService {
         let user: String
         private let hash: Int
 
-        init?(_ draft: EventDraft) {
+        init?(_ draft: borrowing EventDraft) {
             guard draft.type == "submit", let id = draft.notificationId, let app = draft.app, let user = draft.user else { return nil }
             self.app = app; self.id = id; self.user = user
             var h = Hasher()

@@ -447,8 +447,11 @@ public final class GroupCommitWriter {
             tx.deliveryRowCount = r.count
             return sendCopyTransaction(tx, events: [], deliveries: r, chainedAfter: base)
         }
-        while let work = queue.first, !work.isChained, rows == 0 || rows + work.rowCount <= limits.maxRowsPerTransaction {
-            queue.removeFirst()
+        // The head is looked at in place and then moved out: `while let work = queue.first` copied
+        // every queued request (its row's strings retained and released once more).
+        while let head = queue.indices.first, !queue[head].isChained,
+              rows == 0 || rows + queue[head].rowCount <= limits.maxRowsPerTransaction {
+            let work = queue.removeFirst()
             rows += work.rowCount
             switch work {
             case .events(let r, let c):

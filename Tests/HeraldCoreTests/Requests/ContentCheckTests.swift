@@ -163,7 +163,9 @@ import Testing
         #expect(warnings(submit(#""title":"Your order shipped""#)) == [])
         // Endings past the ASCII fast path (`mayEndInPunctuation`) get the full check.
         for (title, warned) in [("Done. ", true), ("Wait?\n", true), ("Soon…", true), ("Soon… ", true), ("Ok ", false),
-                                ("Café", false), ("x\u{301}", false), ("Really:", true), ("a,", true), ("a;", true), ("", false)] {
+                                ("Café", false), ("x\u{301}", false), ("Really:", true), ("a,", true), ("a;", true), ("", false),
+                                // Escapes at the end: the bytes end in an escape, the text in what it stands for.
+                                ("Go!\t", true), ("Say \"hi\"", false), ("Say \"hi!\"", false), ("a\\", false), ("Why?\"", false)] {
             let json = JSONValue.object(["title": .string(title)]).canonicalString.dropFirst().dropLast()
             #expect(warnings(submit(String(json))) == (warned ? ["title_ends_with_punctuation"] : []), "\(title)")
         }
