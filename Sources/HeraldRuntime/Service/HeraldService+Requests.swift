@@ -105,13 +105,18 @@ extension HeraldService {
         // The draft is read from `accepted` where it lies: a copy of it, captured by the
         // completion, retained and released each of its strings once more.
         let key = InFlightKey(accepted.events[0])
-        if let key, inFlightKeys[key] != nil {
-            inFlightKeys[key]!.append { [weak self] in self?.submitEvent(request, reply: reply) }
+        // One look-up for the usual case (not in flight): claim the key, and give it back to
+        // its waiters in the rare one.
+        if let key, var waiters = inFlightKeys.updateValue([], forKey: key) {
+            waiters.append { [weak self] in self?.submitEvent(request, reply: reply) }
+            inFlightKeys[key] = waiters
             return
         }
         let rid = request.rid
-        guard let writer = writerOrRefuse(rid: rid, reply: reply) else { return }
-        if let key { inFlightKeys[key] = [] }
+        guard let writer = writerOrRefuse(rid: rid, reply: reply) else {
+            if let key { inFlightKeys.removeValue(forKey: key) }
+            return
+        }
         inFlightTimes.append(at)
         writer.append(event: Self.row(accepted.events[0], at: at)) { [weak self] result in
             guard let self else { return }
@@ -211,6 +216,9 @@ extension HeraldService {
     /// one joined `String`: joining them allocated twice per submit (docs/service-profile.md, session 6).
     /// The three strings are hashed once, when the key is made: the key is looked up, inserted
     /// and removed again, and each hashed all three strings (~2,600 instructions a submit).
+    /// The hash is the seeded `Hasher` over the strings' UTF-8 bytes, as the store's unique index
+    /// tells keys apart (PostgreSQL compares bytes): `String.hash(into:)` checked each string's
+    /// normalization first (~730 instructions for the three, session 17).
     struct InFlightKey: Hashable {
         let app: String
         let id: String
@@ -221,10 +229,18 @@ extension HeraldService {
             guard draft.type == "submit", let id = draft.notificationId, let app = draft.app, let user = draft.user else { return nil }
             self.app = app; self.id = id; self.user = user
             var h = Hasher()
-            h.combine(app); h.combine(id); h.combine(user)
+            Self.combine(app, into: &h); Self.combine(id, into: &h); Self.combine(user, into: &h)
             hash = h.finalize()
         }
 
+        /// A string's bytes, then 0xFF (no UTF-8 byte): ("ab", "c") and ("a", "bc") differ.
+        private static func combine(_ s: String, into h: inout Hasher) {
+            s.withUTF8Bytes { h.combine(bytes: UnsafeRawBufferPointer($0)) }
+            h.combine(0xFF as UInt8)
+        }
+
+        /// Equal hashes (of the bytes) first, so equal keys always hash alike; then `String ==`,
+        /// which for the short ids in keys compares their inline bits.
         static func == (a: InFlightKey, b: InFlightKey) -> Bool {
             a.hash == b.hash && a.user == b.user && a.id == b.id && a.app == b.app
         }

@@ -1,0 +1,35 @@
+import Testing
+import HeraldCore
+@testable import HeraldRuntime
+
+/// The key a submit holds while in flight (a re-send racing it waits for it): equal exactly
+/// when (app, id, user) are byte for byte equal, as the store's unique index tells them apart.
+@Suite struct InFlightKeyTests {
+    private func key(_ app: String, _ id: String, _ user: String, type: String = "submit") -> HeraldService.InFlightKey? {
+        HeraldService.InFlightKey(EventDraft(user: user, type: type, app: app, notificationId: id, body: .object([:])))
+    }
+
+    @Test func theSameSubmitGivesEqualKeysWithEqualHashes() {
+        let a = key("com.example.mail", "n-1", "alice"), b = key("com.example.mail", "n-1", "alice")
+        #expect(a != nil && a == b && a?.hashValue == b?.hashValue)
+        #expect(Set([a, b, key("com.example.mail", "n-2", "alice")]).count == 2)
+    }
+
+    @Test func fieldBoundariesMatter() {
+        // Hashing the three strings back to back without a separator would make these collide.
+        #expect(key("ab", "c", "u") != key("a", "bc", "u"))
+        #expect(key("ab", "c", "u")?.hashValue != key("a", "bc", "u")?.hashValue)
+        #expect(key("a", "b", "cu")?.hashValue != key("a", "bc", "u")?.hashValue)
+    }
+
+    @Test func canonicallyEquivalentSpellingsAreDifferentKeysAsInTheStore() {
+        // "é" precomposed and decomposed: `String ==` calls them equal, PostgreSQL stores both.
+        let composed = key("app", "n", "jos\u{E9}"), decomposed = key("app", "n", "jose\u{301}")
+        #expect(composed != decomposed)
+    }
+
+    @Test func onlySubmitsWithAllThreeFieldsHaveOne() {
+        #expect(key("app", "n", "u", type: "withdraw") == nil)
+        #expect(HeraldService.InFlightKey(EventDraft(user: nil, type: "submit", app: "app", notificationId: "n", body: .null)) == nil)
+    }
+}
