@@ -94,6 +94,57 @@ import Testing
         #expect(try EventReader.events(PGConnection.connect(url), after: 0).map(\.seq) == [1, 2, 3, 4, 5, 6])
     }
 
+    @Test func singleEventAppendsShareATransactionWithBatchesAndHearTheirOwnOutcomeInOrder() throws {
+        // `append(event:)` (one row, one outcome) beside `append(events:)` in one transaction:
+        // on the COPY path, and again when a stored key sends the batch through the function.
+        for storedKeyInBatch in [false, true] {
+            let url = try TestPostgres.freshDatabase()
+            let writer = try Self.writer(url)
+            _ = try EventStoreTests.appendAll(writer, [Self.event(1)])
+            var heard: [String] = []
+            writer.append(event: Self.event(2)) { heard.append("a \(try! $0.get())") }
+            writer.append(events: [Self.event(3), Self.event(4)]) { heard.append("b \(try! $0.get())") }
+            writer.append(event: storedKeyInBatch ? Self.event(1) : Self.event(5)) { heard.append("c \(try! $0.get())") }
+            writer.append(event: Self.event(6)) { heard.append("d \(try! $0.get())") }
+            #expect(writer.runUntilIdle())
+            let c = storedKeyInBatch ? AppendOutcome.duplicate(seq: 1) : .appended(seq: 5)
+            let d = AppendOutcome.appended(seq: storedKeyInBatch ? 5 : 6)
+            #expect(heard == ["a \(AppendOutcome.appended(seq: 2))", "b \([AppendOutcome.appended(seq: 3), .appended(seq: 4)])",
+                              "c \(c)", "d \(d)"], "stored key in the batch: \(storedKeyInBatch)")
+            let stored = try EventReader.events(PGConnection.connect(url), after: 0).map(\.seq)
+            #expect(stored == Array(1...(storedKeyInBatch ? 5 : 6)).map(Int64.init), "gap-free")
+        }
+    }
+
+    @Test func aSingleEventAppendCutOffBeforeCommitFailsAndLaterOnesAreRefusedAtOnce() throws {
+        let url = try TestPostgres.freshDatabase()
+        let blocker = try PGConnection.connect(url)
+        try blocker.execute("BEGIN")
+        try blocker.execute("SELECT seq FROM event_head FOR UPDATE")  // the writer's append waits here
+        let writerConnection = try PGConnection.connect(url)
+        let pid = writerConnection.backendPID
+        let writer = try GroupCommitWriter(connection: writerConnection)
+        var inFlight: Result<AppendOutcome, StoreError>?
+        writer.append(event: Self.event(1)) { inFlight = $0 }
+        writer.pump()
+        let killer = try PGConnection.connect(url)
+        var waited = 0
+        while waited < 500 {
+            let r = try killer.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", [String(pid)])
+            if r.string(0, 0) == "Lock" { break }
+            usleep(10_000); waited += 1
+        }
+        #expect(inFlight == nil, "nothing is acknowledged while COMMIT is pending")
+        try killer.execute("SELECT pg_terminate_backend($1)", [String(pid)])
+        writer.runUntilIdle(timeoutMilliseconds: 10_000)
+        try blocker.execute("ROLLBACK")
+        #expect(inFlight.map { if case .failure = $0 { true } else { false } } == true, "failed, never acknowledged")
+        var later: Result<AppendOutcome, StoreError>?
+        writer.append(event: Self.event(2)) { later = $0 }
+        #expect(later.map { if case .failure = $0 { true } else { false } } == true, "a broken writer refuses at once")
+        #expect(try EventReader.events(PGConnection.connect(url), after: 0).isEmpty)
+    }
+
     @Test func eventsDeliveriesAndAcksShareOneCopyTransaction() throws {
         let url = try TestPostgres.freshDatabase()
         let writer = try Self.writer(url)
