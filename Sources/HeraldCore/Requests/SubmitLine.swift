@@ -29,10 +29,14 @@ public struct SubmitLine: Sendable {
     public var app: String { notification.app }
 
     /// Reads `line` (one request, without its newline); nil when it is not a plain submit.
-    public static func read(_ line: UnsafeRawBufferPointer) -> SubmitLine? {
+    /// `knownApp`: an app id the caller holds (the connection's previous submit's); when the
+    /// line names the same bytes, the line's `app` is that string instead of a new one. An app
+    /// id is usually over 15 bytes — too long for an inline `String` — so building it was a heap
+    /// allocation, a validation and a free per submit (session 17).
+    public static func read(_ line: UnsafeRawBufferPointer, knownApp: String? = nil) -> SubmitLine? {
         guard let base = line.baseAddress, !line.isEmpty else { return nil }
         var parser = JSONParser(base: base.assumingMemoryBound(to: UInt8.self), count: line.count, maxDepth: 32)
-        return (try? parser.readSubmitLine()) ?? nil
+        return (try? parser.readSubmitLine(knownApp: knownApp)) ?? nil
     }
 }
 
@@ -81,13 +85,24 @@ extension JSONParser {
         return try parseString()
     }
 
+    /// At a value: the string it is (`known` itself when the bytes are its, escape-free), or nil
+    /// when it is another type.
+    private mutating func appValue(_ known: String?) throws(JSONParseError) -> String? {
+        guard let known, p[i] == 0x22 else { return try stringValue() }
+        guard let raw = try scanPlainString() else { return try parseString() }
+        let same = known.withUTF8Bytes { k in
+            k.count == raw.count && (k.count == 0 || memcmp(k.baseAddress!, raw.baseAddress!, k.count) == 0)
+        }
+        return same ? known : String(decoding: raw, as: UTF8.self)
+    }
+
     /// At a value: an RFC 3339 instant, or nil when the general path must decide.
     private mutating func instantValue() throws(JSONParseError) -> Instant? {
         try stringValue().flatMap(Instant.init(rfc3339:))
     }
 
     /// `SubmitLine.read`: nil (or a thrown parse error) whenever the general path must decide.
-    mutating func readSubmitLine() throws(JSONParseError) -> SubmitLine? {
+    mutating func readSubmitLine(knownApp: String? = nil) throws(JSONParseError) -> SubmitLine? {
         skipWhitespace()
         guard i < end, p[i] == 0x7B else { return nil }
         try enterContainer(at: i)
@@ -130,7 +145,7 @@ extension JSONParser {
                     f.id = s
                     hasId = true
                 case .app:
-                    guard let s = try stringValue(), Self.isIdentifier(s) else { return nil }
+                    guard let s = try appValue(knownApp), Self.isIdentifier(s) else { return nil }
                     f.app = s
                     hasApp = true
                 case .user:

@@ -47,6 +47,9 @@ public struct ClientSession: Sendable {
     /// Names of the client's verified TLS certificate (CN, SANs); empty without one.
     public private(set) var certificateNames: [String] = []
     private var nextTicket: UInt64 = 0
+    /// The app of the last plain submit read, handed to the next one's reading (`SubmitLine.read`):
+    /// a producer's submits mostly name one app, and its id is then shared, not rebuilt.
+    private var lastSubmitApp: String?
     private var nextToSend: UInt64 = 0
     private var finished: [UInt64: [UInt8]] = [:]
     /// Refusals logged on this connection; past `maxLoggedRefusals` they are answered but not logged,
@@ -82,7 +85,9 @@ public struct ClientSession: Sendable {
         nextTicket += 1
         // The common case first: a plain submit from a producer for one of its apps, read without
         // a JSON tree. Anything else — including every refusal — takes the general path below.
-        if producerGrant != nil, let submit = SubmitLine.read(line), producerGrant?.mayActFor(app: submit.app) == true {
+        if producerGrant != nil, let submit = SubmitLine.read(line, knownApp: lastSubmitApp),
+           producerGrant?.mayActFor(app: submit.app) == true {
+            lastSubmitApp = submit.app
             actions.append(.dispatch(Request(ticket: ticket, op: "submit", rid: submit.rid, body: .null, submitLine: submit)))
             return
         }

@@ -27,6 +27,24 @@ import Testing
         #expect(agrees(Self.plain))
     }
 
+    /// The connection's previous app is reused when the line names the same bytes, and only then.
+    @Test func aKnownAppIsSharedOnlyWhenTheLineNamesTheSameBytes() {
+        func read(_ line: String, knownApp: String) -> SubmitLine? {
+            var line = line
+            return line.withUTF8 { SubmitLine.read(UnsafeRawBufferPointer($0), knownApp: knownApp) }
+        }
+        let known = "com.example.mail"
+        #expect(read(Self.plain, knownApp: known)?.app == "com.example.mail")
+        #expect(read(Self.plain, knownApp: "com.example.mai")?.app == "com.example.mail")
+        #expect(read(Self.plain, knownApp: "com.example.mailbox")?.app == "com.example.mail")
+        #expect(read(Self.plain, knownApp: "")?.app == "com.example.mail")
+        // An escaped spelling of the same app is decoded, not compared as bytes.
+        let escaped = #"{"op":"submit","id":"n1","app":"com.example.m\u0061il","user":"u1","title":"T","hiddenPreviewsBodyPlaceholder":"x"}"#
+        #expect(read(escaped, knownApp: known)?.app == "com.example.mail")
+        let other = #"{"op":"submit","id":"n1","app":"org.other.app","user":"u1","title":"T","hiddenPreviewsBodyPlaceholder":"x"}"#
+        #expect(read(other, knownApp: known)?.app == "org.other.app")
+    }
+
     /// Every field the fast path reads, in many combinations, orders, spacings and spellings.
     @Test func generatedPlainSubmitsAreAdmittedAlikeOnBothPaths() {
         var rng = SplitMix(seed: 0x5EED)
