@@ -212,6 +212,15 @@ public struct ClientSession: Sendable {
     /// `replyCompleted` without an action array, for the runtime's path of every reply: the bytes
     /// to send now (this reply and the finished ones it releases, in request order), or nil
     /// while an earlier reply is still outstanding.
+    /// True, and the reply counted as sent, when `ticket`'s reply may go out now as it is: it is
+    /// the next one and no later reply is held. Otherwise false, nothing changed (the caller
+    /// then hands the bytes to `releaseReply`). For replies written in place (no array made).
+    public mutating func releaseReplyInPlace(ticket: UInt64) -> Bool {
+        guard ticket == nextToSend, finished.isEmpty else { return false }
+        nextToSend += 1
+        return true
+    }
+
     public mutating func releaseReply(ticket: UInt64, reply: [UInt8]) -> [UInt8]? {
         if ticket != nextToSend {
             finished[ticket] = reply

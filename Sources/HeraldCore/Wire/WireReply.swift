@@ -22,6 +22,13 @@ public enum WireReply {
     /// `appended(rid:seq:warnings:)` written through the caller's reusable sink (cleared first):
     /// the service answers every submit this way, with one allocation, the reply's array.
     public static func appended(rid: JSONValue?, seq: Int64, warnings: [RequestWarning], using out: inout ByteSink) -> [UInt8] {
+        writeAppended(rid: rid, seq: seq, warnings: warnings, to: &out)
+        return out.array
+    }
+
+    /// `appended(rid:seq:warnings:)`'s bytes, written into `out` (cleared first) and left there:
+    /// the runtime hands them to the connection in place when nothing is queued before them.
+    public static func writeAppended(rid: JSONValue?, seq: Int64, warnings: [RequestWarning], to out: inout ByteSink) {
         out.removeAll()
         out.append("{\"ok\":true,")
         if let rid {
@@ -34,7 +41,6 @@ public enum WireReply {
         out.append(",\"warnings\":")
         if warnings.isEmpty { out.append("[]") } else { JSONValue.array(warnings.map(\.json)).write(to: &out) }
         out.append("}\n")
-        return out.array
     }
 
     /// A failure reply written like a good alert.

@@ -160,6 +160,18 @@ public final class ClientConnection {
         resumeReadingIfCaughtUp()
     }
 
+    /// `complete(ticket:reply:)` for bytes the caller keeps (libevent copies them): sent at once
+    /// when no earlier reply is outstanding, else copied into an array and held in order.
+    public func complete(ticket: UInt64, replyIn bytes: UnsafeRawBufferPointer) {
+        guard !isClosing || bev != nil else { return }
+        if session.releaseReplyInPlace(ticket: ticket) {
+            send(bytes)
+            resumeReadingIfCaughtUp()
+        } else {
+            complete(ticket: ticket, reply: Array(bytes))
+        }
+    }
+
     /// Backpressure: stop reading while too many requests are unanswered, or while too many
     /// reply bytes wait for a client that does not read them (TCP then slows the client).
     private var mustPauseReading: Bool {

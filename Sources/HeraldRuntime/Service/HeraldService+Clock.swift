@@ -3,7 +3,7 @@ import HeraldCore
 import HeraldStore
 
 extension HeraldService {
-    func clock(_ request: ClientSession.Request, reply: @escaping ([UInt8]) -> Void) {
+    func clock(_ request: ClientSession.Request, reply: Reply) {
         guard let current = manualNow else {
             reply(WireReply.error(rid: request.rid, RequestError(code: "clock_not_manual", title: "The clock can only be moved in manual-clock mode",
                 detail: "This server runs on the system clock. Start it with --clock manual to drive time from tests or demos.")))

@@ -21,7 +21,7 @@ final class ConsumerStream {
 }
 
 extension HeraldService {
-    func subscribe(_ request: ClientSession.Request, connection: ClientConnection, reply: @escaping ([UInt8]) -> Void) {
+    func subscribe(_ request: ClientSession.Request, connection: ClientConnection, reply: Reply) {
         guard let name = request.body["consumer"]?.stringValue, !name.isEmpty, name.utf8.count <= 200 else {
             reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "subscribe needs a consumer name",
                 detail: "Send {\"op\":\"subscribe\",\"consumer\":\"<durable name>\"}; the name (1–200 bytes) keys the acknowledged cursor.")))
@@ -60,7 +60,7 @@ extension HeraldService {
         }
     }
 
-    func ack(_ request: ClientSession.Request, reply: @escaping ([UInt8]) -> Void) {
+    func ack(_ request: ClientSession.Request, reply: Reply) {
         guard let name = request.body["consumer"]?.stringValue, let cursor = request.body["cursor"]?.intValue, cursor >= 0 else {
             reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "ack needs consumer and cursor",
                 detail: "Send {\"op\":\"ack\",\"consumer\":\"<name>\",\"cursor\":<last cursor processed>}.")))

@@ -3,7 +3,7 @@ import HeraldCore
 import HeraldStore
 
 extension HeraldService {
-    func submitEvent(_ request: ClientSession.Request, reply: @escaping ([UInt8]) -> Void) {
+    func submitEvent(_ request: ClientSession.Request, reply: Reply) {
         let at = now()
         let admission = engine.admit(request, apps: apps, now: at)
         guard case .accepted(let accepted) = admission else {
@@ -22,7 +22,7 @@ extension HeraldService {
     }
 
     /// Finds the recipients of (app, id) — committed, or in flight — and withdraws it for each.
-    func resolveWithdraw(_ request: ClientSession.Request, accepted: AcceptedRequest, reply: @escaping ([UInt8]) -> Void) {
+    func resolveWithdraw(_ request: ClientSession.Request, accepted: AcceptedRequest, reply: Reply) {
         guard let draft = accepted.events.first, let app = draft.app, let id = draft.notificationId else { return }
         let inFlight = inFlightKeys.keys.filter { $0.app == app && $0.id == id }.map(\.user)
         reader.query("SELECT DISTINCT user_id FROM events WHERE app = $1 AND notification_id = $2 AND type = 'submit' ORDER BY 1",
@@ -49,7 +49,7 @@ extension HeraldService {
     }
 
     /// Appends admitted events; on COMMIT folds them, answers, and commits their deliveries.
-    func append(_ accepted: AcceptedRequest, request: ClientSession.Request, at: Instant, reply: @escaping ([UInt8]) -> Void) {
+    func append(_ accepted: AcceptedRequest, request: ClientSession.Request, at: Instant, reply: Reply) {
         let reply = configuration.acknowledgeBeforeCommitForTesting ? acknowledgeNowForTesting(request, reply) : reply
         if accepted.events.count == 1 {
             appendOne(accepted, request: request, at: at, reply: reply)
@@ -101,7 +101,7 @@ extension HeraldService {
 
     /// `append` of a request with one event (a submit to one user, and most other ops): the
     /// same steps without the arrays of rows, keys and outcomes around the one event.
-    private func appendOne(_ accepted: AcceptedRequest, request: ClientSession.Request, at: Instant, reply: @escaping ([UInt8]) -> Void) {
+    private func appendOne(_ accepted: AcceptedRequest, request: ClientSession.Request, at: Instant, reply: Reply) {
         // The draft is read from `accepted` where it lies: a copy of it, captured by the
         // completion, retained and released each of its strings once more.
         let key = InFlightKey(accepted.events[0])
@@ -132,7 +132,11 @@ extension HeraldService {
                     self.eventsCommitted += 1
                     self.applyCommitted(StoredEvent(accepted.events[0], seq: seq, at: at))
                 }
-                reply(self.replyFor(outcome: outcome, rid: rid, warnings: accepted.warnings))
+                if case .appended(let seq) = outcome {
+                    reply.appended(rid: rid, seq: seq, warnings: accepted.warnings, in: self.replyScratch)
+                } else {
+                    reply(self.replyFor(outcome: outcome, rid: rid, warnings: accepted.warnings))
+                }
                 self.fireTimersSoon()  // see `append`
             }
         }
@@ -150,20 +154,22 @@ extension HeraldService {
 
     /// An append failed: the connection broke with it in flight, so it may have committed
     /// (reconciled after the reconnect); the client is told it was not stored for sure.
-    private func appendFailed(_ error: StoreError, at: Instant, rid: JSONValue?, reply: ([UInt8]) -> Void) {
+    private func appendFailed(_ error: StoreError, at: Instant, rid: JSONValue?, reply: Reply) {
         if !store.isReady { unknownCommitSince = min(unknownCommitSince ?? at, at) }
         reply(WireReply.error(rid: rid, requestError(error)))
     }
 
     /// The negative control (tests only, `acknowledgeBeforeCommitForTesting`): answers success now,
     /// before anything is stored, and returns a reply that drops the real outcome.
-    func acknowledgeNowForTesting(_ request: ClientSession.Request, _ reply: ([UInt8]) -> Void) -> ([UInt8]) -> Void {
+    func acknowledgeNowForTesting(_ request: ClientSession.Request, _ reply: Reply) -> Reply {
         reply(WireReply.ok(rid: request.rid, ["seq": .int(0), "warnings": .array([])]))
-        return { _ in }
+        var dropped = reply
+        dropped.dropped = true
+        return dropped
     }
 
     /// The store's writer, or nil after answering `store_unavailable` (PostgreSQL is being reconnected).
-    func writerOrRefuse(rid: JSONValue?, reply: ([UInt8]) -> Void) -> GroupCommitWriter? {
+    func writerOrRefuse(rid: JSONValue?, reply: Reply) -> GroupCommitWriter? {
         if unknownCommitSince != nil {
             reply(WireReply.error(rid: rid, .storeUnavailable("Herald is reading back appends whose commit it could not confirm")))
             return nil

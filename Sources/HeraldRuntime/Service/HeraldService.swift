@@ -340,7 +340,7 @@ public final class HeraldService: ConnectionDelegate {
         // The connection is held strongly until the reply: a weak reference cost a side-table
         // load per reply (`perf`, session 13); a connection closed meanwhile ignores it (`complete`).
         let ticket = request.ticket
-        let reply: ([UInt8]) -> Void = { bytes in connection.complete(ticket: ticket, reply: bytes) }
+        let reply = Reply(connection: connection, ticket: ticket)
         switch request.op {
         case "stats": reply(WireReply.ok(rid: request.rid, stats()))
         case "subscribe": subscribe(request, connection: connection, reply: reply)

@@ -55,6 +55,25 @@ import Testing
         #expect(s.outstanding == 0)
     }
 
+    @Test func aReplyGoesOutInPlaceOnlyWhenItIsNextAndNothingIsHeld() {
+        var s = ClientSession(tokens: TokenTable(), serverName: "h")
+        _ = s.lineReceived(Array(#"{"op":"hello"}"#.utf8))
+        let a = dispatched(s.lineReceived(Array(#"{"op":"submit","rid":"a"}"#.utf8)))[0]
+        let b = dispatched(s.lineReceived(Array(#"{"op":"submit","rid":"b"}"#.utf8)))[0]
+        let c = dispatched(s.lineReceived(Array(#"{"op":"submit","rid":"c"}"#.utf8)))[0]
+        let bInPlace = s.releaseReplyInPlace(ticket: b.ticket)
+        #expect(!bInPlace, "b is not next: it must be held, not sent")
+        let bHeld = s.releaseReply(ticket: b.ticket, reply: WireReply.ok(rid: "b"))
+        #expect(bHeld == nil)
+        let aInPlace = s.releaseReplyInPlace(ticket: a.ticket)
+        #expect(!aInPlace, "a is next, but b waits behind it: a goes through releaseReply")
+        let out = s.releaseReply(ticket: a.ticket, reply: WireReply.ok(rid: "a")).map { sent([.send($0)]) }
+        #expect(out?.map { $0["rid"] } == ["a", "b"])
+        let cInPlace = s.releaseReplyInPlace(ticket: c.ticket)
+        #expect(cInPlace, "c is next and nothing is held")
+        #expect(s.outstanding == 0)
+    }
+
     @Test func malformedLinesAndMissingOpGetErrorsWithRid() {
         var s = ClientSession(tokens: TokenTable(), serverName: "h")
         #expect(sent(s.lineReceived(Array("{oops".utf8)))[0]["error"]?["code"] == "malformed_json")

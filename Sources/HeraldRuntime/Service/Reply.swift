@@ -1,0 +1,29 @@
+// Where a request's answer goes: a value, not a closure.
+import HeraldCore
+
+/// A dispatched request's way back: its connection and its place in the connection's reply
+/// order (`ticket`). Called like the closure it replaced (`reply(bytes)`); a closure context was
+/// an allocation per request, and a success reply to a submit is now written from the service's
+/// reusable sink straight to the connection (`appended`), without an array of its own, whenever
+/// no earlier reply of the connection is outstanding (session 17).
+struct Reply {
+    let connection: ClientConnection
+    let ticket: UInt64
+    /// The negative control's replies go nowhere (`acknowledgeBeforeCommitForTesting`).
+    var dropped = false
+
+    func callAsFunction(_ bytes: [UInt8]) {
+        guard !dropped else { return }
+        connection.complete(ticket: ticket, reply: bytes)
+    }
+
+    /// The success reply of an appended event (`WireReply.appended`), written into `scratch`
+    /// and handed over in place. The write's access to the sink ends before the connection is
+    /// called: sending may resume reading, and so reach code that writes the sink again (after
+    /// libevent has copied these bytes).
+    func appended(rid: JSONValue?, seq: Int64, warnings: [RequestWarning], in scratch: ScratchSink) {
+        guard !dropped else { return }
+        WireReply.writeAppended(rid: rid, seq: seq, warnings: warnings, to: &scratch.sink)
+        connection.complete(ticket: ticket, replyIn: scratch.sink.bytes)
+    }
+}
