@@ -118,26 +118,9 @@ import Testing
 
     @Test func aSingleEventAppendCutOffBeforeCommitFailsAndLaterOnesAreRefusedAtOnce() throws {
         let url = try TestPostgres.freshDatabase()
-        let blocker = try PGConnection.connect(url)
-        try blocker.execute("BEGIN")
-        try blocker.execute("SELECT seq FROM event_head FOR UPDATE")  // the writer's append waits here
-        let writerConnection = try PGConnection.connect(url)
-        let pid = writerConnection.backendPID
-        let writer = try GroupCommitWriter(connection: writerConnection)
         var inFlight: Result<AppendOutcome, StoreError>?
-        writer.append(event: Self.event(1)) { inFlight = $0 }
-        writer.pump()
-        let killer = try PGConnection.connect(url)
-        var waited = 0
-        while waited < 500 {
-            let r = try killer.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", [String(pid)])
-            if r.string(0, 0) == "Lock" { break }
-            usleep(10_000); waited += 1
-        }
-        #expect(inFlight == nil, "nothing is acknowledged while COMMIT is pending")
-        try killer.execute("SELECT pg_terminate_backend($1)", [String(pid)])
-        writer.runUntilIdle(timeoutMilliseconds: 10_000)
-        try blocker.execute("ROLLBACK")
+        let writer = try EventStoreTests.killedBeforeCommit(url, append: { $0.append(event: Self.event(1)) { inFlight = $0 } },
+                                                            whileWaiting: { #expect(inFlight == nil, "nothing is acknowledged while COMMIT is pending") })
         #expect(inFlight.map { if case .failure = $0 { true } else { false } } == true, "failed, never acknowledged")
         var later: Result<AppendOutcome, StoreError>?
         writer.append(event: Self.event(2)) { later = $0 }

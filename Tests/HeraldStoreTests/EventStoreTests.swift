@@ -177,19 +177,19 @@ import Testing
         #expect(skipped.withLock { $0 }.isEmpty, "a reader polling seq > cursor skipped committed events")
     }
 
-    @Test func noAckWhenTheConnectionDiesBeforeCommit() throws {
-        let url = try TestPostgres.freshDatabase()
+    /// A writer whose first transaction waits on the event head's row lock (another session
+    /// holds it) and whose backend is killed there, before COMMIT. `append` queues the work under
+    /// test; `whileWaiting` runs once PostgreSQL shows the writer waiting on the lock.
+    static func killedBeforeCommit(_ url: String, append: (GroupCommitWriter) -> Void,
+                                   whileWaiting: () -> Void) throws -> GroupCommitWriter {
         let blocker = try PGConnection.connect(url)
         try blocker.execute("BEGIN")
         try blocker.execute("SELECT seq FROM event_head FOR UPDATE")  // the writer's append will wait here
-
         let writerConnection = try PGConnection.connect(url)
         let pid = writerConnection.backendPID
         let writer = try GroupCommitWriter(connection: writerConnection)
-        var outcome: Result<[AppendOutcome], StoreError>?
-        writer.append(events: [Self.event(1)]) { outcome = $0 }
+        append(writer)
         writer.pump()
-
         let killer = try PGConnection.connect(url)
         var waited = 0
         while waited < 500 {
@@ -197,15 +197,22 @@ import Testing
             if r.string(0, 0) == "Lock" { break }
             usleep(10_000); waited += 1
         }
-        #expect(outcome == nil, "nothing is acknowledged while COMMIT is pending")
+        whileWaiting()
         try killer.execute("SELECT pg_terminate_backend($1)", [String(pid)])
         writer.runUntilIdle(timeoutMilliseconds: 10_000)
         try blocker.execute("ROLLBACK")
+        return writer
+    }
 
+    @Test func noAckWhenTheConnectionDiesBeforeCommit() throws {
+        let url = try TestPostgres.freshDatabase()
+        var outcome: Result<[AppendOutcome], StoreError>?
+        let writer = try Self.killedBeforeCommit(url, append: { $0.append(events: [Self.event(1)]) { outcome = $0 } },
+                                                 whileWaiting: { #expect(outcome == nil, "nothing is acknowledged while COMMIT is pending") })
         let result = try #require(outcome, "the waiter must hear about the failure")
         #expect(throws: StoreError.self) { try result.get() }
         #expect(writer.failure?.isRetryable == true)
-        #expect(try EventReader.events(killer, after: 0).isEmpty, "the killed transaction stored nothing")
+        #expect(try EventReader.events(PGConnection.connect(url), after: 0).isEmpty, "the killed transaction stored nothing")
     }
 
     @Test func deliveriesTakeGapFreeCursorsAndSkipReDerivedOnes() throws {
