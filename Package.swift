@@ -22,7 +22,6 @@ let releaseWithoutExclusivityChecks: [SwiftSetting] = [
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ] + releaseWithDirectCopies
 
-
 let package = Package(
     name: "Herald",
     platforms: [.macOS(.v15)],

@@ -209,9 +209,6 @@ public struct ClientSession: Sendable {
         releaseReply(ticket: ticket, reply: reply).map { [.send($0)] } ?? []
     }
 
-    /// `replyCompleted` without an action array, for the runtime's path of every reply: the bytes
-    /// to send now (this reply and the finished ones it releases, in request order), or nil
-    /// while an earlier reply is still outstanding.
     /// True, and the reply counted as sent, when `ticket`'s reply may go out now as it is: it is
     /// the next one and no later reply is held. Otherwise false, nothing changed (the caller
     /// then hands the bytes to `releaseReply`). For replies written in place (no array made).
@@ -221,6 +218,9 @@ public struct ClientSession: Sendable {
         return true
     }
 
+    /// `replyCompleted` without an action array, for the runtime's path of every reply: the bytes
+    /// to send now (this reply and the finished ones it releases, in request order), or nil
+    /// while an earlier reply is still outstanding.
     public mutating func releaseReply(ticket: UInt64, reply: [UInt8]) -> [UInt8]? {
         if ticket != nextToSend {
             finished[ticket] = reply

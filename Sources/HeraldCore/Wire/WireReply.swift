@@ -19,8 +19,9 @@ public enum WireReply {
         return appended(rid: rid, seq: seq, warnings: warnings, using: &out)
     }
 
-    /// `appended(rid:seq:warnings:)` written through the caller's reusable sink (cleared first):
-    /// the service answers every submit this way, with one allocation, the reply's array.
+    /// `appended(rid:seq:warnings:)` written through the caller's reusable sink (cleared first),
+    /// then copied into the reply's array (the service's path when the reply must wait its turn;
+    /// otherwise it hands `writeAppended`'s bytes over in place).
     public static func appended(rid: JSONValue?, seq: Int64, warnings: [RequestWarning], using out: inout ByteSink) -> [UInt8] {
         writeAppended(rid: rid, seq: seq, warnings: warnings, to: &out)
         return out.array

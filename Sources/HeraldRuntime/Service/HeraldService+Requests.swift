@@ -131,8 +131,6 @@ extension HeraldService {
                 if case .appended(let seq) = outcome {
                     self.eventsCommitted += 1
                     self.applyCommitted(StoredEvent(accepted.events[0], seq: seq, at: at))
-                }
-                if case .appended(let seq) = outcome {
                     reply.appended(rid: rid, seq: seq, warnings: accepted.warnings, in: self.replyScratch)
                 } else {
                     reply(self.replyFor(outcome: outcome, rid: rid, warnings: accepted.warnings))

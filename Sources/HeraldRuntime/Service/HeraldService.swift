@@ -336,7 +336,7 @@ public final class HeraldService: ConnectionDelegate {
     }
 
     func handle(_ request: ClientSession.Request, from connection: ClientConnection) {
-        // The ticket alone: capturing `request` kept a copy of it (strings, grant, body) per reply closure.
+        // The ticket alone, not the request (a copy of its strings, grant and body per reply).
         // The connection is held strongly until the reply: a weak reference cost a side-table
         // load per reply (`perf`, session 13); a connection closed meanwhile ignores it (`complete`).
         let ticket = request.ticket
