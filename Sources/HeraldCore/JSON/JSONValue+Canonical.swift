@@ -125,7 +125,7 @@ func writeString(_ s: String, to out: inout ByteSink) {
         if !needsEscape(bytes) {
             out.appendInPlace(maximum: bytes.count + 2) { p in
                 p[0] = 0x22
-                if let source = bytes.baseAddress { (p + 1).update(from: source, count: bytes.count) }
+                if let source = bytes.baseAddress { copyBytes(to: p + 1, from: source, count: bytes.count) }
                 p[bytes.count + 1] = 0x22
                 return bytes.count + 2
             }

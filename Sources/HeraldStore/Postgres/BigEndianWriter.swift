@@ -26,7 +26,7 @@ struct BigEndianWriter {
 
     mutating func copy(_ bytes: UnsafeRawBufferPointer) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
-        (base + at).copyMemory(from: source, byteCount: bytes.count)
+        copyBytes(to: base + at, from: source, count: bytes.count)
         at += bytes.count
     }
 }
