@@ -28,6 +28,20 @@ import HeraldCore
         #expect(composed != decomposed)
     }
 
+    @Test func manyKeysSpreadOverTheHashes() {
+        // 100,000 keys as a busy service holds them (ids, users and apps that differ in a few
+        // bytes, at every length up to 24): the mixing keeps their hashes apart, also in the low
+        // bits a dictionary's buckets use.
+        var hashes = Set<Int>(), buckets = Set<Int>()
+        for i in 0..<100_000 {
+            let k = key("com.example.app\(i % 7)", "n-\(i)" + String(repeating: "x", count: i % 13), "user-\(i % 977)")!
+            hashes.insert(k.hashValue)
+            buckets.insert(k.hashValue & 0x1_FFFF)
+        }
+        #expect(hashes.count >= 99_990)
+        #expect(buckets.count >= 55_000)  // 100,000 into 131,072 buckets at random: ~70,000 distinct
+    }
+
     @Test func onlySubmitsWithAllThreeFieldsHaveOne() {
         #expect(key("app", "n", "u", type: "withdraw") == nil)
         #expect(HeraldService.InFlightKey(EventDraft(user: nil, type: "submit", app: "app", notificationId: "n", body: .null)) == nil)

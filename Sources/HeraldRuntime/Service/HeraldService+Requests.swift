@@ -220,9 +220,14 @@ extension HeraldService {
     /// one joined `String`: joining them allocated twice per submit (docs/service-profile.md, session 6).
     /// The three strings are hashed once, when the key is made: the key is looked up, inserted
     /// and removed again, and each hashed all three strings (~2,600 instructions a submit).
-    /// The hash is the seeded `Hasher` over the strings' UTF-8 bytes, as the store's unique index
-    /// tells keys apart (PostgreSQL compares bytes): `String.hash(into:)` checked each string's
-    /// normalization first (~730 instructions for the three, session 17).
+    /// The hash is over the strings' UTF-8 bytes, as the store's unique index tells keys apart
+    /// (PostgreSQL compares bytes): `String.hash(into:)` checked each string's normalization first
+    /// (~730 instructions for the three, session 17). It is a multiply-fold hash (wyhash's mixing)
+    /// seeded at random per process, and the dictionary mixes it with its seed by one multiply
+    /// (`_rawHashValue`): the
+    /// seeded `Hasher` (SipHash) over the bytes and once more over the result cost ~700
+    /// instructions a submit (session 18). The keys are those in flight only, and the seed is
+    /// unknown to clients, so colliding keys cannot be chosen; equality still compares the strings.
     struct InFlightKey: Hashable {
         let app: String
         let id: String
@@ -232,15 +237,42 @@ extension HeraldService {
         init?(_ draft: borrowing EventDraft) {
             guard draft.type == "submit", let id = draft.notificationId, let app = draft.app, let user = draft.user else { return nil }
             self.app = app; self.id = id; self.user = user
-            var h = Hasher()
-            Self.combine(app, into: &h); Self.combine(id, into: &h); Self.combine(user, into: &h)
-            hash = h.finalize()
+            var h = Self.seed
+            Self.mix(app, into: &h); Self.mix(id, into: &h); Self.mix(user, into: &h)
+            hash = Int(truncatingIfNeeded: Self.fold(h, 0x2D35_8DCC_AA6C_78A5))
         }
 
-        /// A string's bytes, then 0xFF (no UTF-8 byte): ("ab", "c") and ("a", "bc") differ.
-        private static func combine(_ s: String, into h: inout Hasher) {
-            s.withUTF8Bytes { h.combine(bytes: UnsafeRawBufferPointer($0)) }
-            h.combine(0xFF as UInt8)
+        private static let seed = UInt64.random(in: .min ... .max)
+
+        /// The 128-bit product's halves folded together: every input bit reaches every output bit.
+        @inline(__always)
+        private static func fold(_ a: UInt64, _ b: UInt64) -> UInt64 {
+            let p = a.multipliedFullWidth(by: b)
+            return p.high ^ p.low
+        }
+
+        /// Mixes a string's bytes, eight at a time, then its last bytes with its length: the
+        /// length keeps the fields apart (("ab", "c") and ("a", "bc") differ).
+        @inline(__always)
+        private static func mix(_ s: String, into h: inout UInt64) {
+            s.withUTF8Bytes { b in
+                let n = b.count
+                var k = 0
+                if let raw = UnsafeRawPointer(b.baseAddress) {
+                    while k + 8 <= n {
+                        h = fold(h ^ raw.loadUnaligned(fromByteOffset: k, as: UInt64.self), 0x9E37_79B9_7F4A_7C15)
+                        k += 8
+                    }
+                }
+                var tail = UInt64(truncatingIfNeeded: n) << 56
+                var shift: UInt64 = 0
+                while k < n {
+                    tail |= UInt64(b[k]) << shift
+                    shift += 8
+                    k += 1
+                }
+                h = fold(h ^ tail, 0xBF58_476D_1CE4_E5B9)
+            }
         }
 
         /// Equal hashes (of the bytes) first, so equal keys always hash alike; then `String ==`,
@@ -250,6 +282,12 @@ extension HeraldService {
         }
 
         func hash(into h: inout Hasher) { h.combine(hash) }
+
+        /// What `Dictionary` and `Set` use: the key's own hash, mixed with the table's seed once
+        /// (one multiply, not a SipHash over it).
+        func _rawHashValue(seed: Int) -> Int {
+            Int(truncatingIfNeeded: Self.fold(UInt64(truncatingIfNeeded: hash) ^ UInt64(truncatingIfNeeded: seed), 0x94D0_49BB_1331_11EB))
+        }
     }
 
     func replyFor(outcomes: [AppendOutcome], rid: JSONValue?, warnings: [RequestWarning]) -> [UInt8] {
