@@ -61,6 +61,18 @@ public struct StoredEvent: Hashable, Sendable {
         }
     }
 
+    /// `init(_:seq:at:)` of the draft at `d` (an element of an array, read through its buffer):
+    /// its fields are read one by one where they lie. A `borrowing` draft passed from an array
+    /// was copied whole first — its seven strings and arrays retained and released (session 18).
+    public init(draftAt d: UnsafePointer<EventDraft>, seq: Int64, at: Instant) {
+        if !d.pointee.holdsBodyValue, d.pointee.decoded != nil, let bytes = d.pointee.canonicalBody {
+            self.init(seq: seq, user: d.pointee.user, kind: EventKind(d.pointee.type), type: d.pointee.type, body: .null,
+                      bodyBytes: bytes, at: at, decoded: d.pointee.decoded, target: nil)
+        } else {
+            self.init(d.pointee, seq: seq, at: at)
+        }
+    }
+
     /// Equal when the fields are (caches excluded).
     public static func == (a: StoredEvent, b: StoredEvent) -> Bool {
         a.seq == b.seq && a.user == b.user && a.type == b.type && a.body == b.body && a.at == b.at
