@@ -68,9 +68,9 @@ public struct SubmittedNotification: Hashable, Sendable {
         storage = Storage(Fields(id: id, app: app, level: level))
     }
 
-    /// From fields read elsewhere in the module (`SubmitLine`).
-    init(fields: consuming Fields) {
-        storage = Storage(fields)
+    /// Around a box whose fields were written in place (`SubmitLine`: not shared yet).
+    init(storage: Storage) {
+        self.storage = storage
     }
 
     private mutating func unique() -> Storage {

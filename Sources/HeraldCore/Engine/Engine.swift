@@ -64,12 +64,15 @@ public struct StoredEvent: Hashable, Sendable {
     /// `init(_:seq:at:)` of the draft at `d` (an element of an array, read through its buffer):
     /// its fields are read one by one where they lie. A `borrowing` draft passed from an array
     /// was copied whole first — its seven strings and arrays retained and released (session 18).
+    /// The submit's fields are set here one by one: delegating to another init built the event
+    /// and then copied it into `self`.
     public init(draftAt d: UnsafePointer<EventDraft>, seq: Int64, at: Instant) {
         if !d.pointee.holdsBodyValue, d.pointee.decoded != nil, let bytes = d.pointee.canonicalBody {
-            self.init(seq: seq, user: d.pointee.user, kind: EventKind(d.pointee.type), type: d.pointee.type, body: .null,
-                      bodyBytes: bytes, at: at, decoded: d.pointee.decoded, target: nil)
+            self.seq = seq; self.user = d.pointee.user; self.type = d.pointee.type; self.kind = EventKind(d.pointee.type)
+            self.bodyValue = .null; self.bodyBytes = bytes; self.at = at; self.decoded = d.pointee.decoded; self.target = nil
         } else {
-            self.init(d.pointee, seq: seq, at: at)
+            self.seq = seq; self.user = d.pointee.user; self.type = d.pointee.type; self.kind = EventKind(d.pointee.type)
+            self.bodyValue = d.pointee.body; self.bodyBytes = nil; self.at = at; self.decoded = d.pointee.decoded; self.target = nil
         }
     }
 

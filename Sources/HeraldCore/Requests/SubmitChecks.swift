@@ -204,6 +204,18 @@ extension Engine {
                                detail: "The notification (content, actions and data, as canonical JSON) may be at most \(Engine.maxPayloadBytes) bytes. Shorten the texts or move data behind an id the app fetches.")
         }
         let shared = size - 1  // without the closing brace
+        if users.count == 1 {
+            // One recipient (most submits): the draft made inside an array literal. Appended to
+            // an array it was built, copied in and destroyed (seven strings and arrays retained
+            // and released once more, session 18).
+            sink.truncate(to: shared)
+            sink.append(",\"user\":")
+            writeString(users[0], to: &sink)
+            sink.append(UInt8(ascii: "}"))
+            return AcceptedRequest(events: [EventDraft(submitFor: users[0], app: app, notificationId: id, decoded: n,
+                                                       canonicalBody: sink.array)],
+                                   warnings: warnings)
+        }
         var events: [EventDraft] = []
         events.reserveCapacity(users.count)
         for u in users {

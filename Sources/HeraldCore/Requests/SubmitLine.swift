@@ -110,7 +110,9 @@ extension JSONParser {
         var seen: UInt32 = 0
         var isSubmit = false
         var rid: JSONValue?
-        var f = SubmittedNotification.Fields()
+        // The fields are written into the notification's box as they are read: a local `Fields`
+        // (~290 bytes, a dozen strings) was copied into the box at the end and destroyed (session 18).
+        let box = SubmittedNotification.Storage(SubmittedNotification.Fields())
         var hasId = false, hasApp = false
         var user: String?
         var users: [String]?
@@ -142,11 +144,11 @@ extension JSONParser {
                     _ = try parseValue()
                 case .id:
                     guard let s = try stringValue(), Self.isIdentifier(s) else { return nil }
-                    f.id = s
+                    box.fields.id = s
                     hasId = true
                 case .app:
                     guard let s = try appValue(knownApp), Self.isIdentifier(s) else { return nil }
-                    f.app = s
+                    box.fields.app = s
                     hasApp = true
                 case .user:
                     guard let s = try stringValue() else { return nil }
@@ -165,35 +167,35 @@ extension JSONParser {
                     if member == .title { title = text } else if member == .subtitle { subtitle = text } else { body = text }
                 case .hiddenPreviewsBodyPlaceholder:
                     guard let s = try stringValue() else { return nil }
-                    f.hiddenPreviewsBodyPlaceholder = s
+                    box.fields.hiddenPreviewsBodyPlaceholder = s
                 case .threadId:
                     guard let s = try stringValue() else { return nil }
-                    f.threadId = s
+                    box.fields.threadId = s
                 case .collapseId:
                     guard let s = try stringValue() else { return nil }
-                    f.collapseId = s
+                    box.fields.collapseId = s
                 case .sound:
                     guard let s = try stringValue() else { return nil }
-                    f.sound = s
+                    box.fields.sound = s
                 case .interruptionLevel:
                     guard p[i] == 0x22, let raw = try scanPlainString(), let level = InterruptionLevel(utf8: raw) else { return nil }
-                    f.level = level
+                    box.fields.level = level
                 case .relevanceScore:
                     guard p[i] == 0x2D || p[i] &- 0x30 < 10, let r = try parseNumber().doubleValue, r >= 0, r <= 1 else { return nil }
-                    f.relevanceScore = r
+                    box.fields.relevanceScore = r
                 case .marketing:
-                    if p[i] == 0x74 { try expectLiteral("true"); f.marketing = true }
+                    if p[i] == 0x74 { try expectLiteral("true"); box.fields.marketing = true }
                     else if p[i] == 0x66 { try expectLiteral("false") }
                     else { return nil }
                 case .deliverAt:
                     guard let t = try instantValue() else { return nil }
-                    f.deliverAt = t
+                    box.fields.deliverAt = t
                 case .expiresAt:
                     guard let t = try instantValue() else { return nil }
-                    f.expiresAt = t
+                    box.fields.expiresAt = t
                 case .relevantAt:
                     guard let t = try instantValue() else { return nil }
-                    f.relevantAt = t
+                    box.fields.relevantAt = t
                 case .actions, .communication, .data:
                     return nil
                 }
@@ -226,10 +228,10 @@ extension JSONParser {
             return nil
         }
         // In the texts' key order (body, subtitle, title): each is then a plain append.
-        setText(.body, body, in: &f.texts)
-        setText(.subtitle, subtitle, in: &f.texts)
-        setText(.title, title, in: &f.texts)
-        return SubmitLine(rid: rid, users: recipients, notification: SubmittedNotification(fields: f))
+        setText(.body, body, in: &box.fields.texts)
+        setText(.subtitle, subtitle, in: &box.fields.texts)
+        setText(.title, title, in: &box.fields.texts)
+        return SubmitLine(rid: rid, users: recipients, notification: SubmittedNotification(storage: box))
     }
 
     private func setText(_ slot: NotificationTexts.Slot, _ text: LineText?, in texts: inout NotificationTexts) {

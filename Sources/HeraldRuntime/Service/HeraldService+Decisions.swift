@@ -55,7 +55,7 @@ extension HeraldService {
         decided.withUnsafeBufferPointer { deliveries in
             for i in deliveries.indices {
                 count += 1
-                if let collect { collect(deliveries[i], count) } else { queueUnsent(row(deliveries[i], index: count)) }
+                if let collect { collect(deliveries[i], count) } else { queueUnsent(row(deliveryAt: deliveries.baseAddress! + i, index: count)) }
             }
         }
         decided.removeAll(keepingCapacity: true)
@@ -69,9 +69,15 @@ extension HeraldService {
 
     /// The stored row of a delivery: the body encoded once, into bytes, through the service's
     /// reusable sink; the trace's bytes shared with every earlier row that had the same trace.
-    func row(_ d: borrowing Delivery, index: Int64) -> DeliveryRow {
-        let body = d.storedBody(using: &rowScratch.sink)
-        return Self.row(d, index: index, body: body, trace: traceBytes.bytes(for: d.ruleTrace))
+    /// The delivery is read where it lies (`d`, in the decided buffer), its fields one by one:
+    /// passed as a `borrowing` value from the buffer it was copied whole for the row as well as
+    /// for the body (only the body's call still copies it, session 18).
+    func row(deliveryAt d: UnsafePointer<Delivery>, index: Int64) -> DeliveryRow {
+        let body = d.pointee.storedBody(using: &rowScratch.sink)
+        return DeliveryRow(user: d.pointee.user, userIndex: index, causeSeq: d.pointee.causeSeq, kind: d.pointee.kind.rawValue,
+                           app: d.pointee.app, notificationId: d.pointee.notificationId, reason: d.pointee.reason,
+                           at: d.pointee.at, rulesVersion: d.pointee.rulesVersion,
+                           traceBytes: traceBytes.bytes(for: d.pointee.ruleTrace), bodyBytes: body)
     }
 
     /// The stored row of a delivery (start-up and tools: a sink of its own).
