@@ -453,7 +453,7 @@ public final class GroupCommitWriter {
               rows == 0 || rows + queue[head].rowCount <= limits.maxRowsPerTransaction {
             let work = queue.removeFirst()
             rows += work.rowCount
-            switch work {
+            switch consume work {
             case .events(let r, let c):
                 tx.events.append(EventsWaiter(rows: events.count..<(events.count + r.count), many: c))
                 if events.isEmpty { events = r } else { events += r }  // the first part shared, not copied row by row
