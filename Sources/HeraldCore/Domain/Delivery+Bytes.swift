@@ -16,28 +16,39 @@ extension Delivery {
     /// with its comma as one literal (this runs for every delivery the service stores and
     /// every one replay compares).
     public func writeBody(to out: inout ByteSink) {
-        if let app {
+        withUnsafePointer(to: self) { Self.writeBody(at: $0, to: &out) }
+    }
+
+    /// `writeBody(to:)` of the delivery at `d`, its fields read one by one where they lie: the
+    /// service writes each delivery's row from the buffer the engine decided it into, and a
+    /// method called on it there copied the whole delivery first (~18 strings, arrays and boxes
+    /// retained and released; session 18).
+    public static func writeBody(at d: UnsafePointer<Delivery>, to out: inout ByteSink) {
+        if let app = d.pointee.app {
             out.append("{\"app\":")
             writeString(app, to: &out)
             out.append(",\"at\":")
         } else {
             out.append("{\"at\":")
         }
-        at.writeRFC3339String(to: &out)
-        out.append(",\"causeSeq\":"); writeInt(causeSeq, to: &out)
-        if let notification { out.append(",\"content\":"); notification.writeContent(previews: previews, to: &out) }
-        if let focus { out.append(",\"focus\":"); writeString(focus, to: &out) }
+        d.pointee.at.writeRFC3339String(to: &out)
+        out.append(",\"causeSeq\":"); writeInt(d.pointee.causeSeq, to: &out)
+        if let notification = d.pointee.notification {
+            out.append(",\"content\":"); notification.writeContent(previews: d.pointee.previews, to: &out)
+        }
+        if let focus = d.pointee.focus { out.append(",\"focus\":"); writeString(focus, to: &out) }
+        let kind = d.pointee.kind
         if kind == .summary || kind == .focusDigest {
             out.append(",\"items\":[")
-            for (i, item) in items.enumerated() {
+            for (i, item) in d.pointee.items.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
                 item.write(to: &out)
             }
             out.append(UInt8(ascii: "]"))
         }
         out.append(",\"kind\":"); out.append(kind.quotedJSON)
-        if let notificationId { out.append(",\"notification\":"); writeString(notificationId, to: &out) }
-        if let p = presentation {
+        if let notificationId = d.pointee.notificationId { out.append(",\"notification\":"); writeString(notificationId, to: &out) }
+        if let p = d.pointee.presentation {
             if let b = p.badge {
                 out.append(",\"presentation\":{\"badge\":")
                 writeInt(Int64(b), to: &out)
@@ -50,14 +61,14 @@ extension Delivery {
             out.append(p.overrideSilent ? ",\"overrideSilent\":true" : ",\"overrideSilent\":false")
             out.append(p.sound ? ",\"sound\":true}" : ",\"sound\":false}")
         }
-        if provisional { out.append(",\"provisional\":true") }
-        out.append(",\"reason\":"); writeString(reason, to: &out)
-        if let replaces { out.append(",\"replaces\":"); writeString(replaces, to: &out) }
-        out.append(",\"rulesVersion\":"); writeString(rulesVersion, to: &out)
-        if snoozed { out.append(",\"snoozed\":true") }
-        if let summaryAt { out.append(",\"summaryAt\":"); summaryAt.writeRFC3339String(to: &out) }
-        if timeSensitiveIntro { out.append(",\"timeSensitiveIntro\":true") }
-        out.append(",\"user\":"); writeString(user, to: &out)
+        if d.pointee.provisional { out.append(",\"provisional\":true") }
+        out.append(",\"reason\":"); writeString(d.pointee.reason, to: &out)
+        if let replaces = d.pointee.replaces { out.append(",\"replaces\":"); writeString(replaces, to: &out) }
+        out.append(",\"rulesVersion\":"); writeString(d.pointee.rulesVersion, to: &out)
+        if d.pointee.snoozed { out.append(",\"snoozed\":true") }
+        if let summaryAt = d.pointee.summaryAt { out.append(",\"summaryAt\":"); summaryAt.writeRFC3339String(to: &out) }
+        if d.pointee.timeSensitiveIntro { out.append(",\"timeSensitiveIntro\":true") }
+        out.append(",\"user\":"); writeString(d.pointee.user, to: &out)
         out.append(UInt8(ascii: "}"))
     }
 }

@@ -100,6 +100,13 @@ extension Delivery {
         writeBody(to: &scratch)
         return scratch.array
     }
+
+    /// `storedBody(using:)` of the delivery at `d` (see `writeBody(at:to:)`).
+    public static func storedBody(at d: UnsafePointer<Delivery>, using scratch: inout ByteSink) -> [UInt8] {
+        scratch.removeAll()
+        writeBody(at: d, to: &scratch)
+        return scratch.array
+    }
 }
 
 /// The stored bytes of each distinct trace met so far, shared by every row that has it: most

@@ -70,10 +70,10 @@ extension HeraldService {
     /// The stored row of a delivery: the body encoded once, into bytes, through the service's
     /// reusable sink; the trace's bytes shared with every earlier row that had the same trace.
     /// The delivery is read where it lies (`d`, in the decided buffer), its fields one by one:
-    /// passed as a `borrowing` value from the buffer it was copied whole for the row as well as
-    /// for the body (only the body's call still copies it, session 18).
+    /// passed as a `borrowing` value from the buffer, or a method called on it there, it was
+    /// copied whole first (session 18).
     func row(deliveryAt d: UnsafePointer<Delivery>, index: Int64) -> DeliveryRow {
-        let body = d.pointee.storedBody(using: &rowScratch.sink)
+        let body = Delivery.storedBody(at: d, using: &rowScratch.sink)
         return DeliveryRow(user: d.pointee.user, userIndex: index, causeSeq: d.pointee.causeSeq, kind: d.pointee.kind.rawValue,
                            app: d.pointee.app, notificationId: d.pointee.notificationId, reason: d.pointee.reason,
                            at: d.pointee.at, rulesVersion: d.pointee.rulesVersion,
