@@ -61,6 +61,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "HeraldStore", "CLibEvent", "CLibEventSSL",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: releaseWithoutExclusivityChecks
         ),

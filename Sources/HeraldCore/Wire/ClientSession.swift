@@ -1,4 +1,5 @@
 // The protocol state of one client connection, as a pure state machine: lines in, actions out.
+import DequeModule
 
 /// One connection's protocol state (SPEC §5). Inputs are facts (`lineReceived`,
 /// `replyCompleted`); outputs are actions the runtime performs. Replies leave in request
@@ -72,15 +73,17 @@ public struct ClientSession: Sendable {
 
     /// A complete line arrived, as bytes valid during the call (`LineFramer.feedLines`).
     public mutating func lineReceived(_ line: UnsafeRawBufferPointer) -> [Action] {
-        var actions: [Action] = []
+        var actions = Deque<Action>()
         lineReceived(line, into: &actions)
-        return actions
+        return Array(actions)
     }
 
     /// `lineReceived`, appending its actions to `actions`: the runtime collects a whole chunk's
-    /// actions in one array (an array per line, then appended to the chunk's, cost ~800
-    /// instructions a line).
-    public mutating func lineReceived(_ line: UnsafeRawBufferPointer, into actions: inout [Action]) {
+    /// actions in one queue (an array per line, then appended to the chunk's, cost ~800
+    /// instructions a line). A deque, so the runtime takes each action out by moving it
+    /// (`popFirst`), and keeps one queue, with its capacity, per connection: iterating an array
+    /// copied each action (a request's strings and arrays retained and released once more).
+    public mutating func lineReceived(_ line: UnsafeRawBufferPointer, into actions: inout Deque<Action>) {
         let ticket = nextTicket
         nextTicket += 1
         // The common case first: a plain submit from a producer for one of its apps, read without

@@ -1,5 +1,6 @@
 // One client's TCP connection: bytes in through the framer and session, replies and deliveries out.
 import CLibEvent
+import DequeModule
 import Glibc
 import HeraldCore
 
@@ -14,6 +15,8 @@ public final class ClientConnection {
     private let loop: EventLoop
     private var framer: LineFramer
     public private(set) var session: ClientSession
+    /// The session's actions not yet carried out (one queue kept with its capacity; see `performPending`).
+    private var pendingActions = Deque<ClientSession.Action>()
     private weak var delegate: ConnectionDelegate?
     public private(set) var isClosing = false
     private var readPaused = false
@@ -231,16 +234,15 @@ public final class ClientConnection {
             var vector = iovec()  // evbuffer_iovec is a macro for struct iovec
             guard evbuffer_peek(input, -1, nil, &vector, 1) >= 1, let base = vector.iov_base else { break }
             let chunk = UnsafeRawBufferPointer(start: base, count: vector.iov_len)
-            var actions: [ClientSession.Action] = []
             var lines = 0
             let hadGrant = session.grant != nil
             let ok = framer.feedLines(chunk) { line in
                 lines += 1
-                session.lineReceived(line, into: &actions)
+                session.lineReceived(line, into: &pendingActions)
             }
             evbuffer_drain(input, vector.iov_len)
             if lines > 0 { lastRequestAt = Self.monotonicMilliseconds() }
-            perform(actions)
+            performPending()
             if !hadGrant && session.grant != nil {
                 // Said hello: from now on the idle deadline applies.
                 deadline?.disarm()
@@ -292,7 +294,15 @@ public final class ClientConnection {
     }
 
     private func perform(_ actions: [ClientSession.Action]) {
-        for action in actions {
+        pendingActions.append(contentsOf: actions)
+        performPending()
+    }
+
+    /// Carries out the session's actions in order, each moved out of the queue (`popFirst`):
+    /// `for action in actions` over an array copied each one, a request's strings and arrays
+    /// retained and released once more (session 18).
+    private func performPending() {
+        while let action = pendingActions.popFirst() {
             switch action {
             case .send(let bytes): send(bytes)
             case .dispatch(let request): delegate?.handle(request, from: self)
