@@ -40,6 +40,16 @@ public struct AppRegistry: Hashable, Sendable {
         }
     }
 
+    /// The registry's own string for `app` (equal to it), nil when `app` was never registered.
+    /// The door shares it with a connection's submits, so the engine's look-ups of the app
+    /// compare one word instead of the bytes of two equal strings (session 18).
+    public func registeredName(_ app: String) -> String? {
+        if entitlementsByApp.count > Self.scanLimit {
+            return entitlementsByApp.index(forKey: app).map { entitlementsByApp[$0].key }
+        }
+        return few.first { $0.app == app }?.app
+    }
+
     /// Sets (replaces) the entitlements of `app`, as `registerApp` does.
     public mutating func register(_ app: String, entitlements: Entitlements) {
         entitlementsByApp[app] = entitlements

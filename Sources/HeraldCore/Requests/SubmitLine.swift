@@ -28,6 +28,17 @@ public struct SubmitLine: Sendable {
     /// The sending app, for the token's app check before dispatch.
     public var app: String { notification.app }
 
+    /// True when `app` equals the `knownApp` the reading was given — then it is that string
+    /// itself, unless the line spelled the app with escapes (decoded into a string of its own).
+    public fileprivate(set) var appIsKnown = false
+
+    /// Replaces `app` by an equal string held elsewhere (the app registry's): comparisons
+    /// between the two are then one word, not a byte comparison (`HeraldService.handle`).
+    public mutating func shareApp(_ same: String) {
+        precondition(same == notification.app, "shareApp: a different app")
+        notification.app = same
+    }
+
     /// Reads `line` (one request, without its newline); nil when it is not a plain submit.
     /// `knownApp`: an app id the caller holds (the connection's previous submit's); when the
     /// line names the same bytes, the line's `app` is that string instead of a new one. An app
@@ -113,7 +124,7 @@ extension JSONParser {
         // The fields are written into the notification's box as they are read: a local `Fields`
         // (~290 bytes, a dozen strings) was copied into the box at the end and destroyed (session 18).
         let box = SubmittedNotification.Storage(SubmittedNotification.Fields())
-        var hasId = false, hasApp = false
+        var hasId = false, hasApp = false, appIsKnown = false
         var user: String?
         var users: [String]?
         var title: LineText?, subtitle: LineText?, body: LineText?
@@ -150,6 +161,7 @@ extension JSONParser {
                     guard let s = try appValue(knownApp), Self.isIdentifier(s) else { return nil }
                     box.fields.app = s
                     hasApp = true
+                    appIsKnown = knownApp.map { s.utf8.count == $0.utf8.count && s == $0 } ?? false
                 case .user:
                     guard let s = try stringValue() else { return nil }
                     user = s
@@ -231,7 +243,9 @@ extension JSONParser {
         setText(.body, body, in: &box.fields.texts)
         setText(.subtitle, subtitle, in: &box.fields.texts)
         setText(.title, title, in: &box.fields.texts)
-        return SubmitLine(rid: rid, users: recipients, notification: SubmittedNotification(storage: box))
+        var line = SubmitLine(rid: rid, users: recipients, notification: SubmittedNotification(storage: box))
+        line.appIsKnown = appIsKnown
+        return line
     }
 
     private func setText(_ slot: NotificationTexts.Slot, _ text: LineText?, in texts: inout NotificationTexts) {

@@ -66,6 +66,12 @@ public struct ClientSession: Sendable {
     /// Requests received and not yet answered (for backpressure).
     public var outstanding: Int { Int(nextTicket - nextToSend) }
 
+    /// Makes `app` (equal to the last plain submit's app, e.g. the app registry's string for it)
+    /// the string the next submits share (`SubmitLine.read(_:knownApp:)`).
+    public mutating func shareApp(_ app: String) {
+        if lastSubmitApp == app { lastSubmitApp = app }
+    }
+
     /// A complete line arrived.
     public mutating func lineReceived(_ line: [UInt8]) -> [Action] {
         line.withUnsafeBytes { lineReceived($0) }

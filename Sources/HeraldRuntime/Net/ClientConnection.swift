@@ -298,6 +298,9 @@ public final class ClientConnection {
         performPending()
     }
 
+    /// See `ClientSession.shareApp(_:)`.
+    func shareApp(_ app: String) { session.shareApp(app) }
+
     /// Carries out the session's actions in order, each moved out of the queue (`popFirst`):
     /// `for action in actions` over an array copied each one, a request's strings and arrays
     /// retained and released once more (session 18).

@@ -343,7 +343,21 @@ public final class HeraldService: ConnectionDelegate {
         let reply = Reply(connection: connection, ticket: ticket)
         // A plain submit first: comparing its op with the four names below cost ~400
         // instructions a submit (a `String ==` that fails takes the slow path).
-        if request.submitLine != nil { submitEvent(request, reply: reply); return }
+        if request.submitLine != nil {
+            // A connection's first submit for an app (its app string read from the line): the
+            // registry's string for the app replaces it, here and in the connection's next
+            // submits, so the engine's look-ups compare one word, not two equal strings' bytes.
+            // (Read through the optional, not bound: `if let` copied the whole line.)
+            if request.submitLine?.appIsKnown == false, let shared = apps.registeredName(request.submitLine!.app) {
+                var request = request
+                request.submitLine!.shareApp(shared)
+                connection.shareApp(shared)
+                submitEvent(request, reply: reply)
+                return
+            }
+            submitEvent(request, reply: reply)
+            return
+        }
         switch request.op {
         case "stats": reply(WireReply.ok(rid: request.rid, stats()))
         case "subscribe": subscribe(request, connection: connection, reply: reply)

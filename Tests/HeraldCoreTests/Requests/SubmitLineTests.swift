@@ -43,6 +43,14 @@ import Testing
         #expect(read(escaped, knownApp: known)?.app == "com.example.mail")
         let other = #"{"op":"submit","id":"n1","app":"org.other.app","user":"u1","title":"T","hiddenPreviewsBodyPlaceholder":"x"}"#
         #expect(read(other, knownApp: known)?.app == "org.other.app")
+        // `appIsKnown` says which: the service shares the registry's string only when it is false.
+        #expect(read(Self.plain, knownApp: known)?.appIsKnown == true)
+        #expect(read(Self.plain, knownApp: "com.example.mai")?.appIsKnown == false)
+        #expect(read(escaped, knownApp: known)?.appIsKnown == true)  // decoded, then equal
+        #expect(read(other, knownApp: known)?.appIsKnown == false)
+        var shared = read(Self.plain, knownApp: "x")!
+        shared.shareApp(String("com.example.") + "mail")
+        #expect(shared.app == "com.example.mail" && shared.notification.app == "com.example.mail")
     }
 
     /// Every field the fast path reads, in many combinations, orders, spacings and spellings.
