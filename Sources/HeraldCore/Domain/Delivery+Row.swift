@@ -96,9 +96,7 @@ extension Delivery {
 
     /// The stored body (`bodyBytes`), written into `scratch` (cleared first) and returned as an array.
     public func storedBody(using scratch: inout ByteSink) -> [UInt8] {
-        scratch.removeAll()
-        writeBody(to: &scratch)
-        return scratch.array
+        withUnsafePointer(to: self) { Self.storedBody(at: $0, using: &scratch) }
     }
 
     /// `storedBody(using:)` of the delivery at `d` (see `writeBody(at:to:)`).

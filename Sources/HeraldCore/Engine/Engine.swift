@@ -53,27 +53,19 @@ public struct StoredEvent: Hashable, Sendable {
     /// A stored event from a draft, with its seq and engine time (keeps the decoded cache). A
     /// submit the door admitted keeps its body as bytes, parsed only if `body` is asked for.
     public init(_ draft: borrowing EventDraft, seq: Int64, at: Instant) {
-        if !draft.holdsBodyValue, draft.decoded != nil, let bytes = draft.canonicalBody {
-            self.init(seq: seq, user: draft.user, kind: EventKind(draft.type), type: draft.type, body: .null, bodyBytes: bytes, at: at,
-                      decoded: draft.decoded, target: nil)
-        } else {
-            self.init(seq: seq, user: draft.user, type: draft.type, body: draft.body, at: at, decoded: draft.decoded)
-        }
+        self = withUnsafePointer(to: draft) { StoredEvent(draftAt: $0, seq: seq, at: at) }
     }
 
-    /// `init(_:seq:at:)` of the draft at `d` (an element of an array, read through its buffer):
-    /// its fields are read one by one where they lie. A `borrowing` draft passed from an array
-    /// was copied whole first — its seven strings and arrays retained and released (session 18).
-    /// The submit's fields are set here one by one: delegating to another init built the event
-    /// and then copied it into `self`.
+    /// `init(_:seq:at:)` of the draft at `d` (e.g. an element of an array, read through its
+    /// buffer): its fields are read one by one where they lie, and set one by one. A `borrowing`
+    /// draft passed from an array was copied whole first — its seven strings and arrays retained
+    /// and released — and delegating to another init built the event, then copied it into
+    /// `self` (session 18).
     public init(draftAt d: UnsafePointer<EventDraft>, seq: Int64, at: Instant) {
-        if !d.pointee.holdsBodyValue, d.pointee.decoded != nil, let bytes = d.pointee.canonicalBody {
-            self.seq = seq; self.user = d.pointee.user; self.type = d.pointee.type; self.kind = EventKind(d.pointee.type)
-            self.bodyValue = .null; self.bodyBytes = bytes; self.at = at; self.decoded = d.pointee.decoded; self.target = nil
-        } else {
-            self.seq = seq; self.user = d.pointee.user; self.type = d.pointee.type; self.kind = EventKind(d.pointee.type)
-            self.bodyValue = d.pointee.body; self.bodyBytes = nil; self.at = at; self.decoded = d.pointee.decoded; self.target = nil
-        }
+        let bytes = !d.pointee.holdsBodyValue && d.pointee.decoded != nil ? d.pointee.canonicalBody : nil
+        self.seq = seq; self.user = d.pointee.user; self.type = d.pointee.type; self.kind = EventKind(d.pointee.type)
+        self.bodyValue = bytes == nil ? d.pointee.body : .null; self.bodyBytes = bytes
+        self.at = at; self.decoded = d.pointee.decoded; self.target = nil
     }
 
     /// Equal when the fields are (caches excluded).

@@ -204,27 +204,20 @@ extension Engine {
                                detail: "The notification (content, actions and data, as canonical JSON) may be at most \(Engine.maxPayloadBytes) bytes. Shorten the texts or move data behind an id the app fetches.")
         }
         let shared = size - 1  // without the closing brace
-        if users.count == 1 {
-            // One recipient (most submits): the draft made inside an array literal. Appended to
-            // an array it was built, copied in and destroyed (seven strings and arrays retained
-            // and released once more, session 18).
-            sink.truncate(to: shared)
-            sink.append(",\"user\":")
-            writeString(users[0], to: &sink)
-            sink.append(UInt8(ascii: "}"))
-            return AcceptedRequest(events: [EventDraft(submitFor: users[0], app: app, notificationId: id, decoded: n,
-                                                       canonicalBody: sink.array)],
-                                   warnings: warnings)
-        }
-        var events: [EventDraft] = []
-        events.reserveCapacity(users.count)
-        for u in users {
+        func draft(for u: String) -> EventDraft {
             sink.truncate(to: shared)
             sink.append(",\"user\":")
             writeString(u, to: &sink)
             sink.append(UInt8(ascii: "}"))
-            events.append(EventDraft(submitFor: u, app: app, notificationId: id, decoded: n, canonicalBody: sink.array))
+            return EventDraft(submitFor: u, app: app, notificationId: id, decoded: n, canonicalBody: sink.array)
         }
+        // One recipient (most submits): the draft made inside an array literal. Appended to an
+        // array it was built, copied in and destroyed (seven strings and arrays retained and
+        // released once more, session 18).
+        if users.count == 1 { return AcceptedRequest(events: [draft(for: users[0])], warnings: warnings) }
+        var events: [EventDraft] = []
+        events.reserveCapacity(users.count)
+        for u in users { events.append(draft(for: u)) }
         return AcceptedRequest(events: events, warnings: warnings)
     }
 

@@ -74,10 +74,7 @@ extension HeraldService {
     /// copied whole first (session 18).
     func row(deliveryAt d: UnsafePointer<Delivery>, index: Int64) -> DeliveryRow {
         let body = Delivery.storedBody(at: d, using: &rowScratch.sink)
-        return DeliveryRow(user: d.pointee.user, userIndex: index, causeSeq: d.pointee.causeSeq, kind: d.pointee.kind.rawValue,
-                           app: d.pointee.app, notificationId: d.pointee.notificationId, reason: d.pointee.reason,
-                           at: d.pointee.at, rulesVersion: d.pointee.rulesVersion,
-                           traceBytes: traceBytes.bytes(for: d.pointee.ruleTrace), bodyBytes: body)
+        return Self.row(at: d, index: index, body: body, trace: traceBytes.bytes(for: d.pointee.ruleTrace))
     }
 
     /// The stored row of a delivery (start-up and tools: a sink of its own).
@@ -85,13 +82,14 @@ extension HeraldService {
         var sink = ByteSink(capacity: 1024)
         defer { sink.deallocate() }
         let (body, trace) = d.storedBytes(using: &sink)
-        return row(d, index: index, body: body, trace: trace)
+        return withUnsafePointer(to: d) { row(at: $0, index: index, body: body, trace: trace) }
     }
 
-    private static func row(_ d: borrowing Delivery, index: Int64, body: [UInt8], trace: [UInt8]) -> DeliveryRow {
-        DeliveryRow(user: d.user, userIndex: index, causeSeq: d.causeSeq, kind: d.kind.rawValue, app: d.app,
-                    notificationId: d.notificationId, reason: d.reason, at: d.at, rulesVersion: d.rulesVersion,
-                    traceBytes: trace, bodyBytes: body)
+    /// The row's fields, read where the delivery lies.
+    private static func row(at d: UnsafePointer<Delivery>, index: Int64, body: [UInt8], trace: [UInt8]) -> DeliveryRow {
+        DeliveryRow(user: d.pointee.user, userIndex: index, causeSeq: d.pointee.causeSeq, kind: d.pointee.kind.rawValue,
+                    app: d.pointee.app, notificationId: d.pointee.notificationId, reason: d.pointee.reason,
+                    at: d.pointee.at, rulesVersion: d.pointee.rulesVersion, traceBytes: trace, bodyBytes: body)
     }
 
     /// Fires due timers once, at the end of this loop turn: a committed batch completes its

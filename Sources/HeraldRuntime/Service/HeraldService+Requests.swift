@@ -151,9 +151,7 @@ extension HeraldService {
     /// withdraw, snooze and opened name the notification in their body, and must not collide
     /// with the submit's unique key.
     private static func row(_ draft: borrowing EventDraft, at: Instant) -> EventRow {
-        EventRow(user: draft.user, type: draft.type, app: draft.app,
-                 notificationId: draft.type == "submit" ? draft.notificationId : nil,
-                 bodyBytes: draft.storedBody, engineTime: at)
+        withUnsafePointer(to: draft) { row(draftAt: $0, at: at) }
     }
 
     /// `row(_:at:)` of the draft at `d`, its fields read one by one where they lie.
@@ -248,8 +246,8 @@ extension HeraldService {
         private let hash: Int
 
         init?(_ draft: borrowing EventDraft) {
-            guard draft.type == "submit", let id = draft.notificationId, let app = draft.app, let user = draft.user else { return nil }
-            self.init(app: app, id: id, user: user)
+            guard let key = withUnsafePointer(to: draft, { InFlightKey(draftAt: $0) }) else { return nil }
+            self = key
         }
 
         /// The key of the draft at `d`, its fields read where they lie (a `borrowing` draft taken
