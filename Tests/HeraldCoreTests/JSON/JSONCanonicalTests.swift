@@ -10,6 +10,16 @@ import HeraldTestSupport
         #expect(v.canonicalString == #"{"B":{"y":-1,"z":0},"a":[true,null],"b":1,"e":2.5,"é":""}"#)
     }
 
+    /// Integers are plain decimal: every digit count, both signs, and the extremes.
+    @Test func integersAreWrittenInDecimalAsSwiftPrintsThem() {
+        var values: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, Int64.max, Int64.min, Int64.min + 1]
+        var p: Int64 = 1
+        for _ in 0..<18 { p *= 10; values += [p - 1, p, p + 1, -(p - 1), -p, -(p + 1)] }
+        var rng = SeededRandom(seed: 0x1D)
+        for _ in 0..<2_000 { values.append(Int64(bitPattern: rng.next()) >> Int64(rng.next() % 63)) }
+        for v in values { #expect(JSONValue.int(v).canonicalString == String(v), "\(v)") }
+    }
+
     @Test func stringsAreEscapedMinimally() {
         let s = JSONValue.string("q\" b\\ n\n r\r t\t b\u{8} f\u{c} c\u{1} d\u{7f} /é😀\u{2028}")
         #expect(s.canonicalString == #""q\" b\\ n\n r\r t\t b\b f\f c\u0001 d"# + "\u{7f}" + #" /é😀"# + "\u{2028}\"")
