@@ -26,6 +26,29 @@ import Testing
         #expect(throws: WireClient.Failure.self) { _ = try c.readLine(timeoutMilliseconds: 5_000) }
     }
 
+    /// A submit's completion holds the service strongly until the writer completes the append
+    /// (session 18); a service stopped after its submits were acknowledged is freed, so that
+    /// reference is gone by then.
+    @Test func aStoppedServiceIsFreedOnceItsSubmitsAreAcknowledged() throws {
+        weak var freed: HeraldService?
+        do {
+            let server = try TestServer()
+            freed = server.service
+            let c = try server.client()
+            #expect(try c.call(["op": "registerApp", "app": "com.example.mail", "entitlements": []])["ok"] == true)
+            for i in 0..<50 {
+                let r = try c.call(["op": "submit", "app": "com.example.mail", "id": .string("n-\(i)"), "user": "u1",
+                                    "title": "Hello", "hiddenPreviewsBodyPlaceholder": "Message"])
+                #expect(r["ok"] == true)
+            }
+            c.close()
+            server.stop()
+        }
+        // The loop thread lets go of the service as it ends.
+        for _ in 0..<200 where freed != nil { usleep(10_000) }
+        #expect(freed == nil)
+    }
+
     @Test func connectionsPastTheMaximumAreRefusedWithBusy() throws {
         let server = try TestServer { $0.maxConnections = 2 }
         defer { server.stop() }
