@@ -154,7 +154,9 @@ extension HeraldService {
         withUnsafePointer(to: draft) { row(draftAt: $0, at: at) }
     }
 
-    /// `row(_:at:)` of the draft at `d`, its fields read one by one where they lie.
+    /// `row(_:at:)` of the draft at `d`, its fields read one by one where they lie. The body is
+    /// the field `canonicalBody` when the door wrote it (every submit); only otherwise the
+    /// computed `storedBody`, a getter called on the whole draft (which copies it).
     private static func row(draftAt d: UnsafePointer<EventDraft>, at: Instant) -> EventRow {
         EventRow(user: d.pointee.user, type: d.pointee.type, app: d.pointee.app,
                  notificationId: d.pointee.type == "submit" ? d.pointee.notificationId : nil,
@@ -235,10 +237,10 @@ extension HeraldService {
     /// (PostgreSQL compares bytes): `String.hash(into:)` checked each string's normalization first
     /// (~730 instructions for the three, session 17). It is a multiply-fold hash (wyhash's mixing)
     /// seeded at random per process, and the dictionary mixes it with its seed by one multiply
-    /// (`_rawHashValue`): the
-    /// seeded `Hasher` (SipHash) over the bytes and once more over the result cost ~700
-    /// instructions a submit (session 18). The keys are those in flight only, and the seed is
-    /// unknown to clients, so colliding keys cannot be chosen; equality still compares the strings.
+    /// (`_rawHashValue`): the seeded `Hasher` (SipHash) over the bytes and once more over the
+    /// result cost ~800 instructions a submit (session 18). The keys are those in flight only,
+    /// and the seed is unknown to clients, so colliding keys cannot be chosen; equality still
+    /// compares the strings.
     struct InFlightKey: Hashable {
         let app: String
         let id: String
