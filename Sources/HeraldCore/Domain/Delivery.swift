@@ -167,6 +167,12 @@ public struct RuleTrace: Hashable, Sendable {
 
 /// A decision about a notification (or a user's summary / digest / badge), emitted to
 /// consumers and stored. Deterministic: `body` is a pure function of the fields.
+///
+/// Its initializers live in an extension, so the compiler's memberwise initializer exists: a
+/// hand-written initializer that sets the fields one by one built the value in a temporary and
+/// copied it whole (every string retained and released once more, ~250 instructions; Swift 6.3
+/// -O), and one that delegates to the memberwise initializer does not (docs/service-profile.md,
+/// session 19).
 public struct Delivery: Hashable, Sendable {
     public var kind: DeliveryKind
     public var user: String
@@ -203,13 +209,6 @@ public struct Delivery: Hashable, Sendable {
     /// Seq of the event that caused this delivery (for timers: the seq of the event that armed them).
     public var causeSeq: Int64
 
-    /// Creates one from its fields.
-    public init(kind: DeliveryKind, user: String, app: String?, notificationId: String?, at: Instant,
-                reason: String, rulesVersion: String, causeSeq: Int64) {
-        self.kind = kind; self.user = user; self.app = app; self.notificationId = notificationId
-        self.at = at; self.reason = reason; self.rulesVersion = rulesVersion; self.causeSeq = causeSeq
-    }
-
     /// The delivery as canonical JSON per SPEC §5's delivery line, without `op` and `cursor`
     /// (the runtime adds those). Optional members are omitted when absent or false:
     /// `app`, `notification`, `presentation`, `content`, `provisional`, `replaces`,
@@ -237,4 +236,13 @@ public struct Delivery: Hashable, Sendable {
 
     /// The ordered rule trace as stored: `["withdrawn",…,"normal:decided"]` (`RuleStep.storedText`).
     public var traceJSON: JSONValue { .array(trace.map(\.json)) }
+}
+
+extension Delivery {
+    /// Creates one from its fields.
+    public init(kind: DeliveryKind, user: String, app: String?, notificationId: String?, at: Instant,
+                reason: String, rulesVersion: String, causeSeq: Int64) {
+        self.init(kind: kind, user: user, app: app, notificationId: notificationId, at: at, reason: reason,
+                  presentation: nil, rulesVersion: rulesVersion, causeSeq: causeSeq)  // the memberwise one
+    }
 }

@@ -30,6 +30,18 @@ public struct StoredEvent: Hashable, Sendable {
     /// dictionary. A cache like `decoded`: nil means "read `body`".
     public var target: NotificationTarget?
 
+    /// Equal when the fields are (caches excluded).
+    public static func == (a: StoredEvent, b: StoredEvent) -> Bool {
+        a.seq == b.seq && a.user == b.user && a.type == b.type && a.body == b.body && a.at == b.at
+    }
+
+    /// Hashes the fields that `==` compares.
+    public func hash(into h: inout Hasher) {
+        h.combine(seq); h.combine(user); h.combine(type); h.combine(body); h.combine(at)
+    }
+}
+
+extension StoredEvent {
     /// Creates one from its fields.
     public init(seq: Int64, user: String?, type: String, body: JSONValue, at: Instant,
                 decoded: SubmittedNotification? = nil, target: NotificationTarget? = nil) {
@@ -46,8 +58,8 @@ public struct StoredEvent: Hashable, Sendable {
     /// whole event twice (~540 instructions a submit under callgrind).
     private init(seq: Int64, user: String?, kind: EventKind, type: String, body: JSONValue, bodyBytes: [UInt8]?, at: Instant,
                  decoded: SubmittedNotification?, target: NotificationTarget?) {
-        self.seq = seq; self.user = user; self.type = type; self.kind = kind; self.bodyValue = body; self.bodyBytes = bodyBytes
-        self.at = at; self.decoded = decoded; self.target = target
+        self.init(seq: seq, user: user, type: type, kind: kind, bodyValue: body, bodyBytes: bodyBytes, at: at,
+                  decoded: decoded, target: target)  // the memberwise one: builds in place (see `InPlace`)
     }
 
     /// A stored event from a draft, with its seq and engine time (keeps the decoded cache). A
@@ -57,25 +69,15 @@ public struct StoredEvent: Hashable, Sendable {
     }
 
     /// `init(_:seq:at:)` of the draft at `d` (e.g. an element of an array, read through its
-    /// buffer): its fields are read one by one where they lie, and set one by one. A `borrowing`
-    /// draft passed from an array was copied whole first — its seven strings and arrays retained
-    /// and released — and delegating to another init built the event, then copied it into
-    /// `self` (session 18).
+    /// buffer): its fields are read one by one where they lie. A `borrowing` draft passed from an
+    /// array was copied whole first — its seven strings and arrays retained and released (session
+    /// 18) — and an event set field by field here was built in a temporary and copied whole
+    /// (session 19, `InPlace`).
     public init(draftAt d: UnsafePointer<EventDraft>, seq: Int64, at: Instant) {
         let bytes = !d.pointee.holdsBodyValue && d.pointee.decoded != nil ? d.pointee.canonicalBody : nil
-        self.seq = seq; self.user = d.pointee.user; self.type = d.pointee.type; self.kind = EventKind(d.pointee.type)
-        self.bodyValue = bytes == nil ? d.pointee.body : .null; self.bodyBytes = bytes
-        self.at = at; self.decoded = d.pointee.decoded; self.target = nil
-    }
-
-    /// Equal when the fields are (caches excluded).
-    public static func == (a: StoredEvent, b: StoredEvent) -> Bool {
-        a.seq == b.seq && a.user == b.user && a.type == b.type && a.body == b.body && a.at == b.at
-    }
-
-    /// Hashes the fields that `==` compares.
-    public func hash(into h: inout Hasher) {
-        h.combine(seq); h.combine(user); h.combine(type); h.combine(body); h.combine(at)
+        self.init(seq: seq, user: d.pointee.user, type: d.pointee.type, kind: EventKind(d.pointee.type),
+                  bodyValue: bytes == nil ? d.pointee.body : .null, bodyBytes: bytes, at: at, decoded: d.pointee.decoded,
+                  target: nil)
     }
 }
 

@@ -47,20 +47,6 @@ public struct EventDraft: Hashable, Sendable {
     /// them without encoding the body again; nil otherwise. Not stored separately, ignored by `==`.
     public var canonicalBody: [UInt8]?
 
-    /// Creates one from its fields.
-    public init(user: String?, type: String, app: String?, notificationId: String?, body: JSONValue,
-                decoded: SubmittedNotification? = nil, canonicalBody: [UInt8]? = nil) {
-        self.user = user; self.type = type; self.app = app; self.notificationId = notificationId; self.builtBody = body
-        self.decoded = decoded; self.canonicalBody = canonicalBody
-    }
-
-    /// A submit as the door admits it: its body is `canonicalBody` (see `body`), decoded as `decoded`.
-    public init(submitFor user: String, app: String, notificationId: String, decoded: SubmittedNotification,
-                canonicalBody: [UInt8]) {
-        self.user = user; self.type = "submit"; self.app = app; self.notificationId = notificationId
-        self.decoded = decoded; self.canonicalBody = canonicalBody
-    }
-
     /// The body's canonical bytes: the door's if it wrote them, else encoded now.
     public var storedBody: [UInt8] { canonicalBody ?? body.canonicalBytes }
 
@@ -80,6 +66,22 @@ public struct EventDraft: Hashable, Sendable {
         d.user = user
         if case .object(var o) = body { o["user"] = .string(user); d.body = .object(o) }  // (clears canonicalBody)
         return d
+    }
+}
+
+extension EventDraft {
+    /// Creates one from its fields.
+    public init(user: String?, type: String, app: String?, notificationId: String?, body: JSONValue,
+                decoded: SubmittedNotification? = nil, canonicalBody: [UInt8]? = nil) {
+        self.init(user: user, type: type, app: app, notificationId: notificationId, builtBody: body, decoded: decoded,
+                  canonicalBody: canonicalBody)  // the memberwise one: builds in place (see `InPlace`)
+    }
+
+    /// A submit as the door admits it: its body is `canonicalBody` (see `body`), decoded as `decoded`.
+    public init(submitFor user: String, app: String, notificationId: String, decoded: SubmittedNotification,
+                canonicalBody: [UInt8]) {
+        self.init(user: user, type: "submit", app: app, notificationId: notificationId, builtBody: nil, decoded: decoded,
+                  canonicalBody: canonicalBody)
     }
 }
 

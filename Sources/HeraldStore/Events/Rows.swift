@@ -11,21 +11,25 @@ public struct EventRow: Sendable, Hashable {
     public var notificationId: String?
     public var bodyBytes: [UInt8]
     public var engineTime: Instant
+    /// No size: the public initializers build the row in place through the memberwise one (`InPlace`).
+    var inPlace = InPlace()
 
     /// The body as text (decoded from `bodyBytes`; tools, tests and reads).
     public var body: String {
         get { String(decoding: bodyBytes, as: UTF8.self) }
         set { bodyBytes = Array(newValue.utf8) }
     }
+}
 
+extension EventRow {
     public init(user: String?, type: String, app: String? = nil, notificationId: String? = nil, body: String, engineTime: Instant) {
         self.init(user: user, type: type, app: app, notificationId: notificationId, bodyBytes: Array(body.utf8), engineTime: engineTime)
     }
 
     /// One whose body is already canonical JSON bytes (the service: the draft's `storedBody`).
     public init(user: String?, type: String, app: String? = nil, notificationId: String? = nil, bodyBytes: [UInt8], engineTime: Instant) {
-        self.user = user; self.type = type; self.app = app
-        self.notificationId = notificationId; self.bodyBytes = bodyBytes; self.engineTime = engineTime
+        self.init(user: user, type: type, app: app, notificationId: notificationId, bodyBytes: bodyBytes,
+                  engineTime: engineTime, inPlace: InPlace())
     }
 }
 
@@ -75,17 +79,21 @@ public struct DeliveryRow: Sendable, Hashable {
     public var traceBytes: [UInt8]
     /// The stored body's UTF-8 bytes (the delivery line without `op` and `cursor`).
     public var bodyBytes: [UInt8]
+    /// No size: the public initializers build the row in place through the memberwise one (`InPlace`).
+    var inPlace = InPlace()
 
     /// The stored trace as text (tools and tests).
     public var trace: String { String(decoding: traceBytes, as: UTF8.self) }
     /// The stored body as text (tools and tests).
     public var body: String { String(decoding: bodyBytes, as: UTF8.self) }
+}
 
+extension DeliveryRow {
     public init(user: String, userIndex: Int64, causeSeq: Int64, kind: String, app: String?, notificationId: String?,
                 reason: String, at: Instant, rulesVersion: String, traceBytes: [UInt8], bodyBytes: [UInt8]) {
-        self.user = user; self.userIndex = userIndex; self.causeSeq = causeSeq; self.kind = kind; self.app = app
-        self.notificationId = notificationId; self.reason = reason; self.at = at; self.rulesVersion = rulesVersion
-        self.traceBytes = traceBytes; self.bodyBytes = bodyBytes
+        self.init(user: user, userIndex: userIndex, causeSeq: causeSeq, kind: kind, app: app, notificationId: notificationId,
+                  reason: reason, at: at, rulesVersion: rulesVersion, traceBytes: traceBytes, bodyBytes: bodyBytes,
+                  inPlace: InPlace())
     }
 
     public init(user: String, userIndex: Int64, causeSeq: Int64, kind: String, app: String?, notificationId: String?,
