@@ -1,5 +1,4 @@
 // The protocol state of one client connection, as a pure state machine: lines in, actions out.
-import DequeModule
 
 /// One connection's protocol state (SPEC §5). Inputs are facts (`lineReceived`,
 /// `replyCompleted`); outputs are actions the runtime performs. Replies leave in request
@@ -79,17 +78,18 @@ public struct ClientSession: Sendable {
 
     /// A complete line arrived, as bytes valid during the call (`LineFramer.feedLines`).
     public mutating func lineReceived(_ line: UnsafeRawBufferPointer) -> [Action] {
-        var actions = Deque<Action>()
+        var actions = MoveQueue<Action>()
         lineReceived(line, into: &actions)
-        return Array(actions)
+        return actions.drainedToArray()
     }
 
     /// `lineReceived`, appending its actions to `actions`: the runtime collects a whole chunk's
     /// actions in one queue (an array per line, then appended to the chunk's, cost ~800
-    /// instructions a line). A deque, so the runtime takes each action out by moving it
+    /// instructions a line). A `MoveQueue`, so an action is moved in and the runtime moves it out
     /// (`popFirst`), and keeps one queue, with its capacity, per connection: iterating an array
-    /// copied each action (a request's strings and arrays retained and released once more).
-    public mutating func lineReceived(_ line: UnsafeRawBufferPointer, into actions: inout Deque<Action>) {
+    /// copied each action, and so did a `Deque`'s append (a request's strings and arrays
+    /// retained and released once more).
+    public mutating func lineReceived(_ line: UnsafeRawBufferPointer, into actions: inout MoveQueue<Action>) {
         let ticket = nextTicket
         nextTicket += 1
         // The common case first: a plain submit from a producer for one of its apps, read without
@@ -100,7 +100,7 @@ public struct ClientSession: Sendable {
             actions.append(.dispatch(Request(ticket: ticket, op: "submit", rid: submit.rid, body: .null, submitLine: submit)))
             return
         }
-        actions += generalLine(line, ticket: ticket)
+        for action in generalLine(line, ticket: ticket) { actions.append(action) }
     }
 
     /// Every line but a plain submit: parsed into a JSON tree, then dispatched by its op.

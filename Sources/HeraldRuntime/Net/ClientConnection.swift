@@ -1,6 +1,5 @@
 // One client's TCP connection: bytes in through the framer and session, replies and deliveries out.
 import CLibEvent
-import DequeModule
 import Glibc
 import HeraldCore
 
@@ -16,7 +15,7 @@ public final class ClientConnection {
     private var framer: LineFramer
     public private(set) var session: ClientSession
     /// The session's actions not yet carried out (one queue kept with its capacity; see `performPending`).
-    private var pendingActions = Deque<ClientSession.Action>()
+    private var pendingActions = MoveQueue<ClientSession.Action>()
     private weak var delegate: ConnectionDelegate?
     public private(set) var isClosing = false
     private var readPaused = false
@@ -294,7 +293,7 @@ public final class ClientConnection {
     }
 
     private func perform(_ actions: [ClientSession.Action]) {
-        pendingActions.append(contentsOf: actions)
+        for action in actions { pendingActions.append(action) }
         performPending()
     }
 

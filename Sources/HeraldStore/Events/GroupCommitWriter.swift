@@ -192,7 +192,8 @@ public final class GroupCommitWriter {
 
     public let connection: PGConnection
     public var limits: Limits
-    private var queue: Deque<Work> = []
+    /// Moved in and out (`MoveQueue`): a `Deque`'s append copied each request's row once more.
+    private var queue = MoveQueue<Work>()
     private var inFlight: Deque<Transaction> = []
     private var broken: StoreError? { didSet { isBroken = broken != nil } }
     /// `broken != nil`, kept as a flag: reading the optional error copied it (retaining its
@@ -307,9 +308,10 @@ public final class GroupCommitWriter {
     }
 
     /// Appends one event: `append(events:)` without the arrays around it (a submit's usual shape).
-    public func append(event row: EventRow, completion: @escaping EventCompletion) {
+    /// `row` is consumed: moved into the queue, not copied (its strings retained once more).
+    public func append(event row: consuming EventRow, completion: @escaping EventCompletion) {
         if isBroken, let broken { completion(.failure(broken)); return }
-        queue.append(.event(row, completion))
+        queue.append(.event(consume row, completion))
         pump()
     }
 
@@ -386,7 +388,7 @@ public final class GroupCommitWriter {
         // when the connection is free, so its backend stores it while the completion that queued
         // it — the one before it, whose lines are built and streamed — runs (~3 ms a 4,000-row
         // append, when the backend had sat idle).
-        guard !isBroken, !draining || (inFlight.isEmpty && queue.first?.isChained == true) else { return }
+        guard !isBroken, !draining || (inFlight.isEmpty && !queue.isEmpty && queue[0].isChained) else { return }
         // With COPY every transaction waits for the previous one (and for the set-up segment):
         // COPY needs the connection out of pipeline mode, which libpq allows only when idle.
         let limit = limits.copyEvents ? 1 : limits.maxTransactionsInFlight
@@ -441,16 +443,15 @@ public final class GroupCommitWriter {
         var events: [EventRow] = []
         var deliveries: [DeliveryRow] = []
         var rows = 0
-        if case .chainedDeliveries(let r, let base, let c) = queue.first {
-            queue.removeFirst()
+        if !queue.isEmpty, queue[0].isChained, case .chainedDeliveries(let r, let base, let c) = queue.removeFirst() {
             tx.deliveries = [DeliveriesWaiter(rows: 0..<r.count, completion: c)]
             tx.deliveryRowCount = r.count
             return sendCopyTransaction(tx, events: [], deliveries: r, chainedAfter: base)
         }
         // The head is looked at in place and then moved out: `while let work = queue.first` copied
         // every queued request (its row's strings retained and released once more).
-        while let head = queue.indices.first, !queue[head].isChained,
-              rows == 0 || rows + queue[head].rowCount <= limits.maxRowsPerTransaction {
+        while !queue.isEmpty, !queue[0].isChained,
+              rows == 0 || rows + queue[0].rowCount <= limits.maxRowsPerTransaction {
             let work = queue.removeFirst()
             rows += work.rowCount
             switch consume work {
@@ -920,7 +921,7 @@ public final class GroupCommitWriter {
     private func failQueuedDeliveries(_ error: StoreError) {
         var failed: [DeliveriesCompletion] = []
         queue.removeAll { work in
-            switch work {
+            switch copy work {
             case .deliveries(_, let completion), .chainedDeliveries(_, _, let completion):
                 failed.append(completion)
                 return true
@@ -947,10 +948,9 @@ public final class GroupCommitWriter {
         let transactions = inFlight
         inFlight.removeAll()
         setupPending = false
-        let work = queue
-        queue.removeAll()
+        var work = queue.take()
         for tx in transactions { complete(tx, with: error) }
-        for w in work {
+        while let w = work.popFirst() {
             switch w {
             case .events(_, let c): c(.failure(error))
             case .event(_, let c): c(.failure(error))
