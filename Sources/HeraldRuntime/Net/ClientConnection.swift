@@ -16,7 +16,10 @@ public final class ClientConnection {
     public private(set) var session: ClientSession
     /// The session's actions not yet carried out (one queue kept with its capacity; see `performPending`).
     private var pendingActions = MoveQueue<ClientSession.Action>()
-    private weak var delegate: ConnectionDelegate?
+    /// Not `weak`: a weak reference would give the service a side table (see `Unretained`);
+    /// the service clears this when its deinit starts.
+    private let delegateRef: ConnectionDelegateRef
+    private var delegate: (any ConnectionDelegate)? { delegateRef.delegate }
     public private(set) var isClosing = false
     private var readPaused = false
     private var finished = false
@@ -47,13 +50,13 @@ public final class ClientConnection {
     /// With `tls`, the bufferevent speaks TLS (the handshake runs before any line is read). Nil when
     /// the bufferevent cannot be made (memory ran out): the caller closes `fd`. A TLS connection
     /// never falls back to plaintext.
-    init?(id: UInt64, fd: Int32, loop: EventLoop, session: ClientSession, maxLineBytes: Int, delegate: ConnectionDelegate,
+    init?(id: UInt64, fd: Int32, loop: EventLoop, session: ClientSession, maxLineBytes: Int, delegate: ConnectionDelegateRef,
           tls: TLSContext? = nil) {
         self.id = id
         self.loop = loop
         self.session = session
         self.framer = LineFramer(maxLineBytes: maxLineBytes)
-        self.delegate = delegate
+        self.delegateRef = delegate
         self.peer = Self.peerName(fd)
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -72,11 +75,16 @@ public final class ClientConnection {
             Unmanaged<ClientConnection>.fromOpaque(context!).takeUnretainedValue().event(what)
         }, context)
         bufferevent_enable(bev, Int16(EV_READ | EV_WRITE))
+        unretained.object = self
     }
 
     deinit {
+        unretained.object = nil
         if let bev { bufferevent_free(bev) }
     }
+
+    /// How timers and consumer streams refer to this connection: not `weak` (see `Unretained`).
+    let unretained = Unretained<ClientConnection>()
 
     /// Bytes queued for the client and not yet written to the socket.
     public var outputBytes: Int {
@@ -101,7 +109,7 @@ public final class ClientConnection {
             var tv = timeval(tv_sec: Int(ms / 1000), tv_usec: Int((ms % 1000) * 1000))
             bufferevent_set_timeouts(bev, nil, &tv)
         }
-        deadline = loop.timer { [weak self] in self?.deadlinePassed() }
+        deadline = loop.timer { [unretained] in unretained.object?.deadlinePassed() }
         deadline?.arm(afterMilliseconds: limits.helloMilliseconds)
     }
 
@@ -328,6 +336,13 @@ public final class ClientConnection {
 }
 
 /// What a connection needs from the service.
+/// The connections' reference to their delegate, shared by all of them and cleared by the
+/// delegate when it goes: `weak` without a side table (see `Unretained`).
+final class ConnectionDelegateRef {
+    unowned(unsafe) var delegate: (any ConnectionDelegate)?
+    init() {}
+}
+
 protocol ConnectionDelegate: AnyObject {
     func handle(_ request: ClientSession.Request, from connection: ClientConnection)
     func connectionClosing(_ connection: ClientConnection, reason: String)

@@ -28,8 +28,8 @@ extension HeraldService {
         manualNow = target
         inFlightTimes.append(current)
         let rid = request.rid
-        writer.append(events: [row]) { [weak self] result in
-            guard let self else { return }
+        writer.append(events: [row]) { [unretained] result in
+            guard let self = unretained.object else { return }
             self.inFlightTimes.removeFirst()
             switch result {
             case .failure(let error):

@@ -5,7 +5,12 @@ import HeraldStore
 /// One subscribed consumer on one connection.
 final class ConsumerStream {
     let name: String
-    weak var connection: ClientConnection?
+    /// Nil once the connection is gone (`Unretained`: a `weak` one gave every connection a side table).
+    var connection: ClientConnection? {
+        get { connectionRef?.object }
+        set { connectionRef = newValue?.unretained }
+    }
+    private var connectionRef: Unretained<ClientConnection>?
     /// The last cursor sent on this connection.
     var position: Int64
     /// A catch-up read from PostgreSQL is in flight.
@@ -16,7 +21,7 @@ final class ConsumerStream {
     var pageNext = 0
 
     init(name: String, connection: ClientConnection, position: Int64) {
-        self.name = name; self.connection = connection; self.position = position
+        self.name = name; self.connectionRef = connection.unretained; self.position = position
     }
 }
 
@@ -39,8 +44,8 @@ extension HeraldService {
             return
         }
         let rid = request.rid
-        reader.query("SELECT acked FROM consumers WHERE name = $1", [name]) { [weak self, weak connection] result in
-            guard let self, let connection, !connection.isClosing else { return }
+        reader.query("SELECT acked FROM consumers WHERE name = $1", [name]) { [unretained, connectionRef = connection.unretained] result in
+            guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
             let acked: Int64?
             switch result {
             case .failure(let error):
@@ -68,8 +73,8 @@ extension HeraldService {
         }
         guard let writer = writerOrRefuse(rid: request.rid, reply: reply) else { return }
         let rid = request.rid
-        writer.ack(consumer: name, cursor: min(cursor, deliveryHead)) { [weak self] result in
-            guard let self else { return }
+        writer.ack(consumer: name, cursor: min(cursor, deliveryHead)) { [unretained] result in
+            guard let self = unretained.object else { return }
             switch result {
             case .success(let acked): reply(WireReply.ok(rid: rid, ["cursor": .int(acked)]))
             case .failure(let error): reply(WireReply.error(rid: rid, self.requestError(error)))
@@ -93,8 +98,8 @@ extension HeraldService {
         while stream.position < deliveryHead || stream.page != nil {
             if connection.outputBytes >= configuration.consumerBufferBytes {
                 // Slow consumer: pause; resume when its socket drains (from PostgreSQL if the ring moved on).
-                connection.onDrained = { [weak self, weak stream] in
-                    guard let self, let stream else { return }
+                connection.onDrained = { [unretained, weak stream] in
+                    guard let self = unretained.object, let stream else { return }
                     stream.connection?.onDrained = nil
                     self.pump(stream)
                 }
@@ -134,8 +139,8 @@ extension HeraldService {
         stream.reading = true
         let sentAt = FiringPhases.now()
         reader.query("SELECT cursor, body FROM deliveries WHERE cursor > $1 ORDER BY cursor LIMIT \(Self.catchUpPageRows)",
-                     [String(stream.position)]) { [weak self, weak stream] result in
-            guard let self, let stream else { return }
+                     [String(stream.position)]) { [unretained, weak stream] result in
+            guard let self = unretained.object, let stream else { return }
             stream.reading = false
             self.phases.catchUpReads += 1
             self.phases.catchUpNanoseconds += FiringPhases.now() - sentAt

@@ -87,8 +87,8 @@ extension HeraldService {
         list += "}"
         c.readInFlight = true
         // `body` is `text` (migration 007; `json` before): the stored canonical bytes, unchanged.
-        reader.query("SELECT seq, body FROM events WHERE seq = ANY($1::bigint[])", [list]) { [weak self] result in
-            self?.contentRead(seqs, result)
+        reader.query("SELECT seq, body FROM events WHERE seq = ANY($1::bigint[])", [list]) { [unretained] result in
+            unretained.object?.contentRead(seqs, result)
         }
     }
 
@@ -125,7 +125,7 @@ extension HeraldService {
             } else if c.failures % 20 == 0 {
                 log("warning: still cannot read pending notifications' content (\(c.failures) attempts, \(failure)); \(c.wanted.count) decision(s) waiting")
             }
-            if c.retry == nil { c.retry = loop.timer { [weak self] in self?.readContent() } }
+            if c.retry == nil { c.retry = loop.timer { [unretained] in unretained.object?.readContent() } }
             c.retry?.arm(afterMilliseconds: c.backoffMilliseconds)
             c.backoffMilliseconds = min(c.backoffMilliseconds * 2, 5_000)
             return

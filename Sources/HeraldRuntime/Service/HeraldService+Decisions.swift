@@ -274,7 +274,7 @@ extension HeraldService {
         // one (`GroupCommitWriter.complete`); two writers' outcomes are taken in the order the
         // appends were sent (`deliveryAppendDone`), and a chained append whose predecessor failed
         // fails too. Either way no append commits ahead of an earlier one that failed.
-        let done: GroupCommitWriter.DeliveriesCompletion = { [weak self] result in self?.deliveryAppendDone(id, result) }
+        let done: GroupCommitWriter.DeliveriesCompletion = { [unretained] result in unretained.object?.deliveryAppendDone(id, result) }
         if let base { writer.append(deliveries: rows, after: base, completion: done) } else { writer.append(deliveries: rows, completion: done) }
         link.kick()
         if base != nil { startWALNudges() }

@@ -26,8 +26,8 @@ extension HeraldService {
         guard let draft = accepted.events.first, let app = draft.app, let id = draft.notificationId else { return }
         let inFlight = inFlightKeys.keys.filter { $0.app == app && $0.id == id }.map(\.user)
         reader.query("SELECT DISTINCT user_id FROM events WHERE app = $1 AND notification_id = $2 AND type = 'submit' ORDER BY 1",
-                     [app, id]) { [weak self] result in
-            guard let self else { return }
+                     [app, id]) { [unretained] result in
+            guard let self = unretained.object else { return }
             switch result {
             case .failure(let error):
                 reply(WireReply.error(rid: request.rid, self.requestError(error)))
@@ -64,15 +64,15 @@ extension HeraldService {
         // original, and its engine time is taken then, so it never lands behind fired timers.
         let keys = accepted.events.compactMap(InFlightKey.init)
         if let busy = keys.first(where: { inFlightKeys[$0] != nil }) {
-            inFlightKeys[busy]!.append { [weak self] in self?.submitEvent(request, reply: reply) }
+            inFlightKeys[busy]!.append { [unretained] in unretained.object?.submitEvent(request, reply: reply) }
             return
         }
 
         guard let writer = writerOrRefuse(rid: rid, reply: reply) else { return }
         for key in keys { inFlightKeys[key] = [] }
         inFlightTimes.append(at)
-        writer.append(events: rows) { [weak self] result in
-            guard let self else { return }
+        writer.append(events: rows) { [unretained] result in
+            guard let self = unretained.object else { return }
             self.inFlightTimes.removeFirst()
             // Waiters run after this request's own reply and fold, whatever the outcome.
             let waiters = keys.flatMap { self.inFlightKeys.removeValue(forKey: $0) ?? [] }
@@ -110,7 +110,7 @@ extension HeraldService {
         // One look-up for the usual case (not in flight): claim the key, and give it back to
         // its waiters in the rare one.
         if let key, var waiters = inFlightKeys.updateValue([], forKey: key) {
-            waiters.append { [weak self] in self?.submitEvent(request, reply: reply) }
+            waiters.append { [unretained] in unretained.object?.submitEvent(request, reply: reply) }
             inFlightKeys[key] = waiters
             return
         }
@@ -221,9 +221,9 @@ extension HeraldService {
             fireTimersSoon()
         } catch {
             log("could not read back appends of unknown outcome (\(error)); retrying")
-            retryReconcile = loop.timer { [weak self] in
-                self?.reconcileUnknownCommits()
-                self?.flushDeliveries()
+            retryReconcile = loop.timer { [unretained] in
+                unretained.object?.reconcileUnknownCommits()
+                unretained.object?.flushDeliveries()
             }
             retryReconcile?.arm(afterMilliseconds: 1_000)
         }

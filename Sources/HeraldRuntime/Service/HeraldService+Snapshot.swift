@@ -47,10 +47,10 @@ extension HeraldService {
     /// Arms the periodic check (after start-up; `configuration.snapshotEveryEvents` nil: never).
     func startSnapshots() {
         guard let every = configuration.snapshotEveryEvents, every > 0 else { return }
-        restart.writer = SnapshotLink(loop: loop, url: configuration.databaseURL) { [weak self] in self?.log($0) }
-        restart.sliceTimer = loop.timer { [weak self] in self?.captureSlice() }
-        restart.checkTimer = loop.timer { [weak self] in
-            guard let self else { return }
+        restart.writer = SnapshotLink(loop: loop, url: configuration.databaseURL) { [unretained] in unretained.object?.log($0) }
+        restart.sliceTimer = loop.timer { [unretained] in unretained.object?.captureSlice() }
+        restart.checkTimer = loop.timer { [unretained] in
+            guard let self = unretained.object else { return }
             self.maybeBeginSnapshot()
             self.restart.checkTimer?.arm(afterMilliseconds: 1_000)
         }

@@ -9,7 +9,7 @@ extension HeraldService {
     /// every commit of the server, at the cost of the steady load's commit tail.)
     func startWALNudges() {
         guard configuration.walNudgeMilliseconds > 0, walNudgeTimer == nil else { return }
-        walNudgeTimer = loop.timer { [weak self] in self?.nudgeWAL() }
+        walNudgeTimer = loop.timer { [unretained] in unretained.object?.nudgeWAL() }
         walNudgeTimer?.arm(afterMilliseconds: configuration.walNudgeMilliseconds)
     }
 
@@ -18,9 +18,9 @@ extension HeraldService {
         if !walNudgeInFlight {
             walNudgeInFlight = true
             // `set_config(…, true)`: for this transaction only, whose commit it decides.
-            reader.query("SELECT set_config('synchronous_commit', 'off', true), pg_current_xact_id()", []) { [weak self] result in
-                self?.walNudgeInFlight = false
-                if case .success = result { self?.phases.walNudges += 1 }
+            reader.query("SELECT set_config('synchronous_commit', 'off', true), pg_current_xact_id()", []) { [unretained] result in
+                unretained.object?.walNudgeInFlight = false
+                if case .success = result { unretained.object?.phases.walNudges += 1 }
             }
         }
         walNudgeTimer?.arm(afterMilliseconds: configuration.walNudgeMilliseconds)

@@ -152,6 +152,11 @@ public final class HeraldService: ConnectionDelegate {
 
     public var log: (String) -> Void
 
+    /// How closures and connections refer to the service: not `weak`, which would give it a
+    /// side table and every retain of it the slow path (see `Unretained`). Cleared in `deinit`.
+    let unretained = Unretained<HeraldService>()
+    let asConnectionDelegate = ConnectionDelegateRef()
+
     // Counters for `stats`.
     var eventsCommitted = 0
     var deliveriesCommitted = 0
@@ -178,12 +183,19 @@ public final class HeraldService: ConnectionDelegate {
         }
         // A committed batch's deliveries are appended once its requests have all completed: in
         // one batch, and (small transactions) in the transaction sent next.
-        store.afterCompletions = { [weak self] in self?.flushDeliveries() }
+        store.afterCompletions = { [unretained] in unretained.object?.flushDeliveries() }
         let systemClock = manualNow == nil
         let wallClock = configuration.wallClock
         self.timers = WheelDriver(loop: loop, start: .epoch, systemClock: systemClock) { [unowned self] in self.manualNow ?? wallClock() }
-        timers.onTimer = { [weak self] in self?.fireTimers() }
-        timerCheck = loop.timer { [weak self] in self?.fireTimers() }
+        timers.onTimer = { [unretained] in unretained.object?.fireTimers() }
+        timerCheck = loop.timer { [unretained] in unretained.object?.fireTimers() }
+        unretained.object = self
+        asConnectionDelegate.delegate = self
+    }
+
+    deinit {
+        unretained.object = nil
+        asConnectionDelegate.delegate = nil
     }
 
     /// The engine's idea of now.
@@ -244,31 +256,31 @@ public final class HeraldService: ConnectionDelegate {
         try store.adopt(conn)
         for link in deliveryStores { try link.adopt(PGConnection.connect(configuration.databaseURL)) }
         try reader.adopt(PGConnection.connect(configuration.databaseURL))
-        store.onReady = { [weak self] in
-            self?.reconcileUnknownCommits()
-            self?.flushDeliveries()
+        store.onReady = { [unretained] in
+            unretained.object?.reconcileUnknownCommits()
+            unretained.object?.flushDeliveries()
         }
-        for link in deliveryStores { link.onReady = { [weak self] in self?.flushDeliveries() } }
+        for link in deliveryStores { link.onReady = { [unretained] in unretained.object?.flushDeliveries() } }
         let tls = tlsContext
-        let listener = try Listener(loop: loop, host: configuration.host, port: configuration.port) { [weak self] fd in
-            self?.accept(fd, tls: tls)
+        let listener = try Listener(loop: loop, host: configuration.host, port: configuration.port) { [unretained] fd in
+            unretained.object?.accept(fd, tls: tls)
         }
         self.listener = listener
         if let plain = configuration.plaintextListen {
-            plaintextListener = try Listener(loop: loop, host: plain.host, port: plain.port) { [weak self] fd in
-                self?.accept(fd, tls: nil)
+            plaintextListener = try Listener(loop: loop, host: plain.host, port: plain.port) { [unretained] fd in
+                unretained.object?.accept(fd, tls: nil)
             }
         }
-        reaper = loop.timer { [weak self] in self?.graveyard.removeAll() }
-        stopRequest = loop.timer { [weak self] in self?.beginShutdown() }
+        reaper = loop.timer { [unretained] in unretained.object?.graveyard.removeAll() }
+        stopRequest = loop.timer { [unretained] in unretained.object?.beginShutdown() }
         for sig in configuration.handleSignals ? [SIGTERM, SIGINT] : [] {
-            let s = loop.signal(sig) { [weak self] in self?.beginShutdown() }
+            let s = loop.signal(sig) { [unretained] in unretained.object?.beginShutdown() }
             s.arm()
             signals.append(s)
         }
-        reloadRequest = loop.timer { [weak self] in self?.reloadTokens() }
+        reloadRequest = loop.timer { [unretained] in unretained.object?.reloadTokens() }
         if configuration.handleHangup ?? configuration.handleSignals {
-            let s = loop.signal(SIGHUP) { [weak self] in self?.reloadTokens() }
+            let s = loop.signal(SIGHUP) { [unretained] in unretained.object?.reloadTokens() }
             s.arm()
             signals.append(s)
         }
@@ -305,7 +317,7 @@ public final class HeraldService: ConnectionDelegate {
         nextConnectionId += 1
         let session = ClientSession(tokens: tokens, serverName: configuration.serverName)
         guard let connection = ClientConnection(id: id, fd: fd, loop: loop, session: session,
-                                                maxLineBytes: configuration.maxLineBytes, delegate: self, tls: tls) else {
+                                                maxLineBytes: configuration.maxLineBytes, delegate: asConnectionDelegate, tls: tls) else {
             log("connection \(id) refused: could not set up its \(tls == nil ? "socket" : "TLS session") in libevent (memory exhausted?); the client sees the connection close and may retry")
             // libevent has not closed it on these paths (it does only once the bufferevent owns it).
             if fcntl(fd, F_GETFD) != -1 { close(fd) }
@@ -427,7 +439,7 @@ public final class HeraldService: ConnectionDelegate {
         log("shutting down: no new connections; finishing in-flight commits")
         listener?.disable()
         plaintextListener?.disable()
-        shutdownTimer = loop.timer { [weak self] in self?.shutdownStep() }
+        shutdownTimer = loop.timer { [unretained] in unretained.object?.shutdownStep() }
         shutdownTimer?.arm(afterMilliseconds: 0)
     }
 
