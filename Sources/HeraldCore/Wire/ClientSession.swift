@@ -38,11 +38,19 @@ public struct ClientSession: Sendable {
     public private(set) var tokens: TokenTable
     public let serverName: String
     public private(set) var grant: Grant? {
-        didSet { producerGrant = grant?.roles.contains(Self.submitRole) == true ? grant : nil }
+        didSet {
+            isProducer = grant?.roles.contains(Self.submitRole) == true
+            producerAnyApp = isProducer && grant?.apps == nil
+            producerApps = isProducer ? grant?.apps ?? [] : []
+        }
     }
-    /// The grant when it has the producer role, decided once per hello instead of once per line:
-    /// the fast submit path below checked `Set<Role>` (a hash) and copied the grant on every submit.
-    private var producerGrant: Grant?
+    /// The grant's producer rights, decided once per hello instead of once per line: the fast
+    /// submit path checked `Set<Role>` (a hash) and copied the grant on every submit, and then
+    /// (session 19) still copied the optional grant to call `mayActFor` — its sets retained and
+    /// released, atomics on the loop's hottest path.
+    private var isProducer = false
+    private var producerAnyApp = false
+    private var producerApps: Set<String> = []
     private var credential: Credential?
     /// Names of the client's verified TLS certificate (CN, SANs); empty without one.
     public private(set) var certificateNames: [String] = []
@@ -94,8 +102,8 @@ public struct ClientSession: Sendable {
         nextTicket += 1
         // The common case first: a plain submit from a producer for one of its apps, read without
         // a JSON tree. Anything else — including every refusal — takes the general path below.
-        if producerGrant != nil, let submit = SubmitLine.read(line, knownApp: lastSubmitApp),
-           producerGrant?.mayActFor(app: submit.app) == true {
+        if isProducer, let submit = SubmitLine.read(line, knownApp: lastSubmitApp),
+           producerAnyApp || producerApps.contains(submit.app) {
             lastSubmitApp = submit.app
             actions.append(.dispatch(Request(ticket: ticket, op: "submit", rid: submit.rid, body: .null, submitLine: submit)))
             return
