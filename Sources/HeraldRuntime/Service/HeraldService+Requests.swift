@@ -247,26 +247,6 @@ extension HeraldService {
         let user: String
         private let hash: Int
 
-        init?(_ draft: borrowing EventDraft) {
-            guard let key = withUnsafePointer(to: draft, { InFlightKey(draftAt: $0) }) else { return nil }
-            self = key
-        }
-
-        /// The key of the draft at `d`, its fields read where they lie (a `borrowing` draft taken
-        /// from an array was copied whole, seven strings and arrays retained and released).
-        init?(draftAt d: UnsafePointer<EventDraft>) {
-            guard d.pointee.type == "submit", let id = d.pointee.notificationId, let app = d.pointee.app,
-                  let user = d.pointee.user else { return nil }
-            self.init(app: app, id: id, user: user)
-        }
-
-        private init(app: String, id: String, user: String) {
-            self.app = app; self.id = id; self.user = user
-            var h = Self.seed
-            Self.mix(app, into: &h); Self.mix(id, into: &h); Self.mix(user, into: &h)
-            hash = Int(truncatingIfNeeded: Self.fold(h, 0x2D35_8DCC_AA6C_78A5))
-        }
-
         private static let seed = UInt64.random(in: .min ... .max)
 
         /// The 128-bit product's halves folded together: every input bit reaches every output bit.
@@ -314,7 +294,32 @@ extension HeraldService {
             Int(truncatingIfNeeded: Self.fold(UInt64(truncatingIfNeeded: hash) ^ UInt64(truncatingIfNeeded: seed), 0x94D0_49BB_1331_11EB))
         }
     }
+}
 
+extension HeraldService.InFlightKey {
+    init?(_ draft: borrowing EventDraft) {
+        guard let key = withUnsafePointer(to: draft, { Self(draftAt: $0) }) else { return nil }
+        self = key
+    }
+
+    /// The key of the draft at `d`, its fields read where they lie (a `borrowing` draft taken
+    /// from an array was copied whole, seven strings and arrays retained and released). Built
+    /// by the memberwise initializer: one that set the fields one by one copied the key whole
+    /// (see `InPlace` in HeraldCore).
+    init?(draftAt d: UnsafePointer<EventDraft>) {
+        guard d.pointee.type == "submit", let id = d.pointee.notificationId, let app = d.pointee.app,
+              let user = d.pointee.user else { return nil }
+        self.init(app: app, id: id, user: user, hash: Self.hashOf(app: app, id: id, user: user))
+    }
+
+    private static func hashOf(app: String, id: String, user: String) -> Int {
+        var h = seed
+        mix(app, into: &h); mix(id, into: &h); mix(user, into: &h)
+        return Int(truncatingIfNeeded: fold(h, 0x2D35_8DCC_AA6C_78A5))
+    }
+}
+
+extension HeraldService {
     func replyFor(outcomes: [AppendOutcome], rid: JSONValue?, warnings: [RequestWarning]) -> [UInt8] {
         guard let first = outcomes.first else { return WireReply.ok(rid: rid, ["warnings": .array(warnings.map(\.json))]) }
         if outcomes.count > 1 {
