@@ -20,9 +20,12 @@ struct DeliveredRecord: Hashable, Sendable {
     var collapseId: String?
     /// True while it counts toward the app's badge (delivered with badges on, not opened).
     var counted: Bool
+}
 
+extension DeliveredRecord {
+    /// Through the memberwise initializer, which builds in place (see `InPlace`).
     init(_ n: SubmittedNotification, seq: Int64, counted: Bool) {
-        id = n.id; self.seq = seq; collapseId = n.collapseId; self.counted = counted
+        self.init(id: n.id, seq: seq, collapseId: n.collapseId, counted: counted)
     }
 }
 
@@ -65,29 +68,31 @@ struct PendingItem: Sendable {
     /// The notification; nil only for a deferred item whose content is left in `events`.
     var content: SubmittedNotification?
 
-    init(notification n: SubmittedNotification, seq: Int64, stage: PendingStage, counted: Bool) {
-        self.seq = seq; app = n.app; id = n.id; collapseId = n.collapseId
-        expiresAt = n.expiresAt
-        switch stage {
-        case .deferred: deadline = n.deliverAt ?? .epoch
-        case .queued, .held: deadline = n.expiresAt.map { $0.adding(.init(milliseconds: 1)) }
-        }
-        self.stage = stage; self.counted = counted; content = n
-    }
-
-    /// A lean deferred item (restored from a snapshot): content left in `events` at `seq`.
-    init(leanDeferred seq: Int64, app: String, id: String, collapseId: String?, deliverAt: Instant,
-         expiresAt: Instant?, counted: Bool) {
-        self.seq = seq; self.app = app; self.id = id; self.collapseId = collapseId
-        deadline = deliverAt; self.expiresAt = expiresAt; stage = .deferred; self.counted = counted; content = nil
-    }
-
     /// The notification: present for queued and held items, and for deferred ones once loaded.
     var notification: SubmittedNotification {
         guard let content else {
             preconditionFailure("pending item \(seq) (\(app), \(id)) decided without its content: the runtime must supply it first (UserState.contentNeeded)")
         }
         return content
+    }
+}
+
+extension PendingItem {
+    /// Through the memberwise initializer, which builds in place (see `InPlace`).
+    init(notification n: SubmittedNotification, seq: Int64, stage: PendingStage, counted: Bool) {
+        let deadline: Instant? = switch stage {
+        case .deferred: n.deliverAt ?? .epoch
+        case .queued, .held: n.expiresAt.map { $0.adding(.init(milliseconds: 1)) }
+        }
+        self.init(seq: seq, app: n.app, id: n.id, collapseId: n.collapseId, deadline: deadline, expiresAt: n.expiresAt,
+                  stage: stage, counted: counted, content: n)
+    }
+
+    /// A lean deferred item (restored from a snapshot): content left in `events` at `seq`.
+    init(leanDeferred seq: Int64, app: String, id: String, collapseId: String?, deliverAt: Instant,
+         expiresAt: Instant?, counted: Bool) {
+        self.init(seq: seq, app: app, id: id, collapseId: collapseId, deadline: deliverAt, expiresAt: expiresAt,
+                  stage: .deferred, counted: counted, content: nil)
     }
 }
 

@@ -303,12 +303,6 @@ extension SubmittedNotification {
     var isSnapshotPlaceholder: Bool { app == "\u{0}snapshot" }
 }
 
-extension DeliveredRecord {
-    init(id: String, seq: Int64, collapseId: String?, counted: Bool) {
-        self.id = id; self.seq = seq; self.collapseId = collapseId; self.counted = counted
-    }
-}
-
 extension AppRegistry {
     /// Encodes every registered app and its entitlements (sorted).
     public func encodeSnapshot(to w: inout SnapshotWriter) {
