@@ -51,7 +51,7 @@ extension Engine {
         let t = timer.deadline
         switch timer.kind {
         case .expiry:
-            guard let i = state.pending.firstIndex(where: { $0.seq == timer.seq && $0.stage != .deferred }) else { return }
+            guard let i = state.pendingIndex(seq: timer.seq, deferred: false) else { return }
             let p = state.removePending(at: i)
             emitRemoval(p, kind: .expired, reason: Reason.expired, at: t, causeSeq: p.seq, state: &state, out: &out)
             afterPendingRemoval(&state, at: t)
@@ -75,7 +75,7 @@ extension Engine {
             out.append(d)
             for item in queued { state.remember(item) }
         case .deferred:
-            guard let i = state.pending.firstIndex(where: { $0.seq == timer.seq && $0.stage == .deferred }) else { return }
+            guard let i = state.pendingIndex(seq: timer.seq, deferred: true) else { return }
             let p = state.removePending(at: i)
             decide(p.notification, seq: p.seq, at: t, carriedCount: nil, state: &state, apps: apps, out: &out)
         case .snooze:

@@ -332,17 +332,19 @@ extension UserState {
 
 extension UserState {
     /// Inserts keeping seq order.
-    mutating func insertPending(_ item: PendingItem) {
-        if let last = pending.last, last.seq > item.seq {
-            let i = pending.firstIndex { $0.seq > item.seq } ?? pending.count
-            pending.insert(item, at: i)
-        } else {
-            pending.append(item)
-        }
+    mutating func insertPending(_ item: consuming PendingItem) {
+        // Counted first: the item is then moved into the list, not copied (a borrowed one was).
         switch item.stage {
         case .queued: queuedCount += 1
         case .held: heldCount += 1
         case .deferred: break
+        }
+        let seq = item.seq
+        if let last = pending.last?.seq, last > seq {
+            let i = pending.firstIndex { $0.seq > seq } ?? pending.count
+            pending.insert(item, at: i)
+        } else {
+            pending.append(item)
         }
     }
 
@@ -371,6 +373,14 @@ extension UserState {
             if best == nil || d < best! { best = d }
         }
         return best
+    }
+
+    /// The index of the pending item with `seq` that is deferred (or, `deferred` false, queued
+    /// or held), reading two fields of each item where it lies: `firstIndex(where:)` handed
+    /// each item it looked at to its closure as a copy.
+    func pendingIndex(seq: Int64, deferred: Bool) -> Int? {
+        for i in pending.indices where pending[i].seq == seq && (pending[i].stage == .deferred) == deferred { return i }
+        return nil
     }
 
     /// Removes and returns every pending item of `stage`, in seq order.
