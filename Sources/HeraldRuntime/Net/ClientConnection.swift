@@ -335,7 +335,6 @@ public final class ClientConnection {
     }
 }
 
-/// What a connection needs from the service.
 /// The connections' reference to their delegate, shared by all of them and cleared by the
 /// delegate when it goes: `weak` without a side table (see `Unretained`).
 final class ConnectionDelegateRef {
@@ -343,6 +342,7 @@ final class ConnectionDelegateRef {
     init() {}
 }
 
+/// What a connection needs from the service.
 protocol ConnectionDelegate: AnyObject {
     func handle(_ request: ClientSession.Request, from connection: ClientConnection)
     func connectionClosing(_ connection: ClientConnection, reason: String)
