@@ -30,9 +30,9 @@ extension Engine {
     /// The door for a dispatched request: its submit read from the line (`SubmitLine`) when the
     /// session read it so, else its body (`admit(op:request:apps:now:)`).
     public func admit(_ request: ClientSession.Request, apps: AppRegistry, now: Instant? = nil) -> Admission {
-        guard let line = request.submitLine else { return admit(op: request.op, request: request.body, apps: apps, now: now) }
+        guard request.submitLine != nil else { return admit(op: request.op, request: request.body, apps: apps, now: now) }
         do throws(RequestError) {
-            return .accepted(try admitSubmit(line, apps: apps, now: now))
+            return .accepted(try admitSubmit(lineOf: request, apps: apps, now: now))
         } catch {
             return .rejected(error)
         }

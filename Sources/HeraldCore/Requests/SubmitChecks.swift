@@ -123,6 +123,14 @@ extension Engine {
         try finishSubmit(line.notification, users: line.users, warnings: [], unknownFields: [], apps: apps, now: now)
     }
 
+    /// `admitSubmit(_:apps:now:)` of the request's line (which must be there), its two parts read
+    /// where they lie: `if let line = request.submitLine` copied the whole line first (its
+    /// recipients and notification retained and released once more).
+    func admitSubmit(lineOf request: borrowing ClientSession.Request, apps: AppRegistry, now: Instant?) throws(RequestError) -> AcceptedRequest {
+        try finishSubmit(request.submitLine.unsafelyUnwrapped.notification, users: request.submitLine.unsafelyUnwrapped.users,
+                         warnings: [], unknownFields: [], apps: apps, now: now)
+    }
+
     /// The door after the fields are read: checks between fields, warnings, the normalized body
     /// and its size, one draft per recipient.
     private func finishSubmit(_ n: SubmittedNotification, users: [String], warnings: [RequestWarning], unknownFields: [String],
