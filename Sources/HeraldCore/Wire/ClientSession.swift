@@ -40,8 +40,7 @@ public struct ClientSession: Sendable {
     public private(set) var grant: Grant? {
         didSet {
             isProducer = grant?.roles.contains(Self.submitRole) == true
-            producerAnyApp = isProducer && grant?.apps == nil
-            producerApps = isProducer ? grant?.apps ?? [] : []
+            producerApps = isProducer ? grant?.apps : nil
         }
     }
     /// The grant's producer rights, decided once per hello instead of once per line: the fast
@@ -49,8 +48,8 @@ public struct ClientSession: Sendable {
     /// (session 19) still copied the optional grant to call `mayActFor` — its sets retained and
     /// released, atomics on the loop's hottest path.
     private var isProducer = false
-    private var producerAnyApp = false
-    private var producerApps: Set<String> = []
+    /// The apps a producer may act for (`Grant.apps`: nil means any app).
+    private var producerApps: Set<String>?
     private var credential: Credential?
     /// Names of the client's verified TLS certificate (CN, SANs); empty without one.
     public private(set) var certificateNames: [String] = []
@@ -103,7 +102,7 @@ public struct ClientSession: Sendable {
         // The common case first: a plain submit from a producer for one of its apps, read without
         // a JSON tree. Anything else — including every refusal — takes the general path below.
         if isProducer, let submit = SubmitLine.read(line, knownApp: lastSubmitApp),
-           producerAnyApp || producerApps.contains(submit.app) {
+           producerApps?.contains(submit.app) ?? true {
             lastSubmitApp = submit.app
             actions.append(.dispatch(Request(ticket: ticket, op: "submit", rid: submit.rid, body: .null, submitLine: submit)))
             return
