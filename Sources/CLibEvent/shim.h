@@ -9,12 +9,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
+#include <sys/eventfd.h>   /* LoopTrigger: waking a loop from another thread */
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/util.h>
-#include <event2/thread.h>
 
 /// `evtimer_new` is a function-like macro Swift cannot import.
 static inline struct event *herald_evtimer_new(struct event_base *base, event_callback_fn cb, void *arg) {

@@ -3,14 +3,13 @@ import CLibEvent
 import Glibc
 
 /// One `event_base`. Everything runs on the thread that calls `run()`: connections, the
-/// store's socket, timers and signals. Nothing on it may block.
+/// store's socket, timers and signals. Nothing on it may block. Other threads reach it only
+/// through a `LoopTrigger`: libevent's locking is off (see there).
 public final class EventLoop {
     /// Owned: created in init, freed in deinit after every `LoopEvent` of this loop is gone.
     let base: OpaquePointer
 
     public init() {
-        // Lets another thread wake this loop (`LoopEvent.activate`), e.g. a test stopping a server.
-        _ = EventLoop.threadingEnabled
         // Precise timers (timerfd on Linux): the wheel's one timer fires within a millisecond, not a jiffy.
         let config = event_config_new()
         event_config_set_flag(config, Int32(EVENT_BASE_FLAG_PRECISE_TIMER.rawValue))
@@ -20,8 +19,6 @@ public final class EventLoop {
     }
 
     deinit { event_base_free(base) }
-
-    private static let threadingEnabled: Bool = evthread_use_pthreads() == 0
 
     /// Runs until `stop()` or until nothing is armed.
     public func run() { event_base_dispatch(base) }
@@ -83,7 +80,7 @@ public final class LoopEvent {
         }
     }
 
-    /// Makes the event fire on its loop's thread; safe to call from any thread.
+    /// Makes the event fire, soon; on the loop's thread only (from another thread: `LoopTrigger`).
     public func activate() {
         if let event { event_active(event, Int32(EV_TIMEOUT), 0) }
     }

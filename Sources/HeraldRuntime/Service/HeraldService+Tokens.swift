@@ -44,5 +44,5 @@ extension HeraldService {
     }
 
     /// Asks the loop, from any thread, to reload the tokens file (as SIGHUP does).
-    public func requestTokenReload() { reloadRequest?.activate() }
+    public func requestTokenReload() { reloadRequest?.fire() }
 }

@@ -62,7 +62,7 @@ public final class HeraldService: ConnectionDelegate {
     var tlsContext: TLSContext?
     /// The grants in force: `configuration.tokens`, or the tokens file as last (re)loaded.
     var tokens: TokenTable
-    var reloadRequest: LoopEvent?
+    var reloadRequest: LoopTrigger?
     var tokenReloads = 0
     var tokenReloadFailures = 0
     var connections: [UInt64: ClientConnection] = [:]
@@ -73,7 +73,7 @@ public final class HeraldService: ConnectionDelegate {
     var shutdownTimer: LoopEvent?
     var shuttingDown = false
     var closedForShutdown = false
-    var stopRequest: LoopEvent?
+    var stopRequest: LoopTrigger?
 
     /// Engine time: manual, or the wall clock never allowed to go backwards.
     var manualNow: Instant?
@@ -272,13 +272,13 @@ public final class HeraldService: ConnectionDelegate {
             }
         }
         reaper = loop.timer { [unretained] in unretained.object?.graveyard.removeAll() }
-        stopRequest = loop.timer { [unretained] in unretained.object?.beginShutdown() }
+        stopRequest = loop.trigger { [unretained] in unretained.object?.beginShutdown() }
         for sig in configuration.handleSignals ? [SIGTERM, SIGINT] : [] {
             let s = loop.signal(sig) { [unretained] in unretained.object?.beginShutdown() }
             s.arm()
             signals.append(s)
         }
-        reloadRequest = loop.timer { [unretained] in unretained.object?.reloadTokens() }
+        reloadRequest = loop.trigger { [unretained] in unretained.object?.reloadTokens() }
         if configuration.handleHangup ?? configuration.handleSignals {
             let s = loop.signal(SIGHUP) { [unretained] in unretained.object?.reloadTokens() }
             s.arm()
@@ -296,7 +296,7 @@ public final class HeraldService: ConnectionDelegate {
     public func run() { loop.run() }
 
     /// Asks the loop, from any thread, to shut down gracefully (as SIGTERM does).
-    public func requestShutdown() { stopRequest?.activate() }
+    public func requestShutdown() { stopRequest?.fire() }
 
     // MARK: Connections
 
