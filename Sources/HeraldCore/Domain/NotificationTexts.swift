@@ -23,19 +23,38 @@ struct NotificationTexts: Hashable, Sendable {
 
     /// The escaped texts, back to back.
     private var bytes: [UInt8] = []
-    /// Start and end offset per slot in `bytes` (−1, −1 when absent).
-    private var spans = SIMD8<Int32>(repeating: -1)
+    /// Start and end offset per slot in `bytes` (−1, −1 when absent). Plain 4-byte fields: a
+    /// `SIMD8<Int32>` here was 32-byte aligned, and the Swift runtime on Linux allocates any
+    /// object aligned to more than 8 bytes with `posix_memalign` — every notification's box,
+    /// ~250 instructions more than `malloc` a submit (docs/service-profile.md, session 20).
+    private var spans = Spans()
+
+    private struct Span: Hashable {
+        var start: Int32 = -1
+        var end: Int32 = -1
+    }
+
+    private struct Spans: Hashable {
+        var body = Span(), subtitle = Span(), title = Span()
+
+        subscript(slot: Int) -> Span {
+            get { slot == 0 ? body : slot == 1 ? subtitle : title }
+            set {
+                if slot == 0 { body = newValue } else if slot == 1 { subtitle = newValue } else { title = newValue }
+            }
+        }
+    }
 
     init() {}
 
-    func has(_ slot: Slot) -> Bool { spans[2 * slot.rawValue] >= 0 }
+    func has(_ slot: Slot) -> Bool { spans[slot.rawValue].start >= 0 }
 
     /// Whether `slot` or a slot after it is present (then a new `slot` cannot simply be appended).
     /// By raw value, not `allCases` (which builds an array a call: this runs per decoded text).
     private func hasAny(from slot: Slot) -> Bool {
         var r = slot.rawValue
         while r <= Slot.title.rawValue {
-            if spans[2 * r] >= 0 { return true }
+            if spans[r].start >= 0 { return true }
             r += 1
         }
         return false
@@ -71,7 +90,7 @@ struct NotificationTexts: Hashable, Sendable {
     }
 
     private func withEscaped<R>(_ slot: Slot, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-        let start = Int(spans[2 * slot.rawValue]), end = Int(spans[2 * slot.rawValue + 1])
+        let start = Int(spans[slot.rawValue].start), end = Int(spans[slot.rawValue].end)
         return bytes.withUnsafeBytes { all in
             body(UnsafeRawBufferPointer(rebasing: all[max(0, start)..<max(0, end)]))
         }
@@ -88,10 +107,10 @@ struct NotificationTexts: Hashable, Sendable {
             return
         }
         if bytes.isEmpty { bytes.reserveCapacity(raw.count * 2) }
-        spans[2 * slot.rawValue] = Int32(bytes.count)
+        spans[slot.rawValue].start = Int32(bytes.count)
         // As typed bytes: appending a raw buffer goes byte by byte, a typed one by memcpy.
         bytes.append(contentsOf: raw.assumingMemoryBound(to: UInt8.self))
-        spans[2 * slot.rawValue + 1] = Int32(bytes.count)
+        spans[slot.rawValue].end = Int32(bytes.count)
     }
 
     /// Sets (or with nil removes) a slot from its decoded text.
@@ -119,12 +138,12 @@ struct NotificationTexts: Hashable, Sendable {
 
     private mutating func rebuild(_ texts: [Slot: [UInt8]]) {
         bytes = []
-        spans = SIMD8<Int32>(repeating: -1)
+        spans = Spans()
         for s in Slot.allCases {
             guard let t = texts[s] else { continue }
-            spans[2 * s.rawValue] = Int32(bytes.count)
+            spans[s.rawValue].start = Int32(bytes.count)
             bytes.append(contentsOf: t)
-            spans[2 * s.rawValue + 1] = Int32(bytes.count)
+            spans[s.rawValue].end = Int32(bytes.count)
         }
     }
 }

@@ -162,6 +162,14 @@ import Testing
 }
 
 @Suite struct NotificationTextsOrderTests {
+    /// A notification's box is one `malloc` per submit: the Swift runtime on Linux allocates an
+    /// object whose fields are aligned to more than 8 bytes with `posix_memalign` (a `SIMD8`
+    /// among the texts' offsets did that; session 20).
+    @Test func aNotificationsFieldsNeedNoMoreThanEightByteAlignment() {
+        #expect(MemoryLayout<NotificationTexts>.alignment <= 8)
+        #expect(MemoryLayout<SubmittedNotification.Fields>.alignment <= 8)
+    }
+
     /// Texts set in key order (appended) equal texts set in any other order (rebuilt).
     @Test func settingTextsInKeyOrderEqualsAnyOtherOrder() {
         var a = SubmittedNotification(id: "n", app: "a")
