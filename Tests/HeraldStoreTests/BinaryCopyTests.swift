@@ -34,9 +34,23 @@ import Testing
         }
     }
 
+    /// Each noted offset is where a tuple's position value lies: right after its field count and
+    /// its int8 length, at the tuple's start (the tuples follow each other from the header on).
+    @Test func thePositionOffsetsPointAtEachTuplesPosition() {
+        let data = EventCopy.encode(Self.events, base: 0)
+        #expect(data.positionOffsets.count == Self.events.count)
+        #expect(data.positionOffsets.first == Int32(BinaryCopy.headerSize + 2 + 4))
+        for (i, offset) in data.positionOffsets.enumerated() {
+            let at = Int(offset)
+            let value = data.bytes[at..<at + 8].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+            #expect(value == Int64(i + 1), "tuple \(i)")
+        }
+    }
+
     @Test func anEmptyBatchHasNothingToMove() {
         var data = EventCopy.encode([], base: 0)
         BinaryCopy.rebase(&data, by: 99)
         #expect(data == EventCopy.encode([], base: 99))
+        #expect(data.positionOffsets.isEmpty)
     }
 }

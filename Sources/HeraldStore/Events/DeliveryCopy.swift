@@ -46,24 +46,25 @@ enum DeliveryCopy {
 
     /// The whole COPY data for `rows` at base + 1 …: header, one tuple per row, trailer, written
     /// into a buffer of the exact size.
-    static func encode(_ rows: [DeliveryRow], base: Int64) -> [UInt8] {
+    static func encode(_ rows: [DeliveryRow], base: Int64) -> CopyData {
         rows.withUnsafeBufferPointer { encode($0, base: base) }
     }
 
     /// Rows are read in place (`rs[i].field`): `for r in rows` copied each row, retaining and
     /// releasing its eight reference-counted fields.
-    private static func encode(_ rs: UnsafeBufferPointer<DeliveryRow>, base: Int64) -> [UInt8] {
+    private static func encode(_ rs: UnsafeBufferPointer<DeliveryRow>, base: Int64) -> CopyData {
         var total = BinaryCopy.framingSize
         for i in rs.indices {
             total += 2 + 12 * 4 + 8 * 4
                 + rs[i].user.utf8.count + rs[i].kind.utf8.count + (rs[i].app?.utf8.count ?? 0) + (rs[i].notificationId?.utf8.count ?? 0)
                 + rs[i].reason.utf8.count + rs[i].rulesVersion.utf8.count + rs[i].traceBytes.count + rs[i].bodyBytes.count
         }
-        return BinaryCopy.data(total: total) { w in
+        return BinaryCopy.data(total: total, rows: rs.count) { w, positions in
             var cursor = base
             for i in rs.indices {
                 cursor += 1
                 w.be16(12)
+                positions.append(Int32(w.at + 4))   // after the field length
                 w.int8(cursor)
                 w.text(rs[i].user)
                 w.int8(rs[i].userIndex)

@@ -162,10 +162,10 @@ public final class GroupCommitWriter {
         var deliveryBase: Int64?
         /// The events' COPY data encoded at base 0 while PostgreSQL claims their positions
         /// (`BinaryCopy.rebase` moves it there once the base arrives).
-        var eventData: [UInt8]?
+        var eventData: CopyData?
         /// The deliveries' COPY data encoded at base 0 while PostgreSQL stores the events' COPY
         /// (or, alone, while it claims their cursors).
-        var deliveryData: [UInt8]?
+        var deliveryData: CopyData?
         /// COPY data sent for the events (their COPY_IN result arrived).
         var dataSent = false
         /// COPY data sent for the deliveries (their COPY_IN result arrived).
@@ -630,7 +630,7 @@ public final class GroupCommitWriter {
                 state.error = state.error ?? .unavailable("the heads were not claimed before COPY")
                 return abortCopy(events ? "herald: no positions" : "herald: no cursors")
             }
-            var data: [UInt8]
+            var data: CopyData
             if events {
                 data = state.eventData.take() ?? EventCopy.encode(state.events, base: 0)
                 BinaryCopy.rebase(&data, by: state.base!)
@@ -698,9 +698,9 @@ public final class GroupCommitWriter {
     }
 
     /// Sends one COPY's whole data and ends it; false when the connection failed (the writer is broken).
-    private func sendCopy(_ data: [UInt8], commitsAfter: Bool, eventRows: Int) -> Bool {
+    private func sendCopy(_ data: CopyData, commitsAfter: Bool, eventRows: Int) -> Bool {
         roundTrips += 1
-        let ok = data.withUnsafeBytes { connection.putCopyData($0) } && connection.putCopyEnd()
+        let ok = data.bytes.withUnsafeBytes { connection.putCopyData($0) } && connection.putCopyEnd()
         guard ok else { fail(.unavailable(connection.lastErrorMessage)); return false }
         if commitsAfter, commitFlushedForTesting != nil { unflushedCommits.append(eventRows) }
         flush()
