@@ -30,10 +30,20 @@ public struct IngestLoad: Sendable {
         let c = try WireClient(port: port)
         _ = try c.request(#"{"op":"hello"}"#)
         try c.send(#"{"op":"registerApp","app":"\#(app)","entitlements":[]}"#)
+        // Pipelined, at most `window` unanswered: the service stops reading a client that leaves
+        // its replies unread (backpressure), so writing every request before reading one stalled
+        // both sides from ~185,000 users on and the service closed the connection.
+        let window = 4_096
+        var unanswered = 1
         for u in 0..<users {
             try c.send(#"{"op":"authorization","user":"user-\#(u)","app":"\#(app)","status":"authorized","options":["alert","sound","badge"]}"#)
+            unanswered += 1
+            if unanswered >= window {
+                _ = try c.readJSON(timeoutMilliseconds: 120_000)
+                unanswered -= 1
+            }
         }
-        for _ in 0...users { _ = try c.readJSON(timeoutMilliseconds: 120_000) }
+        for _ in 0..<unanswered { _ = try c.readJSON(timeoutMilliseconds: 120_000) }
     }
 
     /// The rows the service stores for this load (for the COPY baseline of the same data).
