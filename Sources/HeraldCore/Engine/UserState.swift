@@ -274,6 +274,10 @@ struct RareFields: Hashable, Sendable {
 }
 
 extension UserState {
+    /// The rare fields' box, nil while none was ever set (readers that walk every field, such as
+    /// the snapshot encoder, read it once instead of building defaults per getter).
+    var rareBox: RareFields.Box? { rare.box }
+
     var summarySchedule: SummaryCalendar? {
         get { rare.box?.values.summarySchedule }
         set { rare.set(\.summarySchedule, newValue) }

@@ -17,13 +17,22 @@ public struct SnapshotWriter {
     public mutating func u8(_ v: UInt8) { bytes.append(v) }
     public mutating func bool(_ v: Bool) { bytes.append(v ? 1 : 0) }
 
+    /// One append per value: a byte at a time, each append checked the array's uniqueness and
+    /// capacity (~22% of a snapshot capture's time, session 20).
     public mutating func varint(_ v: UInt64) {
-        var v = v
-        while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
+        if v < 0x80 { bytes.append(UInt8(v)); return }
+        var encoded: (UInt64, UInt64) = (0, 0)   // room for the 10 bytes of the largest value
+        withUnsafeMutableBytes(of: &encoded) { raw in
+            let b = raw.bindMemory(to: UInt8.self)
+            var v = v, n = 0
+            while v >= 0x80 {
+                b[n] = UInt8(truncatingIfNeeded: v) | 0x80
+                v >>= 7
+                n += 1
+            }
+            b[n] = UInt8(v)
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: b[...n]))
         }
-        bytes.append(UInt8(v))
     }
 
     public mutating func int(_ v: Int64) { varint(UInt64(bitPattern: (v << 1) ^ (v >> 63))) }

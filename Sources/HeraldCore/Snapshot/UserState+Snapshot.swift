@@ -29,10 +29,19 @@ extension UserState {
     /// One user as a snapshot part holds it: the record's byte length, the runtime's delivery
     /// ordinal for the user, then `encodeSnapshot`.
     public func encodeSnapshotRecord(deliveryCount: Int64, to w: inout SnapshotWriter) {
-        var inner = SnapshotWriter(capacity: 256)
-        inner.int(deliveryCount)
-        encodeSnapshot(to: &inner)
-        w.block(inner.bytes)
+        var scratch = SnapshotWriter(capacity: 256)
+        withUnsafePointer(to: self) { Self.encodeSnapshotRecord(at: $0, deliveryCount: deliveryCount, to: &w, scratch: &scratch) }
+    }
+
+    /// `encodeSnapshotRecord(deliveryCount:to:)` of the state at `s`, read where it lies, through
+    /// `scratch` (cleared first; its capacity kept from one user to the next). A capture of a
+    /// million users allocated, copied and freed a writer per user (session 20).
+    public static func encodeSnapshotRecord(at s: UnsafePointer<UserState>, deliveryCount: Int64,
+                                            to w: inout SnapshotWriter, scratch: inout SnapshotWriter) {
+        scratch.removeAll(keepingCapacity: true)
+        scratch.int(deliveryCount)
+        encodeSnapshot(at: s, to: &scratch)
+        w.block(scratch.bytes)
     }
 
     /// Encodes every field of the state (docs/restart.md lists them). Notification content is
@@ -40,46 +49,104 @@ extension UserState {
     /// restore reads the content back from `events` (queued, held and snooze records at once,
     /// deferred ones when due). Deterministic: dictionaries in key order.
     public func encodeSnapshot(to w: inout SnapshotWriter) {
-        w.string(user)
-        w.int(lastSeq)
-        w.bool(global.allowNotifications)
-        w.u8(Self.previewsCode(global.showPreviews))
-        if let b = global.attentionBudget { w.u8(1); w.int(Int64(b)) } else { w.u8(0) }
+        withUnsafePointer(to: self) { Self.encodeSnapshot(at: $0, to: &w) }
+    }
+
+    /// `encodeSnapshot(to:)` of the state at `s`, every field read where it lies and every list
+    /// walked through its buffer: a method called on the state, `for x in list` or
+    /// `entries.filter`, copied the state or each element (every string and array in it retained
+    /// and released), and the rare fields' getters built a default `FocusState` (dictionaries
+    /// included) for each user without them — most of a million-user capture's time (session 20).
+    static func encodeSnapshot(at s: UnsafePointer<UserState>, to w: inout SnapshotWriter) {
+        w.string(s.pointee.user)
+        w.int(s.pointee.lastSeq)
+        w.bool(s.pointee.global.allowNotifications)
+        w.u8(previewsCode(s.pointee.global.showPreviews))
+        if let b = s.pointee.global.attentionBudget { w.u8(1); w.int(Int64(b)) } else { w.u8(0) }
 
         // Every app, then the apps with a recent list (the format of `[String: …]` dictionaries
         // in key order, before the two became one sorted `AppTable`).
-        w.count(apps.count)
-        for e in apps.entries {
-            let a = e.state
-            w.string(e.name)
-            w.u8(Self.statusCode(a.status))
-            w.u8(a.options.rawValue)
-            w.varint(UInt64(a.flags.rawValue))
-            w.u8(a.provisionalChoice.rawValue)
-            w.int(Int64(a.badge))
-            w.optInstant(a.mutedUntil)
-        }
-
-        let recentApps = apps.entries.filter { !$0.recent.isEmpty }
-        w.count(recentApps.count)
-        for e in recentApps {
-            let list = e.recent
-            w.string(e.name)
-            w.count(list.count)
-            for r in list {
-                w.string(r.id); w.int(r.seq); w.optString(r.collapseId); w.bool(r.counted)
+        s.pointee.apps.entries.withUnsafeBufferPointer { entries in
+            w.count(entries.count)
+            var withRecent = 0
+            for i in entries.indices {
+                w.string(entries[i].name)
+                w.u8(statusCode(entries[i].state.status))
+                w.u8(entries[i].state.options.rawValue)
+                w.varint(UInt64(entries[i].state.flags.rawValue))
+                w.u8(entries[i].state.provisionalChoice.rawValue)
+                w.int(Int64(entries[i].state.badge))
+                w.optInstant(entries[i].state.mutedUntil)
+                if !entries[i].recent.isEmpty { withRecent += 1 }
+            }
+            w.count(withRecent)
+            for i in entries.indices where !entries[i].recent.isEmpty {
+                w.string(entries[i].name)
+                entries[i].recent.withUnsafeBufferPointer { list in
+                    w.count(list.count)
+                    for k in list.indices {
+                        w.string(list[k].id); w.int(list[k].seq); w.optString(list[k].collapseId); w.bool(list[k].counted)
+                    }
+                }
             }
         }
 
-        if let s = summarySchedule {
+        // The rare fields from their box, or — without one — what their defaults encode to.
+        let rare = s.pointee.rareBox
+        if let schedule = rare?.values.summarySchedule {
             w.u8(1)
-            w.count(s.times.count)
-            for t in s.times { w.u8(UInt8(t.hour)); w.u8(UInt8(t.minute)) }
-            w.string(s.timeZone)
+            w.count(schedule.times.count)
+            for t in schedule.times { w.u8(UInt8(t.hour)); w.u8(UInt8(t.minute)) }
+            w.string(schedule.timeZone)
         } else {
             w.u8(0)
         }
+        if let rare {
+            encodeFocus(rare.values.focus, to: &w)
+        } else {
+            w.count(0); w.u8(0); w.u8(0); w.count(0)   // no definitions, manual, manualUntil, offUntil
+        }
 
+        s.pointee.pending.withUnsafeBufferPointer { pending in
+            w.count(pending.count)
+            for i in pending.indices {
+                w.int(pending[i].seq)
+                w.u8(pending[i].stage.rawValue)
+                w.bool(pending[i].counted)
+                w.string(pending[i].app)
+                w.string(pending[i].id)
+                w.optString(pending[i].collapseId)
+                w.optInstant(pending[i].deadline)
+                w.optInstant(pending[i].expiresAt)
+            }
+        }
+
+        s.pointee.snoozable.withUnsafeBufferPointer { snoozable in
+            w.count(snoozable.count)
+            for i in snoozable.indices { w.int(snoozable[i].seq) }
+        }
+        w.optInstant(s.pointee.summaryDue)
+        guard let rare else {
+            w.u8(0); w.u8(0)                    // heldFocus, focusCheckAt
+            w.count(0); w.count(0); w.count(0)  // snoozes, bannerTimes, tombstones
+            return
+        }
+        w.optString(rare.values.heldFocus)
+        w.optInstant(rare.values.focusCheckAt)
+        rare.values.snoozes.withUnsafeBufferPointer { snoozes in
+            w.count(snoozes.count)
+            for i in snoozes.indices { w.int(snoozes[i].seq); w.instant(snoozes[i].until); w.int(snoozes[i].causeSeq) }
+        }
+        w.count(rare.values.bannerTimes.count)
+        for t in rare.values.bannerTimes { w.instant(t) }
+        rare.values.tombstones.withUnsafeBufferPointer { tombstones in
+            w.count(tombstones.count)
+            for i in tombstones.indices { w.string(tombstones[i].app); w.string(tombstones[i].id) }
+        }
+    }
+
+    /// The Focus part of the encoding (definitions, the manual Focus, the Focuses turned off).
+    private static func encodeFocus(_ focus: borrowing FocusState, to w: inout SnapshotWriter) {
         w.count(focus.definitions.count)
         for d in focus.definitions {
             w.string(d.name)
@@ -104,30 +171,6 @@ extension UserState {
         let offNames = focus.offUntil.keys.sorted()
         w.count(offNames.count)
         for n in offNames { w.string(n); w.instant(focus.offUntil[n]!) }
-
-        w.count(pending.count)
-        for p in pending {
-            w.int(p.seq)
-            w.u8(p.stage.rawValue)
-            w.bool(p.counted)
-            w.string(p.app)
-            w.string(p.id)
-            w.optString(p.collapseId)
-            w.optInstant(p.deadline)
-            w.optInstant(p.expiresAt)
-        }
-
-        w.count(snoozable.count)
-        for s in snoozable { w.int(s.seq) }
-        w.optInstant(summaryDue)
-        w.optString(heldFocus)
-        w.optInstant(focusCheckAt)
-        w.count(snoozes.count)
-        for s in snoozes { w.int(s.seq); w.instant(s.until); w.int(s.causeSeq) }
-        w.count(bannerTimes.count)
-        for t in bannerTimes { w.instant(t) }
-        w.count(tombstones.count)
-        for k in tombstones { w.string(k.app); w.string(k.id) }
     }
 
     /// Decodes what `encodeSnapshot` wrote. Records that carry content (queued and held

@@ -27,6 +27,8 @@ final class RestartState {
         var part = SnapshotPart()
         var partIndex = 0
         var bytes = 0
+        /// One user's record before its length is known (`UserState.encodeSnapshotRecord`).
+        var scratch = SnapshotWriter(capacity: 512)
     }
 }
 
@@ -83,16 +85,21 @@ extension HeraldService {
     /// snapshot once every delivery decided so far is committed (a snapshot must never hold a
     /// state whose deliveries could be lost: restore would not re-derive them).
     func captureSlice() {
-        guard var c = restart.capture, let writer = restart.writer else { return }
+        guard restart.capture != nil, let writer = restart.writer else { return }
         if writer.queuedBytes > Self.snapshotQueueBytes {
             restart.sliceTimer?.arm(afterMilliseconds: 5)
             return
         }
+        // Taken out, not copied: a copy left in `restart` shared the part's buffer, and the first
+        // write below copied all of it (up to 4 MB) every slice (session 20).
+        var c = restart.capture.take()!
         let end = min(c.userCount, c.cursor + Self.snapshotSliceUsers)
-        while c.cursor < end {
-            Self.encodeRecord(users[c.cursor], to: &c.part.writer)
-            c.part.users += 1
-            c.cursor += 1
+        users.withUnsafeBufferPointer { records in
+            while c.cursor < end {
+                Self.encodeRecord(at: records.baseAddress! + c.cursor, to: &c.part.writer, scratch: &c.scratch)
+                c.part.users += 1
+                c.cursor += 1
+            }
         }
         if c.part.writer.bytes.count >= Self.snapshotPartBytes || (c.cursor == c.userCount && c.part.users > 0) {
             c.bytes += c.part.writer.bytes.count
@@ -145,7 +152,12 @@ extension HeraldService {
     }
 
     /// One user in a snapshot part: its byte length, the state, and the runtime's delivery ordinal.
-    static func encodeRecord(_ record: UserRecord, to w: inout SnapshotWriter) {
-        record.state.encodeSnapshotRecord(deliveryCount: record.deliveryCount, to: &w)
+    /// The record is read where it lies (`users[i]` passed along copied it, every buffer of the
+    /// user's state retained and released); `scratch` is reused from user to user.
+    static func encodeRecord(at record: UnsafePointer<UserRecord>, to w: inout SnapshotWriter, scratch: inout SnapshotWriter) {
+        let state = (UnsafeRawPointer(record) + Self.stateOffset).assumingMemoryBound(to: UserState.self)
+        UserState.encodeSnapshotRecord(at: state, deliveryCount: record.pointee.deliveryCount, to: &w, scratch: &scratch)
     }
+
+    private static let stateOffset = MemoryLayout<UserRecord>.offset(of: \UserRecord.state)!
 }
