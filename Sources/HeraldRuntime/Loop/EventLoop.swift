@@ -80,11 +80,6 @@ public final class LoopEvent {
         }
     }
 
-    /// Makes the event fire, soon; on the loop's thread only (from another thread: `LoopTrigger`).
-    public func activate() {
-        if let event { event_active(event, Int32(EV_TIMEOUT), 0) }
-    }
-
     public func disarm() {
         if let event { event_del(event) }
     }
