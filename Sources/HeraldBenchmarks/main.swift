@@ -5,6 +5,8 @@
 //         timing wheel vs indexed heap
 //   engine [--users N] [--decisions N] [--immediate-only]
 //         decisions per second and bytes per idle user
+//   snapshot [--users N] [--repeat N]
+//         a snapshot capture's CPU per user, beside reading it back and copying its bytes
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
@@ -12,6 +14,8 @@ case "wheel":
     runWheelBenchmark(arguments: Array(arguments.dropFirst()))
 case "engine":
     runEngineBenchmark(arguments: Array(arguments.dropFirst()))
+case "snapshot":
+    runSnapshotBenchmark(arguments: Array(arguments.dropFirst()))
 default:
     print("""
         usage: HeraldBenchmarks <benchmark> [options]
@@ -20,5 +24,8 @@ default:
                 fire-all over a week, same-tick burst drain, bytes per live timer
           engine [--users N] [--decisions N] [--immediate-only]
                 decisions per second on one core, bytes per idle user
+          snapshot [--users N] [--repeat N]
+                a snapshot capture's CPU per user (encoding every user's state), beside
+                reading the records back and copying the encoded bytes
         """)
 }
