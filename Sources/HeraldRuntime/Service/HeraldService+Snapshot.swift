@@ -32,9 +32,10 @@ final class RestartState {
     }
 }
 
-/// The part being filled during a capture.
+/// The part being filled during a capture: room for a whole part from the start (growing from
+/// 1 MB copied 3 MB a part on the way to its 4 MB).
 struct SnapshotPart {
-    var writer = SnapshotWriter(capacity: 1 << 20)
+    var writer = SnapshotWriter(capacity: HeraldService.snapshotPartBytes + (64 << 10))
     var users = 0
 }
 
