@@ -7,14 +7,15 @@ import Glibc
 
 /// CPU time of the calling thread: on a shared machine (other builds running) this is
 /// what "one core" means; wall time is printed beside it.
-private func threadCPUSeconds() -> Double {
+func threadCPUSeconds() -> Double {
     var ts = timespec()
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
-/// Measures `body`, returning (wall seconds, thread CPU seconds).
-private func measure(_ body: () -> Void) -> (wall: Double, cpu: Double) {
+/// Measures `body`, returning (wall seconds, thread CPU seconds). Shared by the engine and
+/// snapshot benchmarks.
+func measure(_ body: () -> Void) -> (wall: Double, cpu: Double) {
     let clock = ContinuousClock()
     let c0 = threadCPUSeconds()
     let t0 = clock.now

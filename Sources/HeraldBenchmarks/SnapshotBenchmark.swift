@@ -1,8 +1,6 @@
 // Snapshot capture micro-benchmark: encoding every user's state, beside decoding it and copying its bytes.
+import Foundation
 import HeraldCore
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// What a periodic snapshot costs the loop per user (`HeraldService.captureSlice` encodes every
 /// user, every `snapshotEveryEvents` events: the interval is events, the cost is users), with
@@ -54,7 +52,7 @@ public func runSnapshotBenchmark(arguments: [String]) {
         var part = SnapshotWriter(capacity: 4 << 20)
         var scratch = SnapshotWriter(capacity: 512)
         var parts: [[UInt8]] = []
-        encodeCPU.append(measureCPU {
+        encodeCPU.append(measure {
             states.withUnsafeBufferPointer { records in
                 for i in records.indices {
                     UserState.encodeSnapshotRecord(at: records.baseAddress! + i, deliveryCount: 3, to: &part, scratch: &scratch)
@@ -62,11 +60,11 @@ public func runSnapshotBenchmark(arguments: [String]) {
                 }
             }
             parts.append(part.bytes)
-        })
+        }.cpu)
         encoded = parts.flatMap { $0 }
         // Decode: the records back, as restore reads them (content references left unresolved).
         var decoded = 0
-        decodeCPU.append(measureCPU {
+        decodeCPU.append(measure {
             encoded.withUnsafeBytes { raw in
                 var r = SnapshotReader(raw)
                 do throws(SnapshotFormatError) {
@@ -82,13 +80,13 @@ public func runSnapshotBenchmark(arguments: [String]) {
                     fatalError("snapshot.decode: \(error)")
                 }
             }
-        })
+        }.cpu)
         precondition(decoded == users, "decoded \(decoded) of \(users) records")
         // Copy: the same bytes moved once (the floor of writing them).
         var copy = [UInt8](repeating: 0, count: encoded.count)
-        copyCPU.append(measureCPU {
+        copyCPU.append(measure {
             copy.withUnsafeMutableBytes { dst in encoded.withUnsafeBytes { src in dst.copyMemory(from: src) } }
-        })
+        }.cpu)
         withExtendedLifetime(copy) {}
     }
     func perUser(_ s: Double) -> String { String(format: "%.3f µs/user", s / Double(users) * 1e6) }
@@ -98,13 +96,4 @@ public func runSnapshotBenchmark(arguments: [String]) {
     print("snapshot.copy      \(perUser(median(copyCPU)))   baseline: the encoded bytes copied once")
     print(String(format: "snapshot.perEvent  %.2f µs of loop CPU per event at the default interval (every 250,000 events, %d users)",
                  median(encodeCPU) / 250_000 * 1e6, users))
-}
-
-/// Thread CPU seconds `body` took.
-private func measureCPU(_ body: () -> Void) -> Double {
-    var a = timespec(), b = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a)
-    body()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b)
-    return Double(b.tv_sec - a.tv_sec) + Double(b.tv_nsec - a.tv_nsec) / 1e9
 }
