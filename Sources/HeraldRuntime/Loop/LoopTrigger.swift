@@ -10,7 +10,8 @@ import Glibc
 /// life (docs/service-profile.md, session 20). Firing writes to an eventfd (the kernel's counter
 /// is the synchronisation); several fires before the loop looks run the callback once.
 public final class LoopTrigger {
-    private let fd: Int32
+    /// The eventfd (internal for the tests).
+    let fd: Int32
     private var watch: LoopEvent?
 
     init(loop: EventLoop, _ callback: @escaping () -> Void) {
