@@ -54,6 +54,15 @@ enum BinaryCopy {
     }
 }
 
+extension BigEndianWriter {
+    /// A tuple's position (`seq` or `cursor`, its first field): an int8, the offset of its value
+    /// (after the 4-byte field length) noted in `offsets` for `BinaryCopy.rebase`.
+    mutating func position(_ value: Int64, notingIn offsets: inout [Int32]) {
+        offsets.append(Int32(at + 4))
+        int8(value)
+    }
+}
+
 /// A batch's binary COPY data (`BinaryCopy.data`) and the offset of each tuple's position value
 /// in it (after its field length), for `BinaryCopy.rebase`.
 struct CopyData: Equatable {

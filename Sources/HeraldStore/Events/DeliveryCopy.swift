@@ -64,8 +64,7 @@ enum DeliveryCopy {
             for i in rs.indices {
                 cursor += 1
                 w.be16(12)
-                positions.append(Int32(w.at + 4))   // after the field length
-                w.int8(cursor)
+                w.position(cursor, notingIn: &positions)
                 w.text(rs[i].user)
                 w.int8(rs[i].userIndex)
                 w.int8(rs[i].causeSeq)

@@ -47,8 +47,7 @@ enum EventCopy {
             for i in rs.indices {
                 seq += 1
                 w.be16(7)
-                positions.append(Int32(w.at + 4))   // after the field length
-                w.int8(seq)
+                w.position(seq, notingIn: &positions)
                 w.text(rs[i].user)
                 w.text(rs[i].type)
                 w.text(rs[i].app)
