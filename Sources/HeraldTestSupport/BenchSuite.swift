@@ -37,6 +37,28 @@ public enum BenchSuite {
         Target(scenario: "peer", label: "due → processed p99, PgQueuer ÷ Herald", key: "latencyRatio", atLeast: true, bound: 10, unit: "×"),
     ]
 
+    /// A number printed under the targets with no bound of its own: what a target's value is
+    /// measured against on the machine (e.g. what PostgreSQL alone reaches for the same rows).
+    public struct Reference: Sendable {
+        public let scenario: String
+        public let label: String
+        public let key: String
+        public let unit: String
+    }
+
+    public static let references: [Reference] = [
+        Reference(scenario: "ingest", label: "submits/s ÷ PostgreSQL alone storing the same rows", key: "ratioCeiling", unit: "×"),
+        Reference(scenario: "ingest", label: "PostgreSQL alone storing them ÷ plain COPY", key: "ceilingOverPlainCopy", unit: "×"),
+    ]
+
+    /// Each reference of the scenarios that ran, with its runs' values in run order.
+    public static func evaluateReferences(_ runs: [String: [JSONValue]]) -> [(reference: Reference, values: [Double])] {
+        references.compactMap { r in
+            guard let lines = runs[r.scenario] else { return nil }
+            return (r, lines.compactMap { $0[r.key]?.doubleValue })
+        }
+    }
+
     /// A target with the values of its runs.
     public struct Row: Sendable {
         public let target: Target

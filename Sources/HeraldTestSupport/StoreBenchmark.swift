@@ -243,3 +243,45 @@ extension StoreBenchmark {
          "CREATE UNIQUE INDEX ON \(table) (app, notification_id, user_id) WHERE notification_id IS NOT NULL"]
     }
 }
+
+extension StoreBenchmark {
+    /// What an ingest run stored, as fast as PostgreSQL alone stores it: the run's submit events
+    /// and every delivery (an ingest run's deliveries are all decided for its submits), read back
+    /// from `databaseURL` as binary COPY data and copied into fresh tables made `LIKE events` and
+    /// `LIKE deliveries` with their indexes and constraints — one COPY and one commit each, the two
+    /// at once on two connections (two backends, as Herald's writers are). Nothing of Herald's is in
+    /// the way (no parsing, no decisions, no small transactions, no load generator), so Herald's
+    /// durable acks per second against this is how close it comes to what its own schema allows on
+    /// the machine; the plain `COPY` baseline stores the events alone, without indexes.
+    public static func schemaCeiling(databaseURL: String) throws -> (submits: Int64, deliveries: Int64, submitsPerSecond: Double) {
+        let conn = try PGConnection.connect(databaseURL)
+        defer { conn.close() }
+        // Used by the one thread below only, while this one waits for it.
+        nonisolated(unsafe) let other = try PGConnection.connect(databaseURL)
+        defer { other.close() }
+        let events = try conn.copyOutData(
+            "COPY (SELECT \(EventCopy.columns) FROM events WHERE type = 'submit' ORDER BY seq) TO STDOUT (FORMAT binary)")
+        let deliveries = try conn.copyOutData(
+            "COPY (SELECT \(DeliveryCopy.columns) FROM deliveries ORDER BY cursor) TO STDOUT (FORMAT binary)")
+        for table in ["events", "deliveries"] {
+            try conn.execute("DROP TABLE IF EXISTS bench_ceiling_\(table)")
+            try conn.execute("CREATE TABLE bench_ceiling_\(table) (LIKE \(table) INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)")
+        }
+        defer { for table in ["events", "deliveries"] { _ = try? conn.execute("DROP TABLE IF EXISTS bench_ceiling_\(table)") } }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let deliveriesDone = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var stored: Swift.Result<Int64, StoreError> = .success(0)
+        Thread {
+            stored = Swift.Result { () throws(StoreError) -> Int64 in
+                try other.copyIn("COPY bench_ceiling_deliveries (\(DeliveryCopy.columns)) FROM STDIN (FORMAT binary)", chunks: deliveries)
+            }
+            deliveriesDone.signal()
+        }.start()
+        let submits = try conn.copyIn("COPY bench_ceiling_events (\(EventCopy.columns)) FROM STDIN (FORMAT binary)", chunks: events)
+        deliveriesDone.wait()
+        let d = clock.now - start
+        let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        return (submits, try stored.get(), Double(submits) / seconds)
+    }
+}

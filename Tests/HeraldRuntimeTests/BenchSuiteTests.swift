@@ -50,4 +50,15 @@ import Testing
         #expect(!BenchSuite.arguments("restart", quick: true, run: 2).contains("--reuse"))
         #expect(BenchSuite.arguments("storm", quick: false) == ["--users", "1000000", "--reuse"])
     }
+
+    /// References carry no bound: each keeps its runs' values, and only the scenarios that ran have one.
+    @Test func referencesKeepTheirRunsValuesWithoutAVerdict() throws {
+        let ingest = try [#"{"ratio":0.29,"ratioCeiling":0.67,"ceilingOverPlainCopy":0.45}"#, #"{"ratio":0.31,"ratioCeiling":0.6}"#]
+            .map { try JSONValue.parse(Array($0.utf8)) }
+        let refs = BenchSuite.evaluateReferences(["ingest": ingest])
+        #expect(refs.map(\.reference.key) == ["ratioCeiling", "ceilingOverPlainCopy"])
+        #expect(refs[0].values == [0.67, 0.6])
+        #expect(refs[1].values == [0.45], "a run without the key adds no value")
+        #expect(BenchSuite.evaluateReferences(["peer": []]).isEmpty)
+    }
 }

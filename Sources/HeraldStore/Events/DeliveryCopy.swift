@@ -11,9 +11,9 @@
 /// the writer then sends the whole transaction through the append functions, whose careful path
 /// skips it. `trace` and `body` are `text` (migration 007): binary COPY sends their bytes as they
 /// are, and the server checks only their encoding (Herald wrote them as canonical JSON).
-enum DeliveryCopy {
+public enum DeliveryCopy {
     /// The COPY's column list, in the order `encode` writes the fields.
-    static let columns = "cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason, at, rules_version, trace, body"
+    public static let columns = "cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason, at, rules_version, trace, body"
 
     /// Claims `count` cursors; its one row is the cursor before the batch.
     static func claim(count: Int) -> String {

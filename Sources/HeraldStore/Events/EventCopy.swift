@@ -6,9 +6,9 @@ import HeraldCore
 /// transaction). Binary: no escaping on either side; text fields still pass the server's encoding
 /// check (a NUL byte is refused, not truncated). `body` is `text` since migration 007: the server
 /// no longer parses it as JSON (Herald's parser accepted the request, its encoder wrote the bytes).
-enum EventCopy {
+public enum EventCopy {
     /// The COPY's column list, in the order `encode` writes the fields.
-    static let columns = "seq, user_id, type, app, notification_id, body, engine_time"
+    public static let columns = "seq, user_id, type, app, notification_id, body, engine_time"
 
     /// The simple query that opens a COPY transaction for `count` rows: claims the positions, then
     /// starts the COPY. With `commit`, COMMIT follows the COPY in the same query (the server runs

@@ -228,7 +228,8 @@ extension PGConnection {
 }
 
 extension PGConnection {
-    /// Streams rows into `COPY … FROM STDIN` (text format) and waits for the result; returns rows copied.
+    /// Streams rows into `COPY … FROM STDIN` (text, or binary when `sql` says so: the chunks are
+    /// sent as they are) and waits for the result; returns rows copied.
     /// Blocking: for benchmarks, import and tools.
     @discardableResult
     public func copyIn(_ sql: String, chunks: some Sequence<[UInt8]>) throws(StoreError) -> Int64 {

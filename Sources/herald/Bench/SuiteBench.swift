@@ -60,6 +60,11 @@ struct SuiteBench: ParsableCommand {
                              "bound": .double(row.target.bound), "atLeast": .bool(row.target.atLeast),
                              "met": row.met.map(JSONValue.bool) ?? .null])
                 }),
+                "references": .array(BenchSuite.evaluateReferences(lines).map { r in
+                    .object(["scenario": .string(r.reference.scenario), "key": .string(r.reference.key),
+                             "values": .array(r.values.map(JSONValue.double)),
+                             "median": BenchSuite.median(r.values).map(JSONValue.double) ?? .null])
+                }),
                 "failures": .array(failures.map(JSONValue.string)),
             ]).canonicalString)
         } else {
@@ -72,6 +77,12 @@ struct SuiteBench: ParsableCommand {
                 print("  " + "\(row.target.scenario): \(row.target.label)".padding(toLength: 52, withPad: " ", startingAt: 0)
                       + median.padding(toLength: 14, withPad: " ", startingAt: 0) + bound.padding(toLength: 16, withPad: " ", startingAt: 0)
                       + verdict.padding(toLength: 9, withPad: " ", startingAt: 0) + "(\(values))")
+            }
+            for (reference, values) in BenchSuite.evaluateReferences(lines) where !values.isEmpty {
+                let median = BenchSuite.median(values).map { Self.format($0) + reference.unit } ?? "—"
+                print("  " + "\(reference.scenario): \(reference.label)".padding(toLength: 52, withPad: " ", startingAt: 0)
+                      + median.padding(toLength: 14, withPad: " ", startingAt: 0) + "(reference)".padding(toLength: 25, withPad: " ", startingAt: 0)
+                      + "(\(values.map { Self.format($0) }.joined(separator: " / ")))")
             }
             // What each scenario measured, as it says itself (sizes differ with --quick or a reused history).
             for scenario in chosen {

@@ -54,13 +54,19 @@ struct IngestBench: ParsableCommand {
             }
             Log.info("COPY baselines: \(events) rows")
             let copy = try StoreBenchmark.copyBaselines(databaseURL: url, rows: load.rows())
+            Log.info("schema ceiling: the run's submit events and deliveries copied into tables like Herald's")
+            let ceiling = try StoreBenchmark.schemaCeiling(databaseURL: url)
             let ratio = r.acksPerSecond / copy.plain, ratioIndexed = r.acksPerSecond / copy.indexed
+            let ratioCeiling = r.acksPerSecond / ceiling.submitsPerSecond
             if json {
                 print(JSONValue.object([
                     "acksPerSecond": .int(Int64(r.acksPerSecond)), "ackP50Ms": .double(r.percentile(0.5)),
                     "ackP99Ms": .double(r.percentile(0.99)), "ackP999Ms": .double(r.percentile(0.999)),
                     "copyRowsPerSecond": .int(Int64(copy.plain)), "copyIndexedRowsPerSecond": .int(Int64(copy.indexed)),
                     "ratio": .double((ratio * 100).rounded() / 100), "ratioIndexed": .double((ratioIndexed * 100).rounded() / 100),
+                    "ceilingSubmitsPerSecond": .int(Int64(ceiling.submitsPerSecond)),
+                    "ratioCeiling": .double((ratioCeiling * 100).rounded() / 100),
+                    "ceilingOverPlainCopy": .double((ceiling.submitsPerSecond / copy.plain * 100).rounded() / 100),
                     "walSyncsPer1000": .double((costs.walSyncsPer1000 * 100).rounded() / 100),
                     "roundTripsPerEvent": .double((costs.roundTripsPerEvent * 10_000).rounded() / 10_000),
                     "transactions": .int(costs.transactions), "transactionsOverlapped": .int(costs.overlapped),
@@ -75,6 +81,8 @@ struct IngestBench: ParsableCommand {
                       + String(format: "%.1f ms, p99 %.1f ms, p99.9 %.1f ms", r.percentile(0.5), r.percentile(0.99), r.percentile(0.999)))
                 print("  baseline: one COPY, no indexes    \(Int(copy.plain)) rows/s   ratio " + String(format: "%.2f×", ratio))
                 print("  reference: COPY with the log's indexes  \(Int(copy.indexed)) rows/s   ratio " + String(format: "%.2f×", ratioIndexed))
+                print("  ceiling: the same \(ceiling.submits) submits' events and \(ceiling.deliveries) deliveries, one COPY each at once into tables like Herald's (indexes, constraints)   "
+                      + "\(Int(ceiling.submitsPerSecond)) submits/s   ratio " + String(format: "%.2f×", ratioCeiling))
                 print(String(format: "  per event: %.2f WAL fsyncs per 1,000, %.4f round trips (%d transactions, %d overlapping the previous one's completions, %d given their data meanwhile; %d deliveries by COPY); CPU: herald loop %.1f µs, writer backends %.1f µs",
                              costs.walSyncsPer1000, costs.roundTripsPerEvent, costs.transactions, costs.overlapped, costs.sentWhileCompleting, costs.deliveriesCopied,
                              costs.loopMicrosecondsPerEvent, costs.backendMicrosecondsPerEvent))
