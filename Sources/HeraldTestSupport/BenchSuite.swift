@@ -47,8 +47,9 @@ public enum BenchSuite {
     }
 
     public static let references: [Reference] = [
-        Reference(scenario: "ingest", label: "submits/s ÷ PostgreSQL alone storing the same rows", key: "ratioCeiling", unit: "×"),
-        Reference(scenario: "ingest", label: "PostgreSQL alone storing them ÷ plain COPY", key: "ceilingOverPlainCopy", unit: "×"),
+        Reference(scenario: "ingest", label: "submits/s ÷ its rows by PostgreSQL alone", key: "ratioCeiling", unit: "×"),
+        Reference(scenario: "ingest", label: "its rows by PostgreSQL alone ÷ plain COPY", key: "ceilingOverPlainCopy", unit: "×"),
+        Reference(scenario: "peer", label: "enqueue: its rows by PostgreSQL alone ÷ PgQueuer", key: "ceilingEnqueueRatio", unit: "×"),
     ]
 
     /// Each reference of the scenarios that ran, with its runs' values in run order.

@@ -246,42 +246,67 @@ extension StoreBenchmark {
 
 extension StoreBenchmark {
     /// What an ingest run stored, as fast as PostgreSQL alone stores it: the run's submit events
-    /// and every delivery (an ingest run's deliveries are all decided for its submits), read back
-    /// from `databaseURL` as binary COPY data and copied into fresh tables made `LIKE events` and
-    /// `LIKE deliveries` with their indexes and constraints — one COPY and one commit each, the two
-    /// at once on two connections (two backends, as Herald's writers are). Nothing of Herald's is in
+    /// and every delivery (an ingest run's deliveries are all decided for its submits), copied
+    /// into tables like Herald's, the two COPYs at once (`storedAgain`). Nothing of Herald's is in
     /// the way (no parsing, no decisions, no small transactions, no load generator), so Herald's
-    /// durable acks per second against this is how close it comes to what its own schema allows on
-    /// the machine; the plain `COPY` baseline stores the events alone, without indexes.
+    /// durable acks per second against this is how close it comes to what its own schema allows
+    /// on the machine; the plain `COPY` baseline stores the events alone, without indexes.
     public static func schemaCeiling(databaseURL: String) throws -> (submits: Int64, deliveries: Int64, submitsPerSecond: Double) {
+        let r = try storedAgain(databaseURL: databaseURL, [
+            ("SELECT \(EventCopy.columns) FROM events WHERE type = 'submit' ORDER BY seq", "events", EventCopy.columns),
+            ("SELECT \(DeliveryCopy.columns) FROM deliveries ORDER BY cursor", "deliveries", DeliveryCopy.columns),
+        ])
+        return (r.rows[0], r.rows[1], Double(r.rows[0]) / r.seconds)
+    }
+
+    /// The submit events of a run (a peer run's enqueued jobs) stored again by PostgreSQL alone
+    /// into a table like `events`, in two halves at once (`storedAgain`): jobs per second.
+    public static func enqueueCeiling(databaseURL: String) throws -> (jobs: Int64, jobsPerSecond: Double) {
+        let r = try storedAgain(databaseURL: databaseURL, (0...1).map {
+            ("SELECT \(EventCopy.columns) FROM events WHERE type = 'submit' AND seq % 2 = \($0) ORDER BY seq", "events", EventCopy.columns)
+        })
+        let jobs = r.rows.reduce(0, +)
+        return (jobs, Double(jobs) / r.seconds)
+    }
+
+    /// Rows of Herald's tables stored again, as a loader would: each `(select, table, columns)` is
+    /// read out of `databaseURL` as binary COPY data, then all are copied at once — one connection,
+    /// one COPY and one commit each — into `bench_ceiling_<table>`, made `LIKE <table>` with its
+    /// indexes and constraints. Rows each COPY stored, and the seconds from the first COPY's start
+    /// to the last one's commit. The tables are dropped after.
+    static func storedAgain(databaseURL: String, _ copies: [(select: String, table: String, columns: String)]) throws
+        -> (rows: [Int64], seconds: Double) {
         let conn = try PGConnection.connect(databaseURL)
         defer { conn.close() }
-        // Used by the one thread below only, while this one waits for it.
-        nonisolated(unsafe) let other = try PGConnection.connect(databaseURL)
-        defer { other.close() }
-        let events = try conn.copyOutData(
-            "COPY (SELECT \(EventCopy.columns) FROM events WHERE type = 'submit' ORDER BY seq) TO STDOUT (FORMAT binary)")
-        let deliveries = try conn.copyOutData(
-            "COPY (SELECT \(DeliveryCopy.columns) FROM deliveries ORDER BY cursor) TO STDOUT (FORMAT binary)")
-        for table in ["events", "deliveries"] {
+        let data = try copies.map { try conn.copyOutData("COPY (\($0.select)) TO STDOUT (FORMAT binary)") }
+        let tables = Set(copies.map(\.table)).sorted()
+        for table in tables {
             try conn.execute("DROP TABLE IF EXISTS bench_ceiling_\(table)")
             try conn.execute("CREATE TABLE bench_ceiling_\(table) (LIKE \(table) INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)")
         }
-        defer { for table in ["events", "deliveries"] { _ = try? conn.execute("DROP TABLE IF EXISTS bench_ceiling_\(table)") } }
+        defer { for table in tables { _ = try? conn.execute("DROP TABLE IF EXISTS bench_ceiling_\(table)") } }
+        // Each connection is used by its one thread only, after it is handed over here.
+        nonisolated(unsafe) let connections = try copies.map { _ in try PGConnection.connect(databaseURL) }
+        defer { for c in connections { c.close() } }
+        // One slot per thread; read after every thread has left the group.
+        nonisolated(unsafe) let results = UnsafeMutableBufferPointer<Swift.Result<Int64, StoreError>>.allocate(capacity: copies.count)
+        results.initialize(repeating: .success(0))
+        defer { results.deallocate() }
+        let done = DispatchGroup()
         let clock = ContinuousClock()
         let start = clock.now
-        let deliveriesDone = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var stored: Swift.Result<Int64, StoreError> = .success(0)
-        Thread {
-            stored = Swift.Result { () throws(StoreError) -> Int64 in
-                try other.copyIn("COPY bench_ceiling_deliveries (\(DeliveryCopy.columns)) FROM STDIN (FORMAT binary)", chunks: deliveries)
-            }
-            deliveriesDone.signal()
-        }.start()
-        let submits = try conn.copyIn("COPY bench_ceiling_events (\(EventCopy.columns)) FROM STDIN (FORMAT binary)", chunks: events)
-        deliveriesDone.wait()
+        for (i, copy) in copies.enumerated() {
+            let chunks = data[i]
+            done.enter()
+            Thread {
+                results[i] = Swift.Result { () throws(StoreError) -> Int64 in
+                    try connections[i].copyIn("COPY bench_ceiling_\(copy.table) (\(copy.columns)) FROM STDIN (FORMAT binary)", chunks: chunks)
+                }
+                done.leave()
+            }.start()
+        }
+        done.wait()
         let d = clock.now - start
-        let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-        return (submits, try stored.get(), Double(submits) / seconds)
+        return (try results.map { try $0.get() }, Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
     }
 }

@@ -52,6 +52,8 @@ struct PeerBench: ParsableCommand {
                 try load.prepare(port: port)
                 herald = try Self.heraldSide(port: port, url: url, jobs: jobs, users: users, app: load.app, lead: lead)
             }
+            Log.info("peer: enqueue ceiling: Herald's enqueued jobs stored again by PostgreSQL alone")
+            let ceiling = try StoreBenchmark.enqueueCeiling(databaseURL: url)
 
             // The peer, in the same run on the same cluster (its own scratch database).
             var peer: PeerResult?
@@ -89,11 +91,17 @@ struct PeerBench: ParsableCommand {
                 report.json["heraldLoopCpuMs"] = Fmt.j(cpu.loop)
                 report.json["heraldBackendsCpuMs"] = Fmt.j(cpu.backends)
             }
+            report.row("Herald: enqueue ceiling: its \(Fmt.int(Int(ceiling.jobs))) jobs' rows, stored again by PostgreSQL alone", "\(Fmt.int(ceiling.jobsPerSecond)) jobs/s",
+                       "two COPYs at once into a table like events (its indexes): what the stored rows allow",
+                       key: "heraldEnqueueCeilingPerSecond", value: .int(Int64(ceiling.jobsPerSecond)))
             if let peer {
                 rows(peer.name, peer, "peer")
                 let enqueueRatio = herald.enqueuePerSecond / peer.enqueuePerSecond
                 let latencyRatio = peer.p99 / max(0.001, herald.p99)
                 report.row("ratio: enqueue, Herald / peer", Fmt.x(enqueueRatio), "target ≥ 5×", key: "enqueueRatio", value: Fmt.j(enqueueRatio))
+                let ceilingRatio = ceiling.jobsPerSecond / peer.enqueuePerSecond
+                report.row("ratio: enqueue ceiling / peer", Fmt.x(ceilingRatio), "PostgreSQL alone storing Herald's rows, against the peer",
+                           key: "ceilingEnqueueRatio", value: Fmt.j(ceilingRatio))
                 report.row("ratio: p99 latency, peer / Herald", Fmt.x(latencyRatio), "target ≥ 10× lower for Herald",
                            key: "latencyRatio", value: Fmt.j(latencyRatio))
             }
