@@ -59,6 +59,8 @@ import Testing
         #expect(refs.map(\.reference.key) == ["ratioCeiling", "ceilingOverPlainCopy"])
         #expect(refs[0].values == [0.67, 0.6])
         #expect(refs[1].values == [0.45], "a run without the key adds no value")
-        #expect(BenchSuite.evaluateReferences(["peer": []]).isEmpty)
+        #expect(BenchSuite.evaluateReferences(["replay": []]).isEmpty, "a scenario without references has none")
+        let peer = BenchSuite.evaluateReferences(["peer": [try JSONValue.parse(Array(#"{"ceilingEnqueueRatio":3.8}"#.utf8))]])
+        #expect(peer.map(\.reference.key) == ["ceilingEnqueueRatio"] && peer[0].values == [3.8])
     }
 }
