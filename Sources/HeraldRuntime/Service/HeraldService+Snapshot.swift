@@ -66,9 +66,17 @@ extension HeraldService {
 
     func maybeBeginSnapshot() {
         guard let every = configuration.snapshotEveryEvents, restart.capture == nil,
-              eventsCommitted - restart.eventsAtLastSnapshot >= every,
+              eventsCommitted - restart.eventsAtLastSnapshot >= Self.snapshotInterval(every: every, users: users.count,
+                                                                                     eventsPerUser: configuration.snapshotEventsPerUser),
               restart.writer?.isBusy == false, !shuttingDown else { return }
         beginSnapshot()
+    }
+
+    /// Events between snapshots: `every`, or `eventsPerUser` per user when that is more (a
+    /// capture costs per user, so the interval grows with the users; `snapshotEventsPerUser`).
+    static func snapshotInterval(every: Int, users: Int, eventsPerUser: Int) -> Int {
+        let (perUser, overflow) = users.multipliedReportingOverflow(by: max(0, eventsPerUser))
+        return overflow ? Int.max : max(every, perUser)
     }
 
     /// Starts a capture at the current position (`lastFoldedSeq`): the header now, the users a slice per turn.

@@ -23,6 +23,8 @@ struct Serve: ParsableCommand {
     @Option(help: "Maximum client connections.") var maxConnections = 10_000
     @Option(help: "Write a snapshot of every user's state after this many events (0: never); start-up loads the latest and folds only the events after it.")
     var snapshotEvery = 250_000
+    @Option(help: "With many users, snapshot at most every this many events per user instead (a capture's cost grows with the users; 0: --snapshot-every alone).")
+    var snapshotEventsPerUser = 1
     @Flag(help: "Serve even if PostgreSQL runs with fsync or synchronous_commit off (acknowledged events may be lost).")
     var unsafeDurability = false
     @OptionGroup var writer: WriterOptions
@@ -44,6 +46,7 @@ struct Serve: ParsableCommand {
             config.port = port
             config.maxConnections = maxConnections
             config.snapshotEveryEvents = snapshotEvery > 0 ? snapshotEvery : nil
+            config.snapshotEventsPerUser = snapshotEventsPerUser
             config.allowUnsafeDurability = unsafeDurability
             writer.apply(to: &config)
             if acknowledgeBeforeCommitForTesting {
