@@ -49,7 +49,7 @@ public enum BenchSuite {
     public static let references: [Reference] = [
         Reference(scenario: "ingest", label: "submits/s ÷ its rows by PostgreSQL alone", key: "ratioCeiling", unit: "×"),
         Reference(scenario: "ingest", label: "its rows by PostgreSQL alone ÷ plain COPY", key: "ceilingOverPlainCopy", unit: "×"),
-        Reference(scenario: "peer", label: "enqueue: its rows by PostgreSQL alone ÷ PgQueuer", key: "ceilingEnqueueRatio", unit: "×"),
+        Reference(scenario: "peer", label: "its jobs by PostgreSQL alone ÷ PgQueuer", key: "ceilingEnqueueRatio", unit: "×"),
     ]
 
     /// Each reference of the scenarios that ran, with its runs' values in run order.
