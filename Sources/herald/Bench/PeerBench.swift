@@ -21,6 +21,9 @@ struct PeerBench: ParsableCommand {
             arriving at a subscribed consumer. PgQueuer: scripts/bench-peer installs it in a throwaway \
             virtualenv (.herald/peer-venv) and enqueues in batches with execute_after, with a QueueManager \
             worker whose entrypoint records the time.
+            The enqueue ceiling: after Herald's side, its jobs' rows are copied again into a table like \
+            `events` (its indexes), two binary COPYs at once with nothing else running — what PostgreSQL \
+            alone does for the rows Herald must store — and compared with PgQueuer's enqueue.
             """)
 
     @OptionGroup var database: DatabaseOptions
