@@ -133,8 +133,44 @@ public final class LocalCluster: @unchecked Sendable {
         return text
     }
 
-    /// A TCP port on 127.0.0.1 nobody listens on right now.
+    /// A TCP port on 127.0.0.1 nobody uses right now, chosen below the kernel's ephemeral range
+    /// (`ip_local_port_range`): a port the kernel handed out (bind to 0) is from that range, and
+    /// between this call and the listener's bind any outgoing connection of the process — a
+    /// test's client, a PostgreSQL session — could be given it, so the listener failed with
+    /// "Address already in use" now and then (seen in `MallocTuningTests`). Below the range only
+    /// another listener can take it. Falls back to a kernel-assigned port.
     public static func freePort() -> Int {
+        let low = ephemeralRangeLow() ?? 32_768
+        if low > 11_024 {
+            for _ in 0..<256 {
+                let port = Int.random(in: 10_000..<low)
+                if bindable(port) { return port }
+            }
+        }
+        return kernelAssignedPort()
+    }
+
+    /// The first port of the kernel's ephemeral range, nil when it cannot be read.
+    static func ephemeralRangeLow() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8) else { return nil }
+        return text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap { Int($0) }
+    }
+
+    /// Whether a socket can be bound to 127.0.0.1:`port` now (nothing listens or lingers there).
+    static func bindable(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = UInt16(port).bigEndian
+        let len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } } == 0
+    }
+
+    /// A port the kernel picks (from its ephemeral range).
+    static func kernelAssignedPort() -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var addr = sockaddr_in()
