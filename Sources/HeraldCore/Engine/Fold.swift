@@ -15,7 +15,7 @@ extension Engine {
                   let id = event.target.map({ $0.id }) ?? b["id"]?.stringValue else { return }
             foldWithdraw(app: app, id: id, seq: event.seq, at: t, state: &state, out: &out)
         case .authorization:
-            guard let app = b["app"]?.stringValue,
+            guard let app = b["app"]?.stringValue.map(apps.sharedName),
                   let status = b["status"]?.stringValue.flatMap(AuthorizationStatus.init(rawValue:)) else { return }
             var opts: AuthorizationOptions = []
             for o in b["options"]?.arrayValue ?? [] {
@@ -35,16 +35,16 @@ extension Engine {
                 }
             }
         case .settings:
-            foldSettings(b, state: &state)
+            foldSettings(b, state: &state, apps: apps)
         case .provisionalKeep:
-            guard let app = b["app"]?.stringValue else { return }
+            guard let app = b["app"]?.stringValue.map(apps.sharedName) else { return }
             let summary = b["delivery"]?.stringValue == DeliveryMode.summary.rawValue
             state.withApp(app) { a in
                 if summary { a.flags.insert(.summaryDelivery) } else { a.flags.remove(.summaryDelivery) }
                 if a.status == .provisional { a.provisionalChoice = summary ? .keptSummary : .keptImmediate }
             }
         case .provisionalTurnOff:
-            guard let app = b["app"]?.stringValue else { return }
+            guard let app = b["app"]?.stringValue.map(apps.sharedName) else { return }
             state.withApp(app) { a in
                 a.status = .denied
                 a.provisionalChoice = .undecided
@@ -93,7 +93,7 @@ extension Engine {
             }
             focusChanged(&state, at: t, seq: event.seq, out: &out)
         case .mute:
-            guard let app = b["app"]?.stringValue else { return }
+            guard let app = b["app"]?.stringValue.map(apps.sharedName) else { return }
             let until = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:))
             state.withApp(app) { $0.mutedUntil = until.flatMap { $0 > t ? $0 : nil } }
         case .snooze:
@@ -216,8 +216,8 @@ extension Engine {
         }
     }
 
-    func foldSettings(_ b: JSONValue, state: inout UserState) {
-        if let app = b["app"]?.stringValue {
+    func foldSettings(_ b: JSONValue, state: inout UserState, apps: AppRegistry) {
+        if let app = b["app"]?.stringValue.map(apps.sharedName) {
             state.withApp(app) { a in
                 var presentationChanged = false
                 for (name, flag) in AppFlags.settingNames {

@@ -35,4 +35,30 @@ import Testing
         b.register("x", entitlements: [])
         #expect(a != b)
     }
+
+    /// The fold names a user's app entry with the registry's string for a registered app (one
+    /// string shared by every user), and with the event's own for an app never registered.
+    @Test func usersAppEntriesShareTheRegisteredName() {
+        func storage(_ s: String) -> UnsafeRawPointer? {
+            var s = s
+            return s.withUTF8 { UnsafeRawPointer($0.baseAddress) }
+        }
+        let name = "com.example.shared-app-name"   // past 15 bytes: a string with storage of its own
+        for many in [false, true] {
+            var h = EngineHarness()
+            if many { for k in 0...AppRegistry.scanLimit { h.register("com.example.other-\(k)") } }
+            h.register(name)
+            h.authorize("u1", name)
+            h.send("settings", #"{"user":"u2","app":"\#(name)","sound":false}"#)
+            h.send("mute", #"{"user":"u3","app":"\#(name)","until":"2030-01-01T00:00:00Z"}"#)
+            h.authorize("u4", "com.example.never-registered")
+            let shared = try! #require(h.apps.registeredName(name))
+            for user in ["u1", "u2", "u3"] {
+                let entry = try! #require(h.states[user]?.apps.entries.first { $0.name == name })
+                #expect(storage(entry.name) == storage(shared), "\(user), \(many ? "hashed" : "scanned") registry")
+            }
+            #expect(h.states["u4"]?.apps.entries.first?.name == "com.example.never-registered")
+            #expect(h.apps.sharedName("com.example.never-registered") == "com.example.never-registered")
+        }
+    }
 }
