@@ -270,8 +270,8 @@ extension StoreBenchmark {
     }
 
     /// Rows of Herald's tables stored again, as a loader would: each `(select, table, columns)` is
-    /// read out of `databaseURL` as binary COPY data, then all are copied at once — one connection,
-    /// one COPY and one commit each — into `bench_ceiling_<table>`, made `LIKE <table>` with its
+    /// read out of `databaseURL` as binary COPY data, then all are copied at once — a connection,
+    /// a COPY and a commit each — into `bench_ceiling_<table>`, made `LIKE <table>` with its
     /// indexes and constraints. Rows each COPY stored, and the seconds from the first COPY's start
     /// to the last one's commit. The tables are dropped after.
     static func storedAgain(databaseURL: String, _ copies: [(select: String, table: String, columns: String)]) throws
@@ -291,7 +291,7 @@ extension StoreBenchmark {
         // One slot per thread; read after every thread has left the group.
         nonisolated(unsafe) let results = UnsafeMutableBufferPointer<Swift.Result<Int64, StoreError>>.allocate(capacity: copies.count)
         results.initialize(repeating: .success(0))
-        defer { results.deallocate() }
+        defer { _ = results.deinitialize(); results.deallocate() }
         let done = DispatchGroup()
         let clock = ContinuousClock()
         let start = clock.now
