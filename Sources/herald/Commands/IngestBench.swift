@@ -17,7 +17,7 @@ struct IngestBench: ParsableCommand {
             with the log's indexes), and the ceiling (the run's stored events and deliveries copied again \
             into tables like Herald's, two binary COPYs at once with nothing else running: what PostgreSQL \
             alone does for the rows Herald must store). The ceiling holds the rows' COPY data in memory, \
-            ~1.2 KB a submit.
+            ~1.2 KB a submit, so it copies at most the run's first 1,000,000 submits and as many deliveries.
             """)
 
     @OptionGroup var database: DatabaseOptions
