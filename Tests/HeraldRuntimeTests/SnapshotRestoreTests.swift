@@ -107,13 +107,15 @@ import Testing
     /// with no event after it) is ahead of the log's fold until start-up fires what is due by
     /// now, which both do first here (as `start()` does).
     static func expectSame(_ a: HeraldService, _ b: HeraldService, advanceTo: String) throws {
-        #expect(Set(a.userOrdinals.keys) == Set(b.userOrdinals.keys))
+        let ids = a.users.map(\.state.user)
+        #expect(Set(ids) == Set(b.users.map(\.state.user)))
+        #expect(a.userOrdinals.count == ids.count && b.userOrdinals.count == ids.count)
         #expect(a.apps == b.apps)
         #expect(a.lastFoldedSeq == b.lastFoldedSeq)
         let now = a.now()
         #expect(now == b.now())
-        for u in a.userOrdinals.keys.sorted() {
-            guard let oa = a.userOrdinals[u], let ob = b.userOrdinals[u] else { continue }
+        for u in ids.sorted() {
+            guard let oa = a.ordinal(of: u), let ob = b.ordinal(of: u) else { Issue.record("no ordinal for \(u)"); continue }
             try a.loadContent(due: [(oa, now)])
             try b.loadContent(due: [(ob, now)])
             let firedA = a.engine.advance(&a.users[oa].state, to: now, apps: a.apps).deliveries
@@ -127,8 +129,8 @@ import Testing
         }
         let later = Instant(rfc3339: advanceTo)!
         var firedA: [String] = [], firedB: [String] = []
-        for u in a.userOrdinals.keys.sorted() {
-            guard let oa = a.userOrdinals[u], let ob = b.userOrdinals[u] else { continue }
+        for u in ids.sorted() {
+            guard let oa = a.ordinal(of: u), let ob = b.ordinal(of: u) else { Issue.record("no ordinal for \(u)"); continue }
             try a.loadContent(due: [(oa, later)])
             try b.loadContent(due: [(ob, later)])
             firedA += a.engine.advance(&a.users[oa].state, to: later, apps: a.apps).deliveries.map { String(decoding: $0.bodyBytes, as: UTF8.self) }

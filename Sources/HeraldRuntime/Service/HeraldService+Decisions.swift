@@ -9,11 +9,19 @@ extension HeraldService {
     /// buffer of the user's state on each event (copy-on-write with two owners).
     @discardableResult
     func ensureRecord(for user: String) -> Int {
-        if let ordinal = userOrdinals[user] { return ordinal }
+        if let ordinal = ordinal(of: user) { return ordinal }
         let ordinal = users.count
-        userOrdinals[user] = ordinal
+        userOrdinals.insert(user, ordinal: ordinal)
         users.append(UserRecord(state: UserState(user: user), index: UInt64(ordinal)))
         return ordinal
+    }
+
+    /// The user's ordinal, nil for a user never seen (`userOrdinals`, checked against the record's id).
+    @inline(__always)
+    func ordinal(of user: String) -> Int? {
+        users.withUnsafeBufferPointer { records in
+            userOrdinals.ordinal(of: user) { records[$0].state.user == user }
+        }
     }
 
     /// Folds one committed event; its deliveries queue for commit, its next wake goes to the wheel.

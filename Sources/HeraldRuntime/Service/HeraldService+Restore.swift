@@ -31,7 +31,7 @@ extension HeraldService {
             } catch {
                 log("snapshot \(latest.id) could not be loaded (\(error)); folding the whole log instead")
                 users = []
-                userOrdinals = [:]
+                userOrdinals.removeAll()
                 apps = AppRegistry()
                 timers.wheel = TimingWheel(start: started)
             }
@@ -50,13 +50,13 @@ extension HeraldService {
                 timers.wheel = TimingWheel(start: min(e.engineTime, started))
                 first = false
             }
-            if fromSnapshot, let u = e.user, let o = userOrdinals[u], e.seq <= users[o].state.lastSeq {
+            if fromSnapshot, let u = e.user, let o = ordinal(of: u), e.seq <= users[o].state.lastSeq {
                 // Captured after this event (a later slice of the snapshot): already in the state.
                 lastFoldedSeq = max(lastFoldedSeq, e.seq)
                 skipped += 1
                 continue
             }
-            if let u = e.user, let o = userOrdinals[u], !users[o].state.contentNeeded(upTo: e.engineTime).isEmpty {
+            if let u = e.user, let o = ordinal(of: u), !users[o].state.contentNeeded(upTo: e.engineTime).isEmpty {
                 // `conn` is streaming the log: lean content is read on a second connection.
                 if contentConnection == nil { contentConnection = try PGConnection.connect(configuration.databaseURL) }
                 try loadContent(due: [(o, e.engineTime)], using: contentConnection)
@@ -64,7 +64,7 @@ extension HeraldService {
             applyCommitted(e.storedEvent) { d, index in
                 if index > stored[d.user, default: 0] { self.queueUnsent(Self.row(d, index: index)) }
             }
-            if let u = e.user, let o = userOrdinals[u] { users[o].state.dropDeferredContent(dueAfter: keepUntil) }
+            if let u = e.user, let o = ordinal(of: u) { users[o].state.dropDeferredContent(dueAfter: keepUntil) }
             folded += 1
         }
         if first { timers.wheel = TimingWheel(start: started) }
@@ -124,7 +124,8 @@ extension HeraldService {
                     record.wakeHandle = timers.wheel.schedule(at: wake, payload: record.index)
                     record.wakeAt = wake
                 }
-                guard userOrdinals.updateValue(ordinal, forKey: user) == nil else { throw SnapshotFormatError("user \(user) twice in the snapshot") }
+                guard self.ordinal(of: user) == nil else { throw SnapshotFormatError("user \(user) twice in the snapshot") }
+                userOrdinals.insert(user, ordinal: ordinal)
                 users.append(record)
             }
             interned = reader.interned

@@ -27,7 +27,8 @@ public final class HeraldService: ConnectionDelegate {
     /// Every user's record, indexed by the user's ordinal (also its payload in the wheel).
     var users: [UserRecord] = []
     /// A user's ordinal in `users`: looked up once per event.
-    var userOrdinals: [String: Int] = [:]
+    /// Each user's ordinal (its index in `users`) by id; `ordinal(of:)` reads it.
+    var userOrdinals = OrdinalIndex()
     /// Users whose timers the wheel reported due, each with the horizon it was taken at, fired a
     /// slice per loop turn (`fireDueSlice`).
     var dueUsers: Deque<(UInt32, Instant)> = []
