@@ -37,8 +37,12 @@ public struct OrdinalIndex: Sendable {
     /// `key` (asked only for ordinals whose tag matches).
     @inline(__always)
     public func ordinal(of key: String, isKey: (Int) -> Bool) -> Int? {
-        let tag = Self.tag(key)
-        return slots.withUnsafeBufferPointer { s in
+        find(tag: Self.tag(key), isKey: isKey)
+    }
+
+    @inline(__always)
+    private func find(tag: UInt64, isKey: (Int) -> Bool) -> Int? {
+        slots.withUnsafeBufferPointer { s in
             var i = Int(truncatingIfNeeded: tag) & mask
             while true {
                 let slot = s[i]
@@ -54,9 +58,22 @@ public struct OrdinalIndex: Sendable {
 
     /// Adds `ordinal` for `key`, which must have none yet (ask `ordinal(of:isKey:)` first).
     public mutating func insert(_ key: String, ordinal: Int) {
+        insert(tag: Self.tag(key), ordinal: ordinal)
+    }
+
+    /// `key`'s ordinal when it has one (nothing added); else adds `ordinal` for it and returns
+    /// nil — one hash of the key for both (`isKey` as in `ordinal(of:isKey:)`).
+    public mutating func ordinal(of key: String, orInsert ordinal: Int, isKey: (Int) -> Bool) -> Int? {
+        let tag = Self.tag(key)
+        if let found = find(tag: tag, isKey: isKey) { return found }
+        insert(tag: tag, ordinal: ordinal)
+        return nil
+    }
+
+    private mutating func insert(tag: UInt64, ordinal: Int) {
         precondition(ordinal >= 0 && ordinal < Int(UInt32.max), "OrdinalIndex holds ordinals below 2^32 - 1")
         if 2 * (count + 1) > slots.count { grow(to: 2 * slots.count) }
-        place(Self.tag(key) << 32 | UInt64(ordinal + 1))
+        place(tag << 32 | UInt64(ordinal + 1))
         count += 1
     }
 

@@ -9,9 +9,11 @@ extension HeraldService {
     /// buffer of the user's state on each event (copy-on-write with two owners).
     @discardableResult
     func ensureRecord(for user: String) -> Int {
-        if let ordinal = ordinal(of: user) { return ordinal }
         let ordinal = users.count
-        userOrdinals.insert(user, ordinal: ordinal)
+        let found = users.withUnsafeBufferPointer { records in
+            userOrdinals.ordinal(of: user, orInsert: ordinal) { records[$0].state.user == user }
+        }
+        if let found { return found }
         users.append(UserRecord(state: UserState(user: user), index: UInt64(ordinal)))
         return ordinal
     }

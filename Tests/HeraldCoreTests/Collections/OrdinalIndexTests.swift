@@ -60,4 +60,24 @@ import Testing
         #expect(index.count == 0)
         #expect(index.ordinal(of: "user-1") { keys[$0] == "user-1" } == nil)
     }
+
+    /// Finding or adding in one call: an absent key is added (nil back), a present one keeps its
+    /// ordinal (given back) and nothing is added.
+    @Test func ordinalOrInsertFindsOrAdds() {
+        var index = OrdinalIndex()
+        var keys: [String] = []
+        for k in 0..<3_000 {
+            let key = "id-\(k % 1_000)"
+            let next = keys.count
+            let found = index.ordinal(of: key, orInsert: next) { keys[$0] == key }
+            if k < 1_000 {
+                #expect(found == nil)
+                keys.append(key)
+            } else {
+                #expect(found == k % 1_000)
+            }
+        }
+        #expect(index.count == 1_000)
+        for (o, key) in keys.enumerated() { #expect(index.ordinal(of: key) { keys[$0] == key } == o) }
+    }
 }
