@@ -216,7 +216,11 @@ extension DeliveryWriterTests {
         #expect(held["deliveriesCommitted"]?.intValue == 0)
         _ = try admin.execute("COMMIT")
         #expect(try again.readJSON()["ok"] == true)
-        let done = try server.statsWhen { $0["deliveriesCommitted"]?.intValue == 12 }
+        // A nudge sent before the last append committed may still be answered after it: wait
+        // for it, then no more may come.
+        let done = try server.statsWhen {
+            $0["deliveriesCommitted"]?.intValue == 12 && $0["firing"]?["walNudgeInFlight"] == false
+        }
         usleep(50_000)   // 25 intervals: no chained append in flight, no nudge
         let later = try server.client().call(["op": "stats"])
         #expect(later["firing"]?["walNudges"] == done["firing"]?["walNudges"], "the nudges stopped with the burst")

@@ -31,6 +31,9 @@ struct FiringPhases {
     var catchUpNanoseconds: Int64 = 0
     /// WAL writer nudges committed while chained appends were in flight (`startWALNudges`).
     var walNudges = 0
+    /// A nudge sent and not yet answered: it may still add to `walNudges` after the burst's last
+    /// append committed (a test waits for it before it compares counts).
+    var walNudgeInFlight = false
 
     static func now() -> Int64 {
         var ts = timespec()
@@ -57,6 +60,7 @@ struct FiringPhases {
             "catchUpRows": .int(Int64(catchUpRows)),
             "catchUpMs": ms(catchUpNanoseconds),
             "walNudges": .int(Int64(walNudges)),
+            "walNudgeInFlight": .bool(walNudgeInFlight),
         ])
     }
 }

@@ -15,11 +15,11 @@ extension HeraldService {
 
     private func nudgeWAL() {
         guard pendingDeliveryAppends.contains(where: { $0.base != nil }) else { walNudgeTimer = nil; return }
-        if !walNudgeInFlight {
-            walNudgeInFlight = true
+        if !phases.walNudgeInFlight {
+            phases.walNudgeInFlight = true
             // `set_config(…, true)`: for this transaction only, whose commit it decides.
             reader.query("SELECT set_config('synchronous_commit', 'off', true), pg_current_xact_id()", []) { [unretained] result in
-                unretained.object?.walNudgeInFlight = false
+                unretained.object?.phases.walNudgeInFlight = false
                 if case .success = result { unretained.object?.phases.walNudges += 1 }
             }
         }

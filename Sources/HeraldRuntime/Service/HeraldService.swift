@@ -115,7 +115,6 @@ public final class HeraldService: ConnectionDelegate {
     var deliveryRowsPerNanosecond: Double = 0
     /// WAL writer nudges during bursts (`startWALNudges`): the timer, and whether one is in flight.
     var walNudgeTimer: LoopEvent?
-    var walNudgeInFlight = false
     /// How far firing may run ahead of the appends: timers fire while fewer than this many
     /// appends' worth of rows (`deliveryAppendRows` each) wait unsent. With 2, a 20,000-job peer
     /// burst stopped firing for ~17 ms while one writer stored a large append and the other waited
