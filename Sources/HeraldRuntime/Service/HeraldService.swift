@@ -406,6 +406,7 @@ public final class HeraldService: ConnectionDelegate {
             "snapshotsWritten": .int(Int64(restart.writer?.completed ?? 0)),
             "firing": phases.json,
             "loopCpuMs": .int(Self.threadCPUMilliseconds()),
+            "loopMinorFaults": .int(Self.threadMinorFaults()),
             // The current writer connections' counters, summed (they restart after a reconnect).
             "storeTransactions": .int(writerSum(\.transactionsCommitted)),
             "storeRoundTrips": .int(writerSum(\.roundTrips)),
@@ -428,6 +429,15 @@ public final class HeraldService: ConnectionDelegate {
         var ts = timespec()
         guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 else { return -1 }
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
+    /// Page faults served without I/O on the calling thread so far (the loop's, from `stats`):
+    /// each first touch of memory the kernel had to hand out and zero (docs/service-profile.md).
+    static func threadMinorFaults() -> Int64 {
+        var usage = rusage()
+        // RUSAGE_THREAD (1, Linux): a GNU extension the Glibc module does not export.
+        guard getrusage(__rusage_who_t(1), &usage) == 0 else { return -1 }
+        return Int64(usage.ru_minflt)
     }
 
     // MARK: Shutdown

@@ -81,6 +81,7 @@ struct IngestBench: ParsableCommand {
                     "copiesSentWhileCompleting": .int(costs.sentWhileCompleting),
                     "deliveriesCopied": .int(costs.deliveriesCopied),
                     "loopCPUMicrosecondsPerEvent": .double((costs.loopMicrosecondsPerEvent * 10).rounded() / 10),
+                    "loopPageFaultsPerEvent": .double((costs.loopFaultsPerEvent * 1000).rounded() / 1000),
                     "backendCPUMicrosecondsPerEvent": .double((costs.backendMicrosecondsPerEvent * 10).rounded() / 10),
                 ]).canonicalString)
             } else {
@@ -91,9 +92,9 @@ struct IngestBench: ParsableCommand {
                 print("  reference: COPY with the log's indexes  \(Int(copy.indexed)) rows/s   ratio " + String(format: "%.2f×", ratioIndexed))
                 print("  ceiling: the same \(ceiling.submits) submits' events and \(ceiling.deliveries) deliveries, one COPY each at once into tables like Herald's (indexes, constraints)   "
                       + "\(Int(ceiling.submitsPerSecond)) submits/s   ratio " + String(format: "%.2f×", ratioCeiling))
-                print(String(format: "  per event: %.2f WAL fsyncs per 1,000, %.4f round trips (%d transactions, %d overlapping the previous one's completions, %d given their data meanwhile; %d deliveries by COPY); CPU: herald loop %.1f µs, writer backends %.1f µs",
+                print(String(format: "  per event: %.2f WAL fsyncs per 1,000, %.4f round trips (%d transactions, %d overlapping the previous one's completions, %d given their data meanwhile; %d deliveries by COPY); CPU: herald loop %.1f µs (%.3f page faults), writer backends %.1f µs",
                              costs.walSyncsPer1000, costs.roundTripsPerEvent, costs.transactions, costs.overlapped, costs.sentWhileCompleting, costs.deliveriesCopied,
-                             costs.loopMicrosecondsPerEvent, costs.backendMicrosecondsPerEvent))
+                             costs.loopMicrosecondsPerEvent, costs.loopFaultsPerEvent, costs.backendMicrosecondsPerEvent))
             }
         }
     }
@@ -269,6 +270,8 @@ struct IngestCosts {
     struct Sample {
         var walSyncs: Int64 = 0, roundTrips: Int64 = 0, transactions: Int64 = 0, deliveriesCopied: Int64 = 0
         var overlapped: Int64 = 0, sentWhileCompleting: Int64 = 0, deliveries: Int64 = 0, loopCpuMs: Int64 = 0
+        /// The loop thread's minor page faults so far (`stats`).
+        var loopMinorFaults: Int64 = 0
         /// Deliveries stored by chained appends (a burst spread over both delivery writers).
         var deliveriesChained: Int64 = 0
         /// The writers' backends' CPU so far; 0 when one of them could not be read.
@@ -289,6 +292,7 @@ struct IngestCosts {
             // The loop thread's own CPU clock, read by the loop (looking the thread up by name in
             // /proc sometimes found nothing and printed 0).
             loopCpuMs = stats["loopCpuMs"]?.intValue ?? 0
+            loopMinorFaults = stats["loopMinorFaults"]?.intValue ?? 0
             deliveries = stats["deliveriesCommitted"]?.intValue ?? 0
             let conn = try PGConnection.connect(url)
             defer { conn.close() }
@@ -312,6 +316,8 @@ struct IngestCosts {
     var walSyncsPer1000 = 0.0, roundTripsPerEvent = 0.0, transactions: Int64 = 0, deliveriesCopied: Int64 = 0, overlapped: Int64 = 0
     var sentWhileCompleting: Int64 = 0, deliveriesChained: Int64 = 0
     var loopMicrosecondsPerEvent = 0.0, backendMicrosecondsPerEvent = 0.0
+    /// The loop's minor page faults per event (first touches of fresh memory).
+    var loopFaultsPerEvent = 0.0
     /// The loop's and the writers' backends' CPU between the samples, in all (ms).
     var loopMilliseconds = 0.0, backendMilliseconds = 0.0
 
@@ -330,6 +336,7 @@ struct IngestCosts {
         sentWhileCompleting = after.sentWhileCompleting - before.sentWhileCompleting
         deliveriesChained = after.deliveriesChained - before.deliveriesChained
         loopMicrosecondsPerEvent = loopMilliseconds * 1000 / n
+        loopFaultsPerEvent = Double(after.loopMinorFaults - before.loopMinorFaults) / n
         backendMicrosecondsPerEvent = backendMilliseconds * 1000 / n
     }
 }
