@@ -68,7 +68,11 @@ let package = Package(
         // Shared by tests and benchmarks: private Postgres, manual clock, seeded RNG, TCP client.
         .target(
             name: "HeraldTestSupport",
-            dependencies: ["HeraldCore", "HeraldStore", "CLibEventSSL"],
+            dependencies: [
+                "HeraldCore", "HeraldStore", "CLibEventSSL",
+                // The benches' latency percentiles (`Latencies`).
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
             swiftSettings: releaseWithDirectCopies
         ),
         .executableTarget(
@@ -77,7 +81,6 @@ let package = Package(
                 "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             swiftSettings: releaseWithDirectCopies
         ),
@@ -87,7 +90,6 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "HeraldTestSupport",
                 .product(name: "Collections", package: "swift-collections"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             swiftSettings: releaseWithDirectCopies
         ),

@@ -20,9 +20,10 @@ public struct IngestLoad: Sendable {
     public struct Result: Sendable {
         public var acked: Int
         public var seconds: Double
-        public var latenciesMs: [Double]   // sorted
+        /// Send → acknowledgement (after COMMIT) of each submit.
+        public var latencies: Latencies
         public var acksPerSecond: Double { Double(acked) / seconds }
-        public func percentile(_ p: Double) -> Double { latenciesMs.sortedPercentile(p) }
+        public func percentile(_ p: Double) -> Double { latencies.percentile(p) }
     }
 
     /// Registers the app and authorizes every user (so submits are decided, not suppressed).
@@ -69,7 +70,7 @@ public struct IngestLoad: Sendable {
     public func run(port: Int, makeLine: ((Int) -> String)? = nil,
                     progress: @escaping @Sendable (Int) -> Void = { _ in }) throws -> Result {
         let perProducer = events / producers
-        let results = Mutex<[(Int, [Double])]>([])
+        let results = Mutex<[Latencies]>([])
         let failure = Mutex<String?>(nil)
         let ackedSoFar = Atomic<Int>(0)
         // Connect, say hello and encode every line first; then all producers start together.
@@ -106,7 +107,7 @@ public struct IngestLoad: Sendable {
                         let total = ackedSoFar.add(n, ordering: .relaxed).newValue
                         if total / 10_000 != (total - n) / 10_000 { progress(total / 10_000 * 10_000) }
                     }
-                    results.withLock { $0.append((latencies.count, latencies)) }
+                    results.withLock { $0.append(latencies) }
                 } catch {
                     failure.withLock { $0 = "producer \(p): \(error)" }
                 }
@@ -117,8 +118,9 @@ public struct IngestLoad: Sendable {
         group.wait()
         let seconds = Double(Self.monotonicNanoseconds() - started.withLock { $0 }) / 1e9
         if let f = failure.withLock({ $0 }) { throw WireClient.Failure.io(f) }
-        let all = results.withLock { $0 }
-        return Result(acked: all.map(\.0).reduce(0, +), seconds: seconds, latenciesMs: all.flatMap(\.1).sorted())
+        var all = Latencies()
+        for producer in results.withLock({ $0 }) { all.add(producer) }
+        return Result(acked: all.count, seconds: seconds, latencies: all)
     }
 
     static func monotonicNanoseconds() -> UInt64 {
@@ -127,13 +129,12 @@ public struct IngestLoad: Sendable {
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
-    /// One producer's closed loop on a blocking socket; returns each request's ack latency (ms).
+    /// One producer's closed loop on a blocking socket; returns its requests' ack latencies.
     private static func produce(fd: Int32, lines: [UInt8], ends: [Int], window: Int, t0: UInt64,
-                                acked: (Int) -> Void) throws -> [Double] {
+                                acked: (Int) -> Void) throws -> Latencies {
         let count = ends.count
         var sendTimes = [UInt64](repeating: 0, count: count)
-        var latencies: [Double] = []
-        latencies.reserveCapacity(count)
+        var latencies = Latencies()
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var filled = 0
         var sent = 0, received = 0
@@ -169,7 +170,7 @@ public struct IngestLoad: Sendable {
                 guard isOK else {
                     throw WireClient.Failure.io("refused: \(String(decoding: buffer[lineStart..<i], as: UTF8.self))")
                 }
-                latencies.append(Double(now - sendTimes[received]) / 1e6)
+                latencies.record(from: sendTimes[received], to: now)
                 received += 1
                 acks += 1
                 lineStart = i + 1
@@ -182,13 +183,5 @@ public struct IngestLoad: Sendable {
             if acks > 0 { acked(acks) }
         }
         return latencies
-    }
-}
-
-extension Array where Element == Double {
-    /// The p-quantile (0 ≤ p ≤ 1) of values already sorted ascending, by rank; 0 when empty.
-    /// Shared by every bench that reports latency percentiles.
-    public func sortedPercentile(_ p: Double) -> Double {
-        isEmpty ? 0 : self[Swift.min(count - 1, Int(Double(count) * p))]
     }
 }

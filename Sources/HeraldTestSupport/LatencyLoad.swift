@@ -21,11 +21,12 @@ public struct LatencyLoad: Sendable {
     public struct Result: Sendable {
         public var delivered: Int
         public var seconds: Double
-        public var latenciesMs: [Double]  // sorted
-        /// Send → acknowledgement (after COMMIT) of each submit, sorted: the issue's "ack latency".
-        public var ackLatenciesMs: [Double]
-        public func percentile(_ p: Double) -> Double { latenciesMs.sortedPercentile(p) }
-        public func ackPercentile(_ p: Double) -> Double { ackLatenciesMs.sortedPercentile(p) }
+        /// Send → delivery line at the consumer of each submit.
+        public var latencies: Latencies
+        /// Send → acknowledgement (after COMMIT) of each submit: the issue's "ack latency".
+        public var ackLatencies: Latencies
+        public func percentile(_ p: Double) -> Double { latencies.percentile(p) }
+        public func ackPercentile(_ p: Double) -> Double { ackLatencies.percentile(p) }
     }
 
     public func run(port: Int) throws -> Result {
@@ -39,19 +40,18 @@ public struct LatencyLoad: Sendable {
         let started = IngestLoad.monotonicNanoseconds()
         let sendTimes = Mutex([UInt64](repeating: 0, count: events))
         let failure = Mutex<String?>(nil)
-        let ackLatencies = Mutex([Double]())
+        let ackLatencies = Mutex<Latencies?>(nil)
         let ackReader = Thread {
             // Replies come in request order: the i-th line answers the i-th submit.
-            var acks: [Double] = []
-            acks.reserveCapacity(events)
+            var acks = Latencies()
             do {
                 for i in 0..<events {
                     _ = try producer.readLine(timeoutMilliseconds: 60_000)
                     let now = IngestLoad.monotonicNanoseconds()
-                    acks.append(Double(now - sendTimes.withLock { $0[i] }) / 1e6)
+                    acks.record(from: sendTimes.withLock { $0[i] }, to: now)
                 }
             } catch { failure.withLock { $0 = "acks: \(error)" } }
-            ackLatencies.withLock { $0 = acks.sorted() }
+            ackLatencies.withLock { $0 = acks }
         }
         ackReader.start()
         let tick = UInt64(max(0, tickMicroseconds)) * 1000
@@ -85,22 +85,21 @@ public struct LatencyLoad: Sendable {
         }
         sender.start()
 
-        var latencies: [Double] = []
-        latencies.reserveCapacity(events)
+        var latencies = Latencies()
         let key: StaticString = "\"notification\":\"lat-"
         try consumer.read(idleTimeoutMilliseconds: 60_000) { line in
             let now = IngestLoad.monotonicNanoseconds()
             guard let i = line.intAfter(key), i < events else { return true }
             let sent = sendTimes.withLock { $0[i] }
-            latencies.append(Double(now - sent) / 1e6)
+            latencies.record(from: sent, to: now)
             return latencies.count < events
         }
         let seconds = Double(IngestLoad.monotonicNanoseconds() - started) / 1e9
         // Every delivery line follows its ack's COMMIT, so the acks are all read by now or soon.
-        while ackLatencies.withLock({ $0.isEmpty }) && failure.withLock({ $0 }) == nil { usleep(1_000) }
+        while ackLatencies.withLock({ $0 == nil }) && failure.withLock({ $0 }) == nil { usleep(1_000) }
         if let f = failure.withLock({ $0 }) { throw WireClient.Failure.io(f) }
-        return Result(delivered: latencies.count, seconds: seconds, latenciesMs: latencies.sorted(),
-                      ackLatenciesMs: ackLatencies.withLock { $0 })
+        return Result(delivered: latencies.count, seconds: seconds, latencies: latencies,
+                      ackLatencies: ackLatencies.withLock { $0 } ?? Latencies())
     }
 }
 
@@ -109,26 +108,25 @@ extension LatencyLoad {
     /// connection commits one `line`-sized row per transaction (autocommit `INSERT` into a table
     /// with a primary key, `synchronous_commit` as configured) at the same offered rate. Each
     /// latency runs from the transaction's due time to its COMMIT's reply, so a commit that is late
-    /// because the previous one was slow counts its wait (as `pgbench --rate` does). Sorted, ms,
+    /// because the previous one was slow counts its wait (as `pgbench --rate` does). The latencies
     /// and the rate reached: one connection commits one row at a time, so above a few thousand
     /// per second it falls behind and its latencies become queueing.
-    public func commitBaseline(databaseURL: String, count: Int) throws -> (latenciesMs: [Double], reachedPerSecond: Double) {
+    public func commitBaseline(databaseURL: String, count: Int) throws -> (latencies: Latencies, reachedPerSecond: Double) {
         let conn = try PGConnection.connect(databaseURL)
         defer { conn.close() }
         try conn.execute("DROP TABLE IF EXISTS bench_latency_baseline")
         try conn.execute("CREATE TABLE bench_latency_baseline (id bigint PRIMARY KEY, body text NOT NULL)")
-        var latencies: [Double] = []
-        latencies.reserveCapacity(count)
+        var latencies = Latencies()
         let started = IngestLoad.monotonicNanoseconds()
         for i in 0..<count {
             let due = started + UInt64(Double(i) / ratePerSecond * 1e9)
             let now = IngestLoad.monotonicNanoseconds()
             if due > now { usleep(UInt32((due - now) / 1000)) }
             try conn.execute("INSERT INTO bench_latency_baseline (id, body) VALUES ($1, $2)", [String(i), ingest.line(i)])
-            latencies.append(Double(IngestLoad.monotonicNanoseconds() - due) / 1e6)
+            latencies.record(from: due, to: IngestLoad.monotonicNanoseconds())
         }
         let seconds = Double(IngestLoad.monotonicNanoseconds() - started) / 1e9
         try conn.execute("DROP TABLE bench_latency_baseline")
-        return (latencies.sorted(), Double(count) / seconds)
+        return (latencies, Double(count) / seconds)
     }
 }

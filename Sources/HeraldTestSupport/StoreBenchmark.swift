@@ -58,8 +58,7 @@ public struct StoreBenchmark {
         let walBefore = try Self.walCounters(stats)
         let writer = try GroupCommitWriter(connection: PGConnection.connect(databaseURL), limits: limits)
         var next = 0, acked = 0
-        var latencies: [Double] = []
-        latencies.reserveCapacity(events)
+        var latencies = Latencies()
         let clock = ContinuousClock()
         let origin = clock.now
         func elapsedMs() -> Double {
@@ -73,7 +72,7 @@ public struct StoreBenchmark {
             let sent = elapsedMs()
             writer.append(events: [row]) { result in
                 if case .success = result { acked += 1 }
-                latencies.append(elapsedMs() - sent)
+                latencies.record(milliseconds: elapsedMs() - sent)
                 issue()
             }
         }
@@ -85,7 +84,6 @@ public struct StoreBenchmark {
         }
         if let failure = writer.failure { throw failure }
         let groupSeconds = elapsedMs() / 1000
-        latencies.sort()
         let transactions = writer.transactionsCommitted
         let roundTrips = writer.roundTrips
         // Closing the writer's connection makes its backend report its WAL statistics.
@@ -104,7 +102,7 @@ public struct StoreBenchmark {
                                              chunks: Self.copyChunks(rows))
         let stringRate = try Self.timedCopy(conn, table: "bench_copy_strings", indexes: [], chunks: Self.stringCopyChunks(rows))
 
-        func percentile(_ p: Double) -> Double { latencies.sortedPercentile(p) }
+        func percentile(_ p: Double) -> Double { latencies.percentile(p) }
         return Result(
             groupCommitEventsPerSecond: Double(acked) / groupSeconds,
             copyRowsPerSecond: copyRate,

@@ -152,11 +152,10 @@ struct PeerBench: ParsableCommand {
         if wait > 0 { usleep(UInt32(wait * 1e6)) }
         let before = try IngestCosts.Sample(port: port, url: url)
         let machineBefore = BenchMachine.busyCPUSeconds()
-        var latencies: [Double] = []
-        latencies.reserveCapacity(total)
+        var latencies = Latencies()
         try tap.read(idleTimeoutMilliseconds: Int32(lead * 1000) + 120_000) { line in
             if line.contains(#""notification":"job-"#) {
-                latencies.append(Date().timeIntervalSince1970 * 1000 - Double(dueMs))
+                latencies.record(milliseconds: Date().timeIntervalSince1970 * 1000 - Double(dueMs))
             }
             return latencies.count < total
         }
@@ -164,15 +163,14 @@ struct PeerBench: ParsableCommand {
         var after = try IngestCosts.Sample(port: port, url: url)
         try after.settleWALSyncs(url: url)
         let costs = IngestCosts(before: before, after: after, events: total)
-        latencies.sort()
-        func pct(_ p: Double) -> Double { latencies.sortedPercentile(p) }
+        func pct(_ p: Double) -> Double { latencies.percentile(p) }
         let admin = try WireClient(port: port)
         _ = try admin.request(#"{"op":"hello"}"#)
         let stats = try admin.request(#"{"op":"stats"}"#)
         return PeerResult(name: "Herald", enqueuePerSecond: Double(total) / enqueueSeconds,
                           enqueueNote: "8 producers × 256 outstanding submits, each acked after COMMIT",
-                          p50: pct(0.5), p99: pct(0.99), max: latencies.last ?? 0, processed: latencies.count,
-                          first: latencies.first, firing: stats["firing"] ?? .null,
+                          p50: pct(0.5), p99: pct(0.99), max: latencies.maximumMs, processed: latencies.count,
+                          first: latencies.minimumMs, firing: stats["firing"] ?? .null,
                           cpuMs: (loop: costs.loopMilliseconds, backends: costs.backendMilliseconds,
                                   machine: (machineAfter - machineBefore) * 1000))
     }

@@ -160,7 +160,7 @@ struct LatencyBench: ParsableCommand {
             Log.info("latency: baseline, \(baselineCount) single-row commits at \(Int(offered))/s on one connection")
             let (floor, reached) = try load.commitBaseline(databaseURL: url, count: baselineCount)
             let saturated = reached < offered * 0.95
-            func pct(_ p: Double) -> Double { floor.sortedPercentile(p) }
+            func pct(_ p: Double) -> Double { floor.percentile(p) }
             if json {
                 print(JSONValue.object([
                     "offeredPerSecond": .double(offered), "tickMicroseconds": .int(Int64(tickMicroseconds)), "measuredMaximumPerSecond": measuredMaximum.map(JSONValue.double) ?? .null,
@@ -181,11 +181,11 @@ struct LatencyBench: ParsableCommand {
                       + (measuredMaximum.map { " (half the \(Int($0))/s an ingest run of \(probeEvents) submits reached just before)" } ?? "")
                       + (tickMicroseconds > 0 ? "; sent every \(tickMicroseconds) µs, each timed from its due time" : "; one write per submit"))
                 print("  submit → ack (COMMIT)    p50 " + String(format: "%.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
-                      r.ackPercentile(0.5), r.ackPercentile(0.99), r.ackPercentile(0.999), r.ackLatenciesMs.last ?? 0))
+                      r.ackPercentile(0.5), r.ackPercentile(0.99), r.ackPercentile(0.999), r.ackLatencies.maximumMs))
                 print("  submit → delivery line   p50 " + String(format: "%.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
-                      r.percentile(0.5), r.percentile(0.99), r.percentile(0.999), r.latenciesMs.last ?? 0))
+                      r.percentile(0.5), r.percentile(0.99), r.percentile(0.999), r.latencies.maximumMs))
                 print("  baseline: one-row COMMIT p50 " + String(format: "%.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
-                      pct(0.5), pct(0.99), pct(0.999), floor.last ?? 0)
+                      pct(0.5), pct(0.99), pct(0.999), floor.maximumMs)
                       + "   (\(floor.count) autocommit INSERTs at the same rate, one connection; an ack needs one"
                       + " commit, a delivery line two in sequence)")
                 print(String(format: "  at this rate: %d transactions (events' and deliveries'), %.1f submits each; %.2f WAL fsyncs per 1,000 events; CPU per submit: herald loop %.1f µs, writer backends %.1f µs; %lld deliveries in burst (chained) appends",
