@@ -4,7 +4,9 @@ import HeraldCore
 
 /// Resolves the database to use. With a URL (flag or `HERALD_DATABASE_URL`) that server is
 /// used as is. Without one Herald runs its own cluster in `folder` (default `.herald/postgres`),
-/// creates the `herald` database in it, and stops the cluster when `close()` is called.
+/// creates the `herald` database in it (or `database`; with `fresh`, dropped first if it exists,
+/// so a demo or an experiment starts from an empty log each run without piling up databases), and
+/// stops the cluster when `close()` is called.
 public final class DatabaseLocation {
     public let url: String
     public let cluster: LocalCluster?
@@ -15,12 +17,17 @@ public final class DatabaseLocation {
     }
 
     public static func resolve(url: String?, privateFolder: String = ".herald/postgres",
-                               database: String = "herald", log: (String) -> Void) throws(StoreError) -> DatabaseLocation {
+                               database: String = "herald", fresh: Bool = false,
+                               log: (String) -> Void) throws(StoreError) -> DatabaseLocation {
         if let url, !url.isEmpty { return DatabaseLocation(url: url, cluster: nil) }
         let folder = privateFolder.hasPrefix("/") ? privateFolder : currentDirectory() + "/" + privateFolder
         let cluster = try LocalCluster(dataDirectory: folder)
         try cluster.start(log: log)
         let admin = try PGConnection.connect(cluster.connectionString())
+        if fresh {
+            log("dropping the private database \(database) (--fresh-private-database)")
+            try admin.execute("DROP DATABASE IF EXISTS \(database) WITH (FORCE)")
+        }
         if try admin.execute("SELECT 1 FROM pg_database WHERE datname = $1", [database]).rowCount == 0 {
             try admin.execute("CREATE DATABASE \(database)")
         }

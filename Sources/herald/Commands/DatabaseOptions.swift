@@ -13,9 +13,13 @@ struct DatabaseOptions: ParsableArguments {
             help: "Without a database URL: the database to use (created if missing) in the private cluster.")
     var privateDatabase = "herald"
 
+    @Flag(name: .customLong("fresh-private-database"),
+          help: "Without a database URL: drop the private database first, so this run starts from an empty log (scripts/demo).")
+    var freshPrivateDatabase = false
+
     func resolve() throws -> DatabaseLocation {
         let url = databaseURL ?? ProcessInfo.processInfo.environment["HERALD_DATABASE_URL"]
-        return try DatabaseLocation.resolve(url: url, database: privateDatabase) { Log.info($0) }
+        return try DatabaseLocation.resolve(url: url, database: privateDatabase, fresh: freshPrivateDatabase) { Log.info($0) }
     }
 }
 
