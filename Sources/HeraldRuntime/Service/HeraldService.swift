@@ -113,7 +113,8 @@ public final class HeraldService: ConnectionDelegate {
     /// The pace of the last chained append: its rows over the time from hand-off to completion
     /// (its wait for the one before it included, so a pace on the slow side). 0 before the first.
     var deliveryRowsPerNanosecond: Double = 0
-    /// WAL writer nudges during bursts (`startWALNudges`): the timer, and whether one is in flight.
+    /// WAL writer nudges during bursts (`startWALNudges`): the timer (whether a nudge is in
+    /// flight is `phases.walNudgeInFlight`, shown by `stats`).
     var walNudgeTimer: LoopEvent?
     /// How far firing may run ahead of the appends: timers fire while fewer than this many
     /// appends' worth of rows (`deliveryAppendRows` each) wait unsent. With 2, a 20,000-job peer
