@@ -174,15 +174,35 @@ final class PrivateCluster {
         #expect(outcome.report.findings.contains { $0.verdict == .lost && $0.detail.contains("not stored") })
     }
 
+    /// Acks before COMMIT, then `kill -9` while commits are held: a transaction of the test's own
+    /// locks `event_head`, so every event acknowledged after it took the lock is still uncommitted
+    /// when the service dies. (A kill at a random moment, as experiment 1 does, found everything
+    /// acknowledged already committed now and then: this control failed the project's CI once
+    /// with 20,000 events and two kills.)
     @Test func negativeControlAckBeforeCommitWithKillNineIsFlaggedAsLoss() throws {
         var experiment = CrashExperiment()
         experiment.acknowledgeBeforeCommit = true
-        // Acks come back at once here, so a short load can be fully committed by the time a kill
-        // lands (seen once with 3,000 events after session 14 made the loop faster): a longer one
-        // keeps acknowledged, uncommitted events in flight at each kill.
-        experiment.load.events = 20_000
-        let outcome = try experiment.killNine(databaseURL: TestPostgres.freshDatabase(), kills: 2)
+        experiment.load.events = 3_000
+        let url = try TestPostgres.freshDatabase()
+        let outcome = try experiment.run(name: "kill9 with commits held [negative control: ack before commit]", databaseURL: url) { serve, recorder, finished, _ in
+            while recorder.ackedCount < 500 && !finished() { usleep(1_000) }
+            let admin = try PGConnection.connect(url)
+            defer { admin.close() }
+            try admin.execute("BEGIN")
+            try admin.execute("SELECT seq FROM event_head FOR UPDATE")
+            let held = recorder.ackedCount
+            let deadline = Date().addingTimeInterval(30)
+            while recorder.ackedCount < held + 300 && !finished() && Date() < deadline { usleep(1_000) }
+            let acked = recorder.ackedCount
+            serve.kill9()
+            // The killed writer's transaction, waiting for the lock, goes on to a COPY whose data
+            // never comes, and rolls back.
+            try admin.execute("ROLLBACK")
+            try serve.start()
+            return ["kill -9 after \(acked) acks, \(acked - held) of them acknowledged while every commit was held"]
+        }
         #expect(outcome.report.lost > 0, "the checker must flag acknowledged events lost with the killed process:\n\(outcome)")
+        #expect(outcome.report.findings.contains { $0.verdict == .lost && $0.detail.contains("not stored") })
     }
 
     /// `synchronous_commit = off` (served only with --unsafe-durability) and a PostgreSQL crash.
