@@ -10,10 +10,7 @@ extension HeraldService {
     @discardableResult
     func ensureRecord(for user: String) -> Int {
         let ordinal = users.count
-        let found = users.withUnsafeBufferPointer { records in
-            userOrdinals.ordinal(of: user, orInsert: ordinal) { records[$0].state.user == user }
-        }
-        if let found { return found }
+        if let found = self.ordinal(of: user, orInsert: ordinal) { return found }
         users.append(UserRecord(state: UserState(user: user), index: UInt64(ordinal)))
         return ordinal
     }
@@ -23,6 +20,15 @@ extension HeraldService {
     func ordinal(of user: String) -> Int? {
         users.withUnsafeBufferPointer { records in
             userOrdinals.ordinal(of: user) { records[$0].state.user == user }
+        }
+    }
+
+    /// The user's ordinal when it has one (nothing added); else `ordinal` is given to the user
+    /// (its record must be appended there next) and nil returned — one hash of the id for both.
+    @inline(__always)
+    func ordinal(of user: String, orInsert ordinal: Int) -> Int? {
+        users.withUnsafeBufferPointer { records in
+            userOrdinals.ordinal(of: user, orInsert: ordinal) { records[$0].state.user == user }
         }
     }
 

@@ -124,10 +124,7 @@ extension HeraldService {
                     record.wakeHandle = timers.wheel.schedule(at: wake, payload: record.index)
                     record.wakeAt = wake
                 }
-                let twice = users.withUnsafeBufferPointer { records in
-                    userOrdinals.ordinal(of: user, orInsert: ordinal) { records[$0].state.user == user } != nil
-                }
-                guard !twice else { throw SnapshotFormatError("user \(user) twice in the snapshot") }
+                guard self.ordinal(of: user, orInsert: ordinal) == nil else { throw SnapshotFormatError("user \(user) twice in the snapshot") }
                 users.append(record)
             }
             interned = reader.interned
