@@ -44,9 +44,3 @@ public struct CalendarError: Error, Hashable, Sendable, CustomStringConvertible 
                       detail: "Hours run from 0 to 23 and minutes from 0 to 59.")
     }
 }
-
-/// A string shown in an error text, in double quotes, shortened to stay on one line.
-func quote(_ s: String) -> String {
-    let shown = s.count > 60 ? String(s.prefix(60)) + "…" : s
-    return "\"" + shown + "\""
-}

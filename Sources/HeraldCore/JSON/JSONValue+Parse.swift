@@ -677,9 +677,7 @@ struct JSONParser {
 
     /// A key or string shown in an error, escaped and shortened so the message stays one line.
     func quoted(_ s: String) -> String {
-        var shown = s.count > 40 ? String(s.prefix(40)) + "…" : s
-        shown = JSONValue.string(shown).canonicalString
-        return shown
+        JSONValue.string(clipped(s, to: 40)).canonicalString
     }
 }
 

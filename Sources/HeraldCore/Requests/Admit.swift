@@ -51,12 +51,12 @@ extension Engine {
         do throws(RequestError) {
             if op == "submit" { return .accepted(try admitSubmit(f, apps: apps, now: now)) }
             guard let known = Engine.knownFields[op] else {
-                throw RequestError(code: "unknown_op", title: "Unknown op “\(op)”",
+                throw RequestError(code: "unknown_op", title: "Unknown op “\(clipped(op))”",
                                    detail: "The ops that change state are: \(Engine.admittedOps.joined(separator: ", ")). Check the spelling.")
             }
             var (draft, warnings) = try admitOther(f, apps: apps)
             for u in f.unknown(known) {
-                warnings.append(RequestWarning(code: "unknown_field", message: "Field “\(u)” is not part of \(op) and was ignored (not stored)."))
+                warnings.append(RequestWarning(code: "unknown_field", message: "Field “\(clipped(u))” is not part of \(op) and was ignored (not stored)."))
             }
             // Encoded once: kept as the bytes the runtime stores (`storedBody` encoded them again).
             let canonical = draft.body.canonicalBytes
@@ -97,7 +97,7 @@ extension Engine {
         }
         func localTime(_ field: String, _ s: String) throws(RequestError) -> LocalTime {
             guard let t = LocalTime(s) else {
-                throw RequestError(code: "invalid_local_time", title: "“\(s)” in \(field) is not a time of day",
+                throw RequestError(code: "invalid_local_time", title: "“\(clipped(s))” in \(field) is not a time of day",
                                    detail: "Write local times as HH:MM on a 24-hour clock, from 00:00 to 23:59, e.g. “08:00” or “22:30”.")
             }
             return t
@@ -135,7 +135,7 @@ extension Engine {
                 app = a
                 body["app"] = .string(a)
                 if let g = globalNames.first(where: { f.members[$0] != nil }) {
-                    throw RequestError(code: "global_setting_with_app", title: "“\(g)” is a global setting, but the request names app \(a)",
+                    throw RequestError(code: "global_setting_with_app", title: "“\(clipped(g))” is a global setting, but the request names app \(clipped(a))",
                                        detail: "allowNotifications, showPreviews and attentionBudget apply to all apps: send them in a settings request without “app”.")
                 }
                 for (name, _) in AppFlags.settingNames { if let v = try f.bool(name) { body[name] = .bool(v) } }
@@ -145,7 +145,7 @@ extension Engine {
                 }
             } else {
                 if let p = appNames.first(where: { f.members[$0] != nil }) {
-                    throw RequestError(code: "app_setting_without_app", title: "“\(p)” is a per-app setting, but the request names no app",
+                    throw RequestError(code: "app_setting_without_app", title: "“\(clipped(p))” is a per-app setting, but the request names no app",
                                        detail: "Add “app” to say which app's \(p) changes; only allowNotifications, showPreviews and attentionBudget are global.")
                 }
                 if let v = try f.bool("allowNotifications") { body["allowNotifications"] = .bool(v) }
@@ -246,7 +246,7 @@ extension Engine {
             }
             body["entitlements"] = .array(Entitlements.wireNames.filter { ents.contains($0.1) }.map { .string($0.0) })
         default:
-            throw RequestError(code: "unknown_op", title: "Unknown op “\(op)”", detail: "Check the spelling.")
+            throw RequestError(code: "unknown_op", title: "Unknown op “\(clipped(op))”", detail: "Check the spelling.")
         }
         return (EventDraft(user: user, type: op, app: app, notificationId: nid, body: .object(body)), warnings)
     }

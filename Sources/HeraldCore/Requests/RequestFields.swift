@@ -21,7 +21,7 @@ struct RequestFields {
     }
 
     func invalid(_ field: String, _ value: String, allowed: [String]) -> RequestError {
-        RequestError(code: "invalid_value", title: "“\(value)” is not a valid \(field)",
+        RequestError(code: "invalid_value", title: "“\(clipped(value))” is not a valid \(field)",
                      detail: "“\(field)” must be one of: \(allowed.joined(separator: ", ")). Use one of those values.")
     }
 
@@ -99,7 +99,7 @@ struct RequestFields {
     func instant(_ field: String) throws(RequestError) -> Instant? {
         guard let s = try string(field) else { return nil }
         guard let t = Instant(rfc3339: s) else {
-            throw RequestError(code: "invalid_timestamp", title: "“\(field)” is not an RFC 3339 timestamp: “\(s)”",
+            throw RequestError(code: "invalid_timestamp", title: "“\(field)” is not an RFC 3339 timestamp: “\(clipped(s))”",
                                detail: "Write times like 2026-03-29T08:30:00Z or 2026-03-29T10:30:00+02:00 (years 0001–9999).")
         }
         return t

@@ -61,7 +61,7 @@ extension Engine {
         var n = SubmittedNotification(id: id, app: app)
         if let l = try f.string("interruptionLevel") {
             guard let level = InterruptionLevel(rawValue: l) else {
-                throw RequestError(code: "unknown_interruption_level", title: "Unknown interruption level “\(l)”",
+                throw RequestError(code: "unknown_interruption_level", title: "Unknown interruption level “\(clipped(l))”",
                                    detail: "“interruptionLevel” must be passive, active, timeSensitive or critical (active when left out).")
             }
             n.level = level
@@ -163,7 +163,7 @@ extension Engine {
         if n.titleLastUnescapedByte.map(Engine.mayEndInPunctuation(lastByte:)) ?? true,
            let t = n.title, let last = t.trimmed.last, ".!?,;:…".contains(last) {
             warnings.append(RequestWarning(code: "title_ends_with_punctuation",
-                message: "The title “\(t)” ends in “\(last)”: titles read better without ending punctuation."))
+                message: "The title “\(clipped(t))” ends in “\(last)”: titles read better without ending punctuation."))
         }
         // Only actions need it: `split` cost ~8,000 instructions a submit (docs/service-profile.md, session 5).
         let appName = n.actions.isEmpty ? "" : app.split(separator: ".").last.map { String($0).lowercased() } ?? ""
@@ -171,15 +171,15 @@ extension Engine {
             let lower = a.title.trimmed.lowercased()
             if Engine.openOnlyTitles.contains(lower) || (appName.count >= 3 && lower == "open \(appName)") {
                 warnings.append(RequestWarning(code: "action_opens_app_only",
-                    message: "Action \(i + 1) (“\(a.title)”) only opens the app, which tapping the notification already does: give it a task of its own or remove it."))
+                    message: "Action \(i + 1) (“\(clipped(a.title))”) only opens the app, which tapping the notification already does: give it a task of its own or remove it."))
             }
             if a.title.count > Engine.maxActionTitleCharacters {
                 warnings.append(RequestWarning(code: "action_title_too_long",
-                    message: "Action \(i + 1) title “\(a.title)” is \(a.title.count) characters; keep action titles to \(Engine.maxActionTitleCharacters) or fewer so they are not cut off."))
+                    message: "Action \(i + 1) title “\(clipped(a.title))” is \(a.title.count) characters; keep action titles to \(Engine.maxActionTitleCharacters) or fewer so they are not cut off."))
             }
             if appName.count >= 3 && lower.contains(appName) {
                 warnings.append(RequestWarning(code: "action_title_contains_app_name",
-                    message: "Action \(i + 1) title “\(a.title)” contains the app's name; the notification already shows it."))
+                    message: "Action \(i + 1) title “\(clipped(a.title))” contains the app's name; the notification already shows it."))
             }
         }
         if n.hiddenPreviewsBodyPlaceholder == nil {
@@ -195,7 +195,7 @@ extension Engine {
             }
         }
         for u in unknownFields {
-            warnings.append(RequestWarning(code: "unknown_field", message: "Field “\(u)” is not part of submit and was ignored (not stored)."))
+            warnings.append(RequestWarning(code: "unknown_field", message: "Field “\(clipped(u))” is not part of submit and was ignored (not stored)."))
         }
 
         // The normalized body and its size, in one sink that then receives each recipient's tail:

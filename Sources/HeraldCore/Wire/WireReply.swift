@@ -82,7 +82,7 @@ extension RequestError {
         detail: "Every request names its operation, e.g. {\"op\":\"submit\", …}. See the protocol table in the README.")
 
     public static func unknownOp(_ op: String) -> RequestError {
-        RequestError(code: "unknown_op", title: "Unknown op “\(op)”",
+        RequestError(code: "unknown_op", title: "Unknown op “\(clipped(op))”",
                      detail: "Known ops: \(OpAccess.knownOps.joined(separator: ", ")).")
     }
 
@@ -104,12 +104,12 @@ extension RequestError {
     }
 
     public static func appNotOwned(_ app: String) -> RequestError {
-        RequestError(code: "forbidden_app", title: "This token may not act for app “\(app)”",
-                     detail: "A producer token lists the apps it may submit and withdraw for. Use the token issued for \(app).")
+        RequestError(code: "forbidden_app", title: "This token may not act for app “\(clipped(app))”",
+                     detail: "A producer token lists the apps it may submit and withdraw for. Use the token issued for \(clipped(app)).")
     }
 
     public static func consumerNotOwned(_ name: String) -> RequestError {
-        RequestError(code: "forbidden_consumer", title: "This token may not consume as “\(name)”",
+        RequestError(code: "forbidden_consumer", title: "This token may not consume as “\(clipped(name))”",
                      detail: "A consumer token lists the durable consumer names it may subscribe and ack as, so one consumer cannot move another's cursor or take its stream. Use the name issued with your token.")
     }
 

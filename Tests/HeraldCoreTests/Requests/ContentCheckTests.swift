@@ -134,6 +134,29 @@ import Testing
         #expect(rejection(#"{}"#, op: "subscribe")?.code == "unknown_op")
     }
 
+    /// A value of any size shows at most `errorTextEchoLimit` scalars of itself in a title or
+    /// warning (hostile-input.md: a 60 KB op made a 60 KB title), and a short one shows whole.
+    @Test func check_errorTexts_clipEchoedValues() {
+        let long = String(repeating: "x", count: 20_000)
+        let shown = "“" + String(repeating: "x", count: 60) + "…”"
+        let op = engine.admit(op: long, request: .object([:]), apps: AppRegistry())
+        guard case .rejected(let unknownOp) = op else { Issue.record("accepted"); return }
+        #expect(unknownOp.title == "Unknown op \(shown)")
+        #expect(RequestError.unknownOp(long).title == "Unknown op \(shown)")
+        #expect(rejection(submit(#""deliverAt":"\#(long)""#))?.title.hasSuffix(shown) == true)
+        #expect(rejection(submit(#""interruptionLevel":"\#(long)""#))?.title == "Unknown interruption level \(shown)")
+        guard case .accepted(let settings) = admit(#"{"user":"u","\#(long)":"x"}"#, op: "settings") else { Issue.record("rejected"); return }
+        #expect(settings.warnings.map(\.message).contains("Field \(shown) is not part of settings and was ignored (not stored)."))
+        guard case .accepted(let a) = admit(submit(#""\#(long)":1"#)) else { Issue.record("rejected"); return }
+        #expect(a.warnings.map(\.message) == ["Field \(shown) is not part of submit and was ignored (not stored)."])
+        #expect(RequestError.appNotOwned(long).title == "This token may not act for app \(shown)")
+        // One character of a letter and 10,000 combining marks is clipped too (by scalars).
+        let marks = "e" + String(repeating: "\u{301}", count: 10_000)
+        #expect(clipped(marks).unicodeScalars.count == 61)
+        #expect(clipped("Order shipped") == "Order shipped")
+        #expect(rejection(#"{"user":"u","app":"a","status":"maybe"}"#, op: "authorization")?.title == "“maybe” is not a valid status")
+    }
+
     @Test func check_error_settingsScope() {
         #expect(rejection(#"{"user":"u","app":"a","showPreviews":"never"}"#, op: "settings")?.code == "global_setting_with_app")
         #expect(rejection(#"{"user":"u","alert":true}"#, op: "settings")?.code == "app_setting_without_app")
