@@ -43,6 +43,44 @@ struct TLSTests {
         #expect(try consumer.readJSON()["ok"] == true)
     }
 
+    /// SIGHUP reads `--tls-cert` and `--tls-key` again: later connections get the renewed
+    /// certificate, open ones carry on with the session they have, and files that do not load
+    /// (here a key that is not the certificate's) change nothing.
+    @Test func aRenewedCertificateIsServedAfterSIGHUPWithoutARestart() throws {
+        let first = try TestCertificates(), second = try TestCertificates()
+        let live = first.directory + "/live"
+        try FileManager.default.createDirectory(atPath: live, withIntermediateDirectories: true)
+        let certificate = live + "/server.pem", key = live + "/server.key"
+        func install(_ from: String, at path: String) throws {
+            try? FileManager.default.removeItem(atPath: path)
+            try FileManager.default.copyItem(atPath: from, toPath: path)
+        }
+        try install(first.serverCertificate, at: certificate)
+        try install(first.serverKey, at: key)
+        let server = try TestServer { $0.tls = TLSSettings(certificateFile: certificate, keyFile: key) }
+        defer { server.stop() }
+        let open = try server.tlsClient(TLSClientOptions(caFile: first.caFile))
+        #expect(try open.call(["op": "ping"])["op"] == "pong")
+
+        try install(second.serverCertificate, at: certificate)
+        try install(second.serverKey, at: key)
+        server.service.requestReload()   // what SIGHUP runs; the stats request is read after it
+        let stats = try open.call(["op": "stats"])
+        #expect(stats["certificateReloads"] == 1 && stats["certificateReloadFailures"] == 0)
+        #expect(throws: (any Error).self, "a client trusting only the old CA now refuses the server") {
+            _ = try server.tlsClient(TLSClientOptions(caFile: first.caFile))
+        }
+        #expect(try server.tlsClient(TLSClientOptions(caFile: second.caFile)).call(["op": "ping"])["op"] == "pong")
+        #expect(try open.call(["op": "ping"])["op"] == "pong", "an open connection keeps its session")
+
+        try install(first.serverKey, at: key)
+        server.service.requestReload()
+        let after = try open.call(["op": "stats"])
+        #expect(after["certificateReloads"] == 1 && after["certificateReloadFailures"] == 1)
+        #expect(try server.tlsClient(TLSClientOptions(caFile: second.caFile)).call(["op": "ping"])["op"] == "pong",
+                "the renewed certificate stays in use")
+    }
+
     @Test func tls12IsAcceptedAndTLS11IsRefused() throws {
         let certs = try TestCertificates()
         let server = try Self.tlsServer(certs)

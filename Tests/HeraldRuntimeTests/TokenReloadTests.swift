@@ -21,7 +21,7 @@ import Testing
     /// Reloads through the same method SIGHUP calls, and waits until the loop ran it: the reload
     /// event is queued before `stats` is written, so the stats reply comes after the reload.
     static func reload(_ server: TestServer, observer: WireClient) throws -> JSONValue {
-        server.service.requestTokenReload()
+        server.service.requestReload()
         return try observer.call(["op": "stats"])
     }
 

@@ -1,4 +1,4 @@
-// The tokens file: loaded at start-up, reloaded on SIGHUP without a restart.
+// The tokens file: loaded at start-up, reloaded on SIGHUP without a restart (HeraldService+Reload).
 import HeraldCore
 
 extension HeraldService {
@@ -43,6 +43,4 @@ extension HeraldService {
         if let warning = TokenFile.plainTokenWarning(table, path: path) { log(warning) }
     }
 
-    /// Asks the loop, from any thread, to reload the tokens file (as SIGHUP does).
-    public func requestTokenReload() { reloadRequest?.fire() }
 }

@@ -59,8 +59,11 @@ public final class HeraldService: ConnectionDelegate {
     var listener: Listener?
     /// With TLS: the optional loopback plaintext listener.
     var plaintextListener: Listener?
-    /// The TLS context of the main listener, when TLS is configured.
+    /// The TLS context of the main listener, when TLS is configured: each new connection's; SIGHUP
+    /// replaces it with one read again from the same files (open connections keep theirs).
     var tlsContext: TLSContext?
+    var certificateReloads = 0
+    var certificateReloadFailures = 0
     /// The grants in force: `configuration.tokens`, or the tokens file as last (re)loaded.
     var tokens: TokenTable
     var reloadRequest: LoopTrigger?
@@ -262,9 +265,10 @@ public final class HeraldService: ConnectionDelegate {
             unretained.object?.flushDeliveries()
         }
         for link in deliveryStores { link.onReady = { [unretained] in unretained.object?.flushDeliveries() } }
-        let tls = tlsContext
+        // The context as last (re)loaded: SIGHUP may replace it (`reloadCertificate`).
         let listener = try Listener(loop: loop, host: configuration.host, port: configuration.port) { [unretained] fd in
-            unretained.object?.accept(fd, tls: tls)
+            guard let service = unretained.object else { return }
+            service.accept(fd, tls: service.tlsContext)
         }
         self.listener = listener
         if let plain = configuration.plaintextListen {
@@ -279,9 +283,9 @@ public final class HeraldService: ConnectionDelegate {
             s.arm()
             signals.append(s)
         }
-        reloadRequest = loop.trigger { [unretained] in unretained.object?.reloadTokens() }
+        reloadRequest = loop.trigger { [unretained] in unretained.object?.reloadOnHangup() }
         if configuration.handleHangup ?? configuration.handleSignals {
-            let s = loop.signal(SIGHUP) { [unretained] in unretained.object?.reloadTokens() }
+            let s = loop.signal(SIGHUP) { [unretained] in unretained.object?.reloadOnHangup() }
             s.arm()
             signals.append(s)
         }
@@ -289,7 +293,7 @@ public final class HeraldService: ConnectionDelegate {
         fireTimers()
         startSnapshots()
         let plainNote = plaintextListener.map { ", plaintext on \(configuration.plaintextListen!.host):\($0.port)" } ?? ""
-        log("listening on \(configuration.host):\(listener.port)\(tls == nil ? "" : " (TLS)")\(plainNote), clock \(manualNow.map { "manual at \($0)" } ?? "system")")
+        log("listening on \(configuration.host):\(listener.port)\(tlsContext == nil ? "" : " (TLS)")\(plainNote), clock \(manualNow.map { "manual at \($0)" } ?? "system")")
         return listener.port
     }
 
@@ -398,6 +402,8 @@ public final class HeraldService: ConnectionDelegate {
             "tokenCredentials": .int(Int64(tokens.count)),
             "tokenReloads": .int(Int64(tokenReloads)),
             "tokenReloadFailures": .int(Int64(tokenReloadFailures)),
+            "certificateReloads": .int(Int64(certificateReloads)),
+            "certificateReloadFailures": .int(Int64(certificateReloadFailures)),
             "now": .string(now().rfc3339),
             // Lean pending items' content read back when due, and events waiting for it (docs/restart.md).
             "contentReads": .int(Int64(restart.content.reads)),

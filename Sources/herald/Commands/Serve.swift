@@ -14,7 +14,7 @@ struct Serve: ParsableCommand {
     @Option(help: "system (default) or manual (moved only by the admin clock op).") var clock = "system"
     @Option(help: "The manual clock's first instant (RFC 3339).") var start: String?
     @Option(help: "JSON file of tokens and their roles (reloaded on SIGHUP); without it, dev mode grants every role.") var tokens: String?
-    @Option(name: .customLong("tls-cert"), help: "PEM certificate chain: serve TLS (1.2+) on --listen.") var tlsCert: String?
+    @Option(name: .customLong("tls-cert"), help: "PEM certificate chain: serve TLS (1.2+) on --listen (read again, with --tls-key, on SIGHUP).") var tlsCert: String?
     @Option(name: .customLong("tls-key"), help: "PEM private key of --tls-cert.") var tlsKey: String?
     @Option(name: .customLong("tls-client-ca"), help: "PEM CA certificates for optional client certificates (mapped to grants by the tokens file).")
     var tlsClientCA: String?

@@ -1,0 +1,32 @@
+// SIGHUP: the tokens file and the TLS certificate and key read again, without a restart.
+
+extension HeraldService {
+    /// What SIGHUP does, on the loop thread: re-reads the tokens file (`reloadTokens`), then the
+    /// TLS certificate and key (`reloadCertificate`). Each keeps what it had when its files are
+    /// invalid, and logs why.
+    public func reloadOnHangup() {
+        reloadTokens()
+        reloadCertificate()
+    }
+
+    /// Asks the loop, from any thread, to reload as SIGHUP does.
+    public func requestReload() { reloadRequest?.fire() }
+
+    /// Re-reads `--tls-cert` and `--tls-key` (and `--tls-client-ca`) into a new context for every
+    /// later connection, so a renewed certificate is served without a restart. Connections
+    /// already open keep the session they negotiated (each holds its own reference to the old
+    /// context, freed with the last of them). Files that do not load, or a key that does not
+    /// match, change nothing: the old context stays and the error is logged. Loop thread only.
+    public func reloadCertificate() {
+        guard let settings = configuration.tls else { return }
+        do {
+            tlsContext = try TLSContext(settings)
+            certificateReloads += 1
+            log("SIGHUP: TLS certificate and key reloaded from \(settings.certificateFile) and \(settings.keyFile); "
+                + "new connections use them, open ones keep theirs")
+        } catch {
+            certificateReloadFailures += 1
+            log("error: SIGHUP: \(error) The previous certificate stays in use; fix the files and send SIGHUP again.")
+        }
+    }
+}
