@@ -64,8 +64,7 @@ struct TLSTests {
 
         try install(second.serverCertificate, at: certificate)
         try install(second.serverKey, at: key)
-        server.service.requestReload()   // what SIGHUP runs; the stats request is read after it
-        let stats = try open.call(["op": "stats"])
+        let stats = try TokenReloadTests.reload(server, observer: open, until: "certificateReloads", reaches: 1)
         #expect(stats["certificateReloads"] == 1 && stats["certificateReloadFailures"] == 0)
         #expect(throws: (any Error).self, "a client trusting only the old CA now refuses the server") {
             _ = try server.tlsClient(TLSClientOptions(caFile: first.caFile))
@@ -74,8 +73,7 @@ struct TLSTests {
         #expect(try open.call(["op": "ping"])["op"] == "pong", "an open connection keeps its session")
 
         try install(first.serverKey, at: key)
-        server.service.requestReload()
-        let after = try open.call(["op": "stats"])
+        let after = try TokenReloadTests.reload(server, observer: open, until: "certificateReloadFailures", reaches: 1)
         #expect(after["certificateReloads"] == 1 && after["certificateReloadFailures"] == 1)
         #expect(try server.tlsClient(TLSClientOptions(caFile: second.caFile)).call(["op": "ping"])["op"] == "pong",
                 "the renewed certificate stays in use")
