@@ -29,20 +29,7 @@ public final class PGConnection {
     public func duplicate() throws(StoreError) -> PGConnection {
         guard let handle, let options = PQconninfo(handle) else { throw .unavailable(lastErrorMessage) }
         defer { PQconninfoFree(options) }
-        var parts: [String] = []
-        var o = options
-        while let keyword = o.pointee.keyword {
-            if let value = o.pointee.val {
-                var quoted = "'"
-                for c in String(cString: value) {
-                    if c == "\\" || c == "'" { quoted.append("\\") }
-                    quoted.append(c)
-                }
-                parts.append(String(cString: keyword) + "=" + quoted + "'")
-            }
-            o += 1
-        }
-        return try Self.connect(parts.joined(separator: " "))
+        return try Self.connect(ConnectionString.keywordString(ConnectionString.settings(options)))
     }
 
     /// Starts a non-blocking connection; drive it with `pollConnect()` whenever `socket` is ready.
@@ -213,6 +200,30 @@ public enum ConnectionString {
             }
         }
         return out
+    }
+
+    /// The options libpq reports as set (`PQconninfo` or `PQconninfoParse`), in its order.
+    static func settings(_ options: UnsafeMutablePointer<PQconninfoOption>) -> [(keyword: String, value: String)] {
+        var out: [(keyword: String, value: String)] = []
+        var o = options
+        while let keyword = o.pointee.keyword {
+            if let value = o.pointee.val { out.append((String(cString: keyword), String(cString: value))) }
+            o += 1
+        }
+        return out
+    }
+
+    /// `settings` as a key=value string, each value in single quotes with its backslashes and
+    /// quotes escaped.
+    static func keywordString(_ settings: [(keyword: String, value: String)]) -> String {
+        settings.map { setting in
+            var quoted = "'"
+            for c in setting.value {
+                if c == "\\" || c == "'" { quoted.append("\\") }
+                quoted.append(c)
+            }
+            return setting.keyword + "=" + quoted + "'"
+        }.joined(separator: " ")
     }
 }
 
