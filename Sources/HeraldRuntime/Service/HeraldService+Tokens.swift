@@ -42,5 +42,4 @@ extension HeraldService {
         log("SIGHUP: tokens reloaded from \(path): \(table.count) credential(s); \(revoked) connection(s) lost their grant and were closed")
         if let warning = TokenFile.plainTokenWarning(table, path: path) { log(warning) }
     }
-
 }

@@ -18,8 +18,6 @@ final class LoopConnector {
     private var watch: LoopEvent?
     private var completion: ((Result<PGConnection, StoreError>) -> Void)?
     private let timeoutMilliseconds: Int64
-    /// The look-up in progress: its result comes back through this (see `Handoff`).
-    private var lookUp: Handoff?
 
     init(loop: EventLoop, url: String, timeoutMilliseconds: Int64 = 10_000,
          resolver: @escaping Resolver = HostResolution.resolve,
@@ -41,8 +39,8 @@ final class LoopConnector {
     }
 
     /// A look-up's result, handed from its thread to the loop: the thread stores it and writes
-    /// the eventfd the loop watches. Owned by both (the thread's reference keeps the descriptor
-    /// open if the connector is gone first; the loop's watch is freed before the descriptor closes).
+    /// the eventfd the loop watches. Owned by both the thread and the watch's callback: the
+    /// descriptor stays open while either may use it (the watch is freed before it closes).
     private final class Handoff: Sendable {
         let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
         private let stored = Mutex<Result<[String: [String]], StoreError>?>(nil)
@@ -55,8 +53,9 @@ final class LoopConnector {
         deinit { close(fd) }
     }
 
-    /// Runs `body` on a new detached thread (the service has no other; a look-up is rare: at
-    /// start-up and after PostgreSQL was lost). False when the thread cannot be made.
+    /// Runs `body` on a new detached thread (the service has no other; a look-up is rare: once
+    /// for each connection made on the loop, as after PostgreSQL was lost). False when the
+    /// thread cannot be made.
     private static func detached(_ body: @escaping @Sendable () -> Void) -> Bool {
         final class Body { let run: @Sendable () -> Void; init(_ run: @escaping @Sendable () -> Void) { self.run = run } }
         let context = Unmanaged.passRetained(Body(body)).toOpaque()
@@ -79,10 +78,8 @@ final class LoopConnector {
             finish(.failure(.unavailable("could not make an eventfd to look up \(names.joined(separator: ", ")): \(String(cString: strerror(errno)))")))
             return
         }
-        lookUp = handoff
         watch = loop.watch(fd: handoff.fd, flags: Int32(EV_READ)) { [weak self] what in
             guard let self else { return }
-            self.lookUp = nil
             if what & Int16(EV_TIMEOUT) != 0 {
                 self.finish(.failure(.unavailable("looking up the database host \(names.map { "“\($0)”" }.joined(separator: ", ")) "
                     + "took over \(self.timeoutMilliseconds / 1000) s; check this machine's DNS. Herald tries again.")))
