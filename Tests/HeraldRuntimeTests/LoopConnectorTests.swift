@@ -1,6 +1,7 @@
 // Connecting on the service loop through a host name: the look-up runs beside the loop, never in it.
 import Foundation
 import Glibc
+import HeraldCore
 import HeraldStore
 import HeraldTestSupport
 import Synchronization
@@ -57,6 +58,28 @@ import Testing
         #expect(ranMeanwhile, "the loop's timer fired while the host was being looked up")
         let conn = try #require(try result?.get())
         conn.close()
+    }
+
+    /// The whole path in the service: a database URL naming `localhost`, the events' writer's
+    /// backend terminated, the writer reconnected through a look-up beside the loop, and every
+    /// submit after it acknowledged and stored once.
+    @Test func aServiceOnAHostNameReconnectsItsWriterAfterItsBackendIsLost() throws {
+        let log = LogLines()
+        let server = try TestServer(url: Self.byName(try TestPostgres.freshDatabase()), log: log)
+        defer { server.stop() }
+        let c = try server.client()
+        try ServiceTests.setUpAlice(c)
+        #expect(try c.call(ServiceTests.submit("n1"))["ok"] == true)
+        let pid = { (stats: JSONValue) in stats["storeBackendPID"]?.intValue ?? 0 }
+        let before = pid(try c.call(["op": "stats"]))
+        let admin = try PGConnection.connect(server.url)
+        defer { admin.close() }
+        try admin.execute("SELECT pg_terminate_backend($1::int)", [String(before)])
+        let after = try server.statsWhen { pid($0) != 0 && pid($0) != before }
+        #expect(pid(after) != 0 && pid(after) != before, "a new connection: \(after.canonicalString)")
+        #expect(!log.matching("reconnected to PostgreSQL").isEmpty, "\(log.all)")
+        #expect(try c.call(ServiceTests.submit("n2"))["ok"] == true)
+        #expect(try admin.execute("SELECT count(*) FROM events WHERE type = 'submit'").int64(0, 0) == 2)
     }
 
     @Test func aFailedLookUpFailsTheAttemptWithTheResolversReason() throws {
