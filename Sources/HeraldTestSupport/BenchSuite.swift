@@ -50,6 +50,7 @@ public enum BenchSuite {
         Reference(scenario: "ingest", label: "submits/s ÷ its rows by PostgreSQL alone", key: "ratioCeiling", unit: "×"),
         Reference(scenario: "ingest", label: "its rows by PostgreSQL alone ÷ plain COPY", key: "ceilingOverPlainCopy", unit: "×"),
         Reference(scenario: "peer", label: "its jobs by PostgreSQL alone ÷ PgQueuer", key: "ceilingEnqueueRatio", unit: "×"),
+        Reference(scenario: "latency", label: "ack p99 of its rows by PostgreSQL alone", key: "referenceAckP99Ms", unit: " ms"),
     ]
 
     /// Each reference of the scenarios that ran, with its runs' values in run order.

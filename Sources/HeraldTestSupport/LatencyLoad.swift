@@ -130,3 +130,55 @@ extension LatencyLoad {
         return (latencies, Double(count) / seconds)
     }
 }
+
+extension LatencyLoad {
+    /// What PostgreSQL alone does with this run's group commit, measured beside Herald in the same
+    /// run (after it stopped): the run's first `count` submit events and their deliveries, read
+    /// back as binary COPY data, stored again in transactions of `submitsPerTransaction` submits
+    /// (`BEGIN; COPY` the events`; COPY` the deliveries`; COMMIT` in two queries, into tables
+    /// `LIKE` Herald's, indexes included) on one connection, at the same offered rate. A transaction is sent when
+    /// its last submit is due (or when the one before it commits, if later); each submit's latency
+    /// runs from its own due time to its transaction's commit — Herald's ack latency with a perfect
+    /// group commit and no service in between. The latencies and the submits per second reached.
+    public func groupCommitReference(databaseURL: String, submitsPerTransaction: Int, count: Int) throws
+        -> (latencies: Latencies, reachedPerSecond: Double) {
+        let conn = try PGConnection.connect(databaseURL)
+        defer { conn.close() }
+        let prefix = ingest.idPrefix + "-"
+        let k = max(1, submitsPerTransaction)
+        let events = try conn.copyOutData("COPY (SELECT \(EventCopy.columns) FROM events WHERE type = 'submit' AND notification_id LIKE '\(prefix)%' ORDER BY seq LIMIT \(count)) TO STDOUT (FORMAT binary)")
+        let deliveries = try conn.copyOutData("COPY (SELECT \(DeliveryCopy.columns) FROM deliveries WHERE kind = 'alert' AND notification_id LIKE '\(prefix)%' ORDER BY cursor LIMIT \(count)) TO STDOUT (FORMAT binary)")
+        guard let eventBatches = BinaryCopyBatches.split(events, rowsPerBatch: k),
+              let deliveryBatches = BinaryCopyBatches.split(deliveries, rowsPerBatch: k) else {
+            throw StoreError.unavailable("the run's rows did not read back as binary COPY data")
+        }
+        for table in ["events", "deliveries"] {
+            try conn.execute("DROP TABLE IF EXISTS bench_reference_\(table)")
+            try conn.execute("CREATE TABLE bench_reference_\(table) (LIKE \(table) INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)")
+        }
+        defer { for table in ["events", "deliveries"] { _ = try? conn.execute("DROP TABLE IF EXISTS bench_reference_\(table)") } }
+        var latencies = Latencies()
+        let started = IngestLoad.monotonicNanoseconds()
+        func due(_ i: Int) -> UInt64 { started + UInt64(Double(i) / ratePerSecond * 1e9) }
+        var sent = 0
+        for (b, batch) in eventBatches.enumerated() {
+            let rows = batch.rows
+            let last = due(sent + rows - 1), now = IngestLoad.monotonicNanoseconds()
+            if last > now { usleep(UInt32((last - now) / 1000)) }
+            // Two simple queries, each answered with its COPY_IN: BEGIN and the events' COPY, then
+            // the deliveries' COPY and COMMIT (Herald puts both COPYs in one query: a round trip less).
+            try conn.copyIn("BEGIN;COPY bench_reference_events (\(EventCopy.columns)) FROM STDIN (FORMAT binary)", chunks: [batch.payload])
+            if b < deliveryBatches.count {
+                try conn.copyIn("COPY bench_reference_deliveries (\(DeliveryCopy.columns)) FROM STDIN (FORMAT binary);COMMIT",
+                                chunks: [deliveryBatches[b].payload])
+            } else {
+                try conn.execute("COMMIT")
+            }
+            let committed = IngestLoad.monotonicNanoseconds()
+            for i in sent..<(sent + rows) { latencies.record(from: due(i), to: committed) }
+            sent += rows
+        }
+        let seconds = Double(IngestLoad.monotonicNanoseconds() - started) / 1e9
+        return (latencies, Double(sent) / max(seconds, 1e-9))
+    }
+}

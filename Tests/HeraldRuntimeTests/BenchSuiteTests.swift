@@ -62,5 +62,7 @@ import Testing
         #expect(BenchSuite.evaluateReferences(["replay": []]).isEmpty, "a scenario without references has none")
         let peer = BenchSuite.evaluateReferences(["peer": [try JSONValue.parse(Array(#"{"ceilingEnqueueRatio":3.8}"#.utf8))]])
         #expect(peer.map(\.reference.key) == ["ceilingEnqueueRatio"] && peer[0].values == [3.8])
+        let latency = BenchSuite.evaluateReferences(["latency": [try JSONValue.parse(Array(#"{"ackP99Ms":7.1,"referenceAckP99Ms":6.4}"#.utf8))]])
+        #expect(latency.map(\.reference.key) == ["referenceAckP99Ms"] && latency[0].values == [6.4])
     }
 }

@@ -54,3 +54,23 @@ import Testing
         #expect(data.positionOffsets.isEmpty)
     }
 }
+
+@Suite struct BinaryCopyBatchesTests {
+    /// Cut into batches, the rows are the same rows in the same order, each batch a payload
+    /// PostgreSQL's format allows (header, tuples, trailer), NULL fields included.
+    @Test func batchesHoldEveryRowOnceInOrderAsWholePayloads() throws {
+        let rows = (0..<7).map { i in
+            EventRow(user: i == 3 ? nil : "user-\(i)", type: "submit", app: "com.example.mail", notificationId: "n\(i)",
+                     body: #"{"title":"\#(i)"}"#, engineTime: Instant(millisecondsSinceEpoch: 1_780_000_000_000 + Int64(i)))
+        }
+        let whole = EventCopy.encode(rows, base: 100).bytes
+        let batches = try #require(BinaryCopyBatches.split([Array(whole.prefix(50)), Array(whole.dropFirst(50))], rowsPerBatch: 3))
+        #expect(batches.count == 3)
+        for (i, batch) in batches.enumerated() {
+            let expected = EventCopy.encode(Array(rows[(i * 3)..<min(rows.count, i * 3 + 3)]), base: 100 + Int64(i * 3)).bytes
+            #expect(batch.payload == expected && batch.rows == min(3, rows.count - i * 3), "batch \(i)")
+        }
+        #expect(BinaryCopyBatches.split([Array("not binary copy data at all".utf8)], rowsPerBatch: 3) == nil)
+        #expect(BinaryCopyBatches.split([Array(whole.dropLast(9))], rowsPerBatch: 3) == nil, "a cut tuple")
+    }
+}

@@ -69,3 +69,48 @@ struct CopyData: Equatable {
     var bytes: [UInt8]
     var positionOffsets: [Int32]
 }
+
+/// Binary COPY data cut into whole batches of rows, each a COPY payload of its own (header,
+/// tuples, trailer): what a bench needs to store a run's rows again in transactions of the run's
+/// size (`herald bench latency`'s group-commit reference).
+public enum BinaryCopyBatches {
+    /// The tuples of `data` (binary COPY data, as `COPY … TO STDOUT (FORMAT binary)` writes it,
+    /// possibly in several chunks) in payloads of `rowsPerBatch` rows (the last may hold fewer),
+    /// each with its number of rows.
+    /// Nil when the data is not binary COPY data (a signature, flags or tuple that does not parse).
+    public static func split(_ chunks: [[UInt8]], rowsPerBatch: Int) -> [(payload: [UInt8], rows: Int)]? {
+        precondition(rowsPerBatch > 0, "a batch holds at least one row")
+        let data = chunks.count == 1 ? chunks[0] : Array(chunks.joined())
+        guard data.count >= BinaryCopy.framingSize, Array(data.prefix(BinaryCopy.signature.count)) == BinaryCopy.signature else { return nil }
+        func be32(_ at: Int) -> Int32 {
+            Int32(bitPattern: UInt32(data[at]) << 24 | UInt32(data[at + 1]) << 16 | UInt32(data[at + 2]) << 8 | UInt32(data[at + 3]))
+        }
+        guard be32(11) == 0 else { return nil }   // flags: no OIDs
+        var at = BinaryCopy.headerSize + Int(be32(15))   // past the header extension
+        guard at <= data.count else { return nil }
+        let header = Array(data[0..<at])
+        var batches: [(payload: [UInt8], rows: Int)] = []
+        var batch = header, rows = 0
+        while at + 2 <= data.count {
+            let fields = Int16(bitPattern: UInt16(data[at]) << 8 | UInt16(data[at + 1]))
+            if fields == -1 { break }
+            guard fields >= 0 else { return nil }
+            let start = at
+            at += 2
+            for _ in 0..<fields {
+                guard at + 4 <= data.count else { return nil }
+                let length = Int(be32(at))
+                at += 4 + max(length, 0)   // -1: NULL, no bytes
+                guard at <= data.count else { return nil }
+            }
+            batch += data[start..<at]
+            rows += 1
+            if rows == rowsPerBatch {
+                batches.append((batch + [0xFF, 0xFF], rows))
+                batch = header; rows = 0
+            }
+        }
+        if rows > 0 { batches.append((batch + [0xFF, 0xFF], rows)) }
+        return batches
+    }
+}

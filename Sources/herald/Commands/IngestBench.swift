@@ -161,12 +161,21 @@ struct LatencyBench: ParsableCommand {
             let (floor, reached) = try load.commitBaseline(databaseURL: url, count: baselineCount)
             let saturated = reached < offered * 0.95
             func pct(_ p: Double) -> Double { floor.percentile(p) }
+            // The reference in the same run: PostgreSQL alone storing this run's rows in its own
+            // transactions' size at the same rate — the ack latency of a perfect group commit here, now.
+            let perTransaction = max(1, Int((Double(events) / Double(max(costs.transactions, 1))).rounded()))
+            Log.info("latency: reference, \(baselineCount) of the run's submits and deliveries stored again by PostgreSQL alone, \(perTransaction) a transaction, at \(Int(offered))/s")
+            let (reference, referenceReached) = try load.groupCommitReference(databaseURL: url, submitsPerTransaction: perTransaction,
+                                                                               count: baselineCount)
+            func ref(_ p: Double) -> Double { reference.percentile(p) }
             if json {
                 print(JSONValue.object([
                     "offeredPerSecond": .double(offered), "tickMicroseconds": .int(Int64(tickMicroseconds)), "measuredMaximumPerSecond": measuredMaximum.map(JSONValue.double) ?? .null,
                     "delivered": .int(Int64(r.delivered)), "machineCoresBusy": .double(machineBusy), "processCoresBusy": .double(processBusy),
                     "baselineCommitP50Ms": .double(pct(0.5)), "baselineCommitP99Ms": .double(pct(0.99)),
                     "baselineCommitP999Ms": .double(pct(0.999)), "baselineReachedPerSecond": .double(reached),
+                    "referenceAckP50Ms": .double(ref(0.5)), "referenceAckP99Ms": .double(ref(0.99)), "referenceAckP999Ms": .double(ref(0.999)),
+                    "referenceSubmitsPerTransaction": .int(Int64(perTransaction)), "referenceReachedPerSecond": .double(referenceReached),
                     "p50Ms": .double(r.percentile(0.5)), "p99Ms": .double(r.percentile(0.99)), "p999Ms": .double(r.percentile(0.999)),
                     "ackP50Ms": .double(r.ackPercentile(0.5)), "ackP99Ms": .double(r.ackPercentile(0.99)),
                     "ackP999Ms": .double(r.ackPercentile(0.999)),
@@ -188,6 +197,11 @@ struct LatencyBench: ParsableCommand {
                       pct(0.5), pct(0.99), pct(0.999), floor.maximumMs)
                       + "   (\(floor.count) autocommit INSERTs at the same rate, one connection; an ack needs one"
                       + " commit, a delivery line two in sequence)")
+                print("  reference: PostgreSQL alone, ack p50 " + String(format: "%.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
+                      ref(0.5), ref(0.99), ref(0.999), reference.maximumMs)
+                      + "   (\(reference.count) of this run's submits and their deliveries stored again, \(perTransaction) a transaction"
+                      + " — BEGIN, two COPYs, COMMIT — on one connection at the same rate: a perfect group commit on this host, now"
+                      + (referenceReached < offered * 0.95 ? String(format: "; it reached only %.0f/s", referenceReached) : "") + ")")
                 print(String(format: "  at this rate: %d transactions (events' and deliveries'), %.1f submits each; %.2f WAL fsyncs per 1,000 events; CPU per submit: herald loop %.1f µs, writer backends %.1f µs; %lld deliveries in burst (chained) appends",
                              costs.transactions, Double(events) / Double(max(costs.transactions, 1)), costs.walSyncsPer1000,
                              costs.loopMicrosecondsPerEvent, costs.backendMicrosecondsPerEvent, costs.deliveriesChained))
