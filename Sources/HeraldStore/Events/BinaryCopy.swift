@@ -83,7 +83,7 @@ public enum BinaryCopyBatches {
         let data = chunks.count == 1 ? chunks[0] : Array(chunks.joined())
         guard data.count >= BinaryCopy.framingSize, Array(data.prefix(BinaryCopy.signature.count)) == BinaryCopy.signature else { return nil }
         func be32(_ at: Int) -> Int32 {
-            Int32(bitPattern: UInt32(data[at]) << 24 | UInt32(data[at + 1]) << 16 | UInt32(data[at + 2]) << 8 | UInt32(data[at + 3]))
+            data.withUnsafeBytes { Int32(bitPattern: UInt32(bigEndianBytes: $0, at: at)) }
         }
         guard be32(11) == 0 else { return nil }   // flags: no OIDs
         var at = BinaryCopy.headerSize + Int(be32(15))   // past the header extension
