@@ -14,10 +14,10 @@ public enum HostResolution {
     /// up, in order, without repeats; empty when it names only addresses and socket paths, sets
     /// `hostaddr`, or does not parse (libpq then reports the error itself).
     public static func namesToResolve(_ conninfo: String) -> [String] {
-        guard let options = parsed(conninfo) else { return [] }
-        if let hostaddr = options["hostaddr"], !hostaddr.isEmpty { return [] }
+        guard let settings = parsedSettings(conninfo) else { return [] }
+        if let hostaddr = value("hostaddr", in: settings), !hostaddr.isEmpty { return [] }
         var names: [String] = []
-        for host in hostList(options["host"]) where needsLookUp(host) && !names.contains(host) {
+        for host in hostList(value("host", in: settings)) where needsLookUp(host) && !names.contains(host) {
             names.append(host)
         }
         return names
@@ -62,12 +62,11 @@ public enum HostResolution {
     /// which libpq then reaches as before); a per-host `port` list is repeated alike.
     public static func conninfo(_ conninfo: String, resolved: [String: [String]]) -> String {
         guard var settings = parsedSettings(conninfo) else { return conninfo }
-        func value(_ keyword: String) -> String? { settings.first { $0.keyword == keyword }?.value }
         func set(_ keyword: String, _ value: String) {
             if let i = settings.firstIndex(where: { $0.keyword == keyword }) { settings[i].value = value } else { settings.append((keyword, value)) }
         }
-        let hosts = hostList(value("host"))
-        let ports = (value("port") ?? "").split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        let hosts = hostList(value("host", in: settings))
+        let ports = (value("port", in: settings) ?? "").split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         var newHosts: [String] = [], addresses: [String] = [], newPorts: [String] = []
         for (i, host) in hosts.enumerated() {
             let port = ports.count == hosts.count ? ports[i] : nil
@@ -90,8 +89,8 @@ public enum HostResolution {
         return ConnectionString.settings(options)
     }
 
-    private static func parsed(_ conninfo: String) -> [String: String]? {
-        parsedSettings(conninfo).map { Dictionary($0.map { ($0.keyword, $0.value) }, uniquingKeysWith: { $1 }) }
+    private static func value(_ keyword: String, in settings: [(keyword: String, value: String)]) -> String? {
+        settings.first { $0.keyword == keyword }?.value
     }
 
     private static func hostList(_ host: String?) -> [String] {
