@@ -63,6 +63,29 @@ import Testing
         #expect(conflict["ok"] == false && conflict["error"]?["code"] == "conflict")
     }
 
+    /// One name in two Unicode spellings would be one key to the service and two to PostgreSQL
+    /// (docs/hostile-input.md): identifiers that are not NFC are refused, consumers' names too.
+    @Test func identifiersNotInNFCAreRefusedAndNothingIsStored() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.setUpAlice(c)
+        let nfd = "Jose\u{301}"
+        let refused = try c.call(Self.submit("n1", extra: ["user": .string(nfd)]))
+        #expect(refused["ok"] == false && refused["error"]?["code"] == "identifier_not_nfc")
+        #expect(try c.call(Self.submit("n1", extra: ["user": .string("Jos\u{E9}")]))["ok"] == true)
+        #expect(try c.call(Self.submit(nfd))["error"]?["code"] == "identifier_not_nfc")
+        let consumer = try server.client()
+        let sub = try consumer.call(["op": "subscribe", "consumer": .string("push-\(nfd)"), "from": "earliest"])
+        #expect(sub["ok"] == false && sub["error"]?["code"] == "identifier_not_nfc")
+        #expect(try consumer.call(["op": "ack", "consumer": .string(nfd), "cursor": 0])["error"]?["code"] == "identifier_not_nfc")
+        #expect(try consumer.call(["op": "subscribe", "consumer": .string("push-Jos\u{E9}"), "from": "earliest"])["ok"] == true)
+        #expect(try consumer.deliveries(1).first?["user"] == .string("Jos\u{E9}"))
+        let conn = try PGConnection.connect(server.url)
+        #expect(try conn.execute("SELECT count(*) FROM events WHERE type = 'submit'").int64(0, 0) == 1)
+        #expect(try conn.execute("SELECT user_id FROM events WHERE type = 'submit'").string(0, 0).map { Array($0.utf8) } == Array("Jos\u{E9}".utf8))
+    }
+
     @Test func malformedLineAndUnknownOpGetClearErrorsAndTheConnectionLives() throws {
         let server = try TestServer()
         defer { server.stop() }

@@ -36,7 +36,7 @@ struct RequestFields {
         return s
     }
 
-    /// A required identifier: non-empty, at most `maxIdentifierBytes`.
+    /// A required identifier: non-empty, at most `maxIdentifierBytes`, in Unicode NFC.
     func identifier(_ field: String, _ what: String) throws(RequestError) -> String {
         let s = try requiredString(field, what)
         try checkIdentifier(field, s)
@@ -53,6 +53,7 @@ struct RequestFields {
                                title: "“\(field)” of \(op) is \(s.utf8.count) bytes long",
                                detail: "Identifiers are at most \(Self.maxIdentifierBytes) bytes of UTF-8. Use a shorter \(field).")
         }
+        if let offset = s.firstNonNFCOffset { throw RequestError.notNFC(field, of: op, at: offset) }
     }
 
     func bool(_ field: String) throws(RequestError) -> Bool? {

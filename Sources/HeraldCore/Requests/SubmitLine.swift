@@ -87,7 +87,7 @@ extension JSONParser {
 
     /// What `RequestFields.checkIdentifier` accepts.
     private static func isIdentifier(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.count <= RequestFields.maxIdentifierBytes
+        !s.isEmpty && s.utf8.count <= RequestFields.maxIdentifierBytes && s.isNFC
     }
 
     /// At a value: the string it is, or nil when it is another type.

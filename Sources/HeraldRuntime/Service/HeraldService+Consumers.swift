@@ -32,6 +32,10 @@ extension HeraldService {
                 detail: "Send {\"op\":\"subscribe\",\"consumer\":\"<durable name>\"}; the name (1–200 bytes) keys the acknowledged cursor.")))
             return
         }
+        if let offset = name.firstNonNFCOffset {
+            reply(WireReply.error(rid: request.rid, RequestError.notNFC("consumer", of: "subscribe", at: offset)))
+            return
+        }
         let from = request.body["from"]
         var explicit: Int64?
         switch from {
@@ -69,6 +73,10 @@ extension HeraldService {
         guard let name = request.body["consumer"]?.stringValue, let cursor = request.body["cursor"]?.intValue, cursor >= 0 else {
             reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "ack needs consumer and cursor",
                 detail: "Send {\"op\":\"ack\",\"consumer\":\"<name>\",\"cursor\":<last cursor processed>}.")))
+            return
+        }
+        if let offset = name.firstNonNFCOffset {
+            reply(WireReply.error(rid: request.rid, RequestError.notNFC("consumer", of: "ack", at: offset)))
             return
         }
         guard let writer = writerOrRefuse(rid: request.rid, reply: reply) else { return }

@@ -157,6 +157,30 @@ import Testing
         #expect(rejection(#"{"user":"u","app":"a","status":"maybe"}"#, op: "authorization")?.title == "“maybe” is not a valid status")
     }
 
+    /// Identifiers are NFC (docs/hostile-input.md): Swift compares them by canonical equivalence,
+    /// PostgreSQL by bytes, and only NFC spellings make the two agree.
+    @Test func check_error_identifiersNotNFC() {
+        let nfd = "Jose\u{301}", nfc = "Jos\u{E9}"
+        #expect(nfd == nfc && Array(nfd.utf8) != Array(nfc.utf8))  // one key in memory, two in PostgreSQL
+        let user = rejection(#"{"id":"n1","app":"com.example.mail","user":"\#(nfd)","hiddenPreviewsBodyPlaceholder":"x"}"#)
+        #expect(user?.code == "identifier_not_nfc")
+        #expect(user?.title == "“user” of submit is not in Unicode Normalization Form C (from byte 3 on)")
+        #expect(user?.detail.contains("normalize(\"NFC\"") == true)
+        #expect(rejection(#"{"id":"n1","app":"com.example.\#(nfd)","user":"u"}"#)?.code == "identifier_not_nfc")
+        #expect(rejection(#"{"id":"\#(nfd)","app":"com.example.mail","user":"u"}"#)?.code == "identifier_not_nfc")
+        #expect(rejection(#"{"id":"n1","app":"com.example.mail","users":["u","\#(nfd)"]}"#)?.title
+                == "“users[]” of submit is not in Unicode Normalization Form C (from byte 3 on)")
+        #expect(rejection(#"{"app":"a","id":"n1","user":"\#(nfd)"}"#, op: "withdraw")?.code == "identifier_not_nfc")
+        #expect(rejection(#"{"user":"u","app":"\#(nfd)","alert":true}"#, op: "settings")?.code == "identifier_not_nfc")
+        #expect(rejection(#"{"user":"u","focus":"\#(nfd)"}"#, op: "focusOn")?.code == "identifier_not_nfc")
+        #expect(rejection(#"{"user":"u","app":"a","id":"\#(nfd)"}"#, op: "opened")?.code == "identifier_not_nfc")
+        // The NFC spelling of the same names is accepted, by the fast door too (`admit` compares).
+        #expect(warnings(#"{"id":"\#(nfc)","app":"com.example.\#(nfc)","user":"\#(nfc)","hiddenPreviewsBodyPlaceholder":"x"}"#) == [])
+        #expect(warnings(#"{"id":"n1","app":"com.example.mail","users":["u","\#(nfc)"],"hiddenPreviewsBodyPlaceholder":"x"}"#) == [])
+        // Texts that are not identifiers keep any spelling.
+        #expect(warnings(submit(#""title":"Caf\#("e\u{301}")","body":"\#(nfd)""#)) == [])
+    }
+
     @Test func check_error_settingsScope() {
         #expect(rejection(#"{"user":"u","app":"a","showPreviews":"never"}"#, op: "settings")?.code == "global_setting_with_app")
         #expect(rejection(#"{"user":"u","alert":true}"#, op: "settings")?.code == "app_setting_without_app")
