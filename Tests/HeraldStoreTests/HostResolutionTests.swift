@@ -31,6 +31,26 @@ import Testing
                 && url.contains("dbname='events'") && url.contains("user='herald'"))
     }
 
+    /// libpq takes a host left out of the string from PGHOST (PGHOSTADDR, PGPORT alike): so does the
+    /// look-up, or libpq would resolve that name on the loop. Not with a service file, which may name
+    /// its own host.
+    @Test func hostsFromPGHOSTAreLookedUpTooAndTheStringWins() {
+        let env: [String: String] = ["PGHOST": "db.from-env", "PGPORT": "6432"]
+        let environment: HostResolution.Environment = { env[$0] }
+        #expect(HostResolution.namesToResolve("dbname=herald", environment: environment) == ["db.from-env"])
+        #expect(HostResolution.namesToResolve("host='' dbname=herald", environment: environment) == ["db.from-env"])
+        #expect(HostResolution.namesToResolve("host=db.in-url dbname=herald", environment: environment) == ["db.in-url"])
+        #expect(HostResolution.namesToResolve("postgres:///herald", environment: environment) == ["db.from-env"])
+        #expect(HostResolution.namesToResolve("dbname=herald", environment: { ["PGHOST": "db", "PGHOSTADDR": "10.0.0.9"][$0] }).isEmpty)
+        #expect(HostResolution.namesToResolve("service=prod", environment: environment).isEmpty)
+        #expect(HostResolution.namesToResolve("dbname=herald", environment: { ["PGHOST": "db", "PGSERVICE": "prod"][$0] }).isEmpty)
+        #expect(HostResolution.namesToResolve("dbname=herald", environment: { _ in nil }).isEmpty)
+
+        let conninfo = HostResolution.conninfo("dbname=herald", resolved: ["db.from-env": ["10.0.0.8"]], environment: environment)
+        #expect(conninfo.contains("host='db.from-env'") && conninfo.contains("hostaddr='10.0.0.8'") && conninfo.contains("port='6432'"))
+        #expect(HostResolution.namesToResolve(conninfo, environment: environment).isEmpty)
+    }
+
     @Test func aNameIsResolvedToAddressesAndAnUnknownOneExplainsItself() throws {
         let local = try HostResolution.resolve(["localhost"]).get()
         #expect(local["localhost"]?.contains { $0 == "127.0.0.1" || $0 == "::1" } == true)

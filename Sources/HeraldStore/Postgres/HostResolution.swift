@@ -13,8 +13,8 @@ public enum HostResolution {
     /// The host names `conninfo` (a key=value string or a postgres:// URL) would make libpq look
     /// up, in order, without repeats; empty when it names only addresses and socket paths, sets
     /// `hostaddr`, or does not parse (libpq then reports the error itself).
-    public static func namesToResolve(_ conninfo: String) -> [String] {
-        guard let settings = parsedSettings(conninfo) else { return [] }
+    public static func namesToResolve(_ conninfo: String, environment: Environment = processEnvironment) -> [String] {
+        guard let settings = parsedSettings(conninfo, environment) else { return [] }
         if let hostaddr = value("hostaddr", in: settings), !hostaddr.isEmpty { return [] }
         var names: [String] = []
         for host in hostList(value("host", in: settings)) where needsLookUp(host) && !names.contains(host) {
@@ -60,8 +60,9 @@ public enum HostResolution {
     /// `conninfo` as a key=value string with every resolved host name repeated once per address
     /// and `hostaddr` listing those addresses (empty entries for hosts that needed no look-up,
     /// which libpq then reaches as before); a per-host `port` list is repeated alike.
-    public static func conninfo(_ conninfo: String, resolved: [String: [String]]) -> String {
-        guard var settings = parsedSettings(conninfo) else { return conninfo }
+    public static func conninfo(_ conninfo: String, resolved: [String: [String]],
+                                environment: Environment = processEnvironment) -> String {
+        guard var settings = parsedSettings(conninfo, environment) else { return conninfo }
         func set(_ keyword: String, _ value: String) {
             if let i = settings.firstIndex(where: { $0.keyword == keyword }) { settings[i].value = value } else { settings.append((keyword, value)) }
         }
@@ -82,11 +83,31 @@ public enum HostResolution {
         return ConnectionString.keywordString(settings)
     }
 
-    /// The options `conninfo` sets (libpq's own parser: key=value strings and URLs alike).
-    private static func parsedSettings(_ conninfo: String) -> [(keyword: String, value: String)]? {
+    /// Reads an environment variable (a parameter so tests need not change the process's own).
+    public typealias Environment = (String) -> String?
+
+    /// The process's environment, as libpq reads it.
+    public static func processEnvironment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+
+    /// The options `conninfo` sets (libpq's own parser: key=value strings and URLs alike), with
+    /// `host`, `hostaddr` and `port` from `PGHOST`, `PGHOSTADDR` and `PGPORT` where the string
+    /// leaves them out — libpq would take them from there too. Not when a service file may name
+    /// the host (`service=` or `PGSERVICE`): libpq then resolves that host itself, on the loop.
+    private static func parsedSettings(_ conninfo: String, _ environment: Environment) -> [(keyword: String, value: String)]? {
         guard let options = PQconninfoParse(conninfo, nil) else { return nil }
         defer { PQconninfoFree(options) }
-        return ConnectionString.settings(options)
+        var settings = ConnectionString.settings(options)
+        let service = value("service", in: settings) ?? environment("PGSERVICE")
+        guard service?.isEmpty ?? true else { return settings }
+        for (keyword, variable) in [("host", "PGHOST"), ("hostaddr", "PGHOSTADDR"), ("port", "PGPORT")] {
+            guard let v = environment(variable), !v.isEmpty else { continue }
+            if let i = settings.firstIndex(where: { $0.keyword == keyword }) {
+                if settings[i].value.isEmpty { settings[i].value = v }
+            } else {
+                settings.append((keyword, v))
+            }
+        }
+        return settings
     }
 
     private static func value(_ keyword: String, in settings: [(keyword: String, value: String)]) -> String? {
