@@ -83,6 +83,20 @@ static inline int herald_ssl_peer_names(SSL *ssl, char *buf, size_t cap) {
     return count;
 }
 
+/// Loads the PEM CRLs of `path` into the context's verification store and turns on revocation
+/// checking of peer certificates (X509_V_FLAG_CRL_CHECK: the leaf, against its issuer's CRL; a
+/// certificate whose issuer has no CRL in the store then fails, as does one past its CRL's next
+/// update). Returns how many CRLs were loaded, 0 when the file held none or did not parse.
+static inline int herald_ssl_ctx_load_crls(SSL_CTX *ctx, const char *path) {
+    X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+    X509_LOOKUP *lookup = store ? X509_STORE_add_lookup(store, X509_LOOKUP_file()) : NULL;
+    if (lookup == NULL) return 0;
+    int loaded = X509_load_crl_file(lookup, path, X509_FILETYPE_PEM);
+    if (loaded <= 0) return 0;
+    X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK);
+    return loaded;
+}
+
 /// Every queued OpenSSL error of this thread as text, joined by "; " (the queue is emptied);
 /// "no detail from OpenSSL" when there is none. Truncated to fit `cap` bytes.
 static inline void herald_ssl_drain_errors(char *buf, size_t cap) {

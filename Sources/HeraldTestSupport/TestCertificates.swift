@@ -41,6 +41,31 @@ public final class TestCertificates: Sendable {
         return (directory + "/\(file).pem", directory + "/\(file).key")
     }
 
+    /// Marks a certificate the CA issued as revoked (in the CA's database; `revocationList()`
+    /// then lists it).
+    public func revoke(_ certificateFile: String) throws {
+        try writeCAConfiguration()
+        try run(["ca", "-config", directory + "/ca.cnf", "-revoke", certificateFile])
+    }
+
+    /// The CA's certificate revocation list (PEM) with every certificate revoked so far, valid
+    /// for two days; written to a new file each time, whose path is returned.
+    public func revocationList() throws -> String {
+        try writeCAConfiguration()
+        let path = directory + "/crl-\(UInt32.random(in: 0...UInt32.max)).pem"
+        try run(["ca", "-config", directory + "/ca.cnf", "-gencrl", "-out", path])
+        return path
+    }
+
+    /// The least `openssl ca` needs to revoke and to sign CRLs: its database and the CA's files.
+    private func writeCAConfiguration() throws {
+        let index = directory + "/index.txt"
+        if !FileManager.default.fileExists(atPath: index) { FileManager.default.createFile(atPath: index, contents: nil) }
+        try ["[ca]", "default_ca = test", "[test]", "database = \(index)", "default_md = sha256", "default_crl_days = 2",
+             "certificate = \(caFile)", "private_key = \(directory)/ca.key", ""]
+            .joined(separator: "\n").write(toFile: directory + "/ca.cnf", atomically: true, encoding: .utf8)
+    }
+
     /// A client certificate from a different, untrusted CA (self-signed).
     public func untrustedClient(_ commonName: String) throws -> (certificate: String, key: String) {
         let base = directory + "/untrusted-\(commonName)"

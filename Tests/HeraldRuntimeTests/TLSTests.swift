@@ -177,6 +177,72 @@ struct TLSTests {
         #expect(try u.call(["op": "hello"])["error"]?["code"] == "invalid_token")
     }
 
+    /// With `--tls-client-crl`, a client certificate its CA revoked fails the handshake; SIGHUP reads
+    /// a renewed list (open connections keep their sessions), and a file that is no CRL changes nothing.
+    @Test func aRevokedClientCertificateFailsTheHandshakeAndSIGHUPReadsANewList() throws {
+        let certs = try TestCertificates()
+        let tokens = #"""
+        {"tokens":[
+          {"name":"mail-cert","certificate":"mail.producers.test","roles":["producer"],"apps":["com.example.mail"]},
+          {"name":"old-cert","certificate":"old.producers.test","roles":["producer"],"apps":["com.example.mail"]}]}
+        """#
+        let mail = try certs.client("mail.producers.test"), old = try certs.client("old.producers.test")
+        try certs.revoke(old.certificate)
+        let live = certs.directory + "/live-crl.pem"
+        func install(_ from: String) throws {
+            try? FileManager.default.removeItem(atPath: live)
+            try FileManager.default.copyItem(atPath: from, toPath: live)
+        }
+        try install(try certs.revocationList())
+        let server = try Self.tlsServer(certs, clientCA: true, tokens: tokens) { $0.tls?.clientCRLFile = live }
+        defer { server.stop() }
+        func client(_ identity: (certificate: String, key: String)) throws -> WireClient {
+            try WireClient(port: server.port, tls: TLSClientOptions(caFile: certs.caFile, certificateFile: identity.certificate, keyFile: identity.key))
+        }
+        func refused(_ identity: (certificate: String, key: String)) -> Bool {
+            do {
+                let c = try client(identity)
+                // TLS 1.3: the server's verdict on the client certificate arrives after the client's handshake ends.
+                _ = try c.readLine(timeoutMilliseconds: 10_000)
+                return false
+            } catch {
+                return "\(error)".contains("certificate revoked")
+            }
+        }
+        let open = try client(mail)
+        #expect(try open.call(["op": "hello"])["roles"] == ["producer"])
+        #expect(refused(old), "the revoked certificate fails the handshake")
+
+        try certs.revoke(mail.certificate)
+        try install(try certs.revocationList())
+        let stats = try TokenReloadTests.reload(server, observer: open, until: "certificateReloads", reaches: 1)
+        #expect(stats["certificateReloads"] == 1 && stats["certificateReloadFailures"] == 0)
+        #expect(refused(mail), "SIGHUP read the list that revokes it")
+        #expect(try open.call(["op": "ping"])["op"] == "pong", "an open connection keeps its session")
+
+        try "not a revocation list".write(toFile: live, atomically: true, encoding: .utf8)
+        let after = try TokenReloadTests.reload(server, observer: open, until: "certificateReloadFailures", reaches: 1)
+        #expect(after["certificateReloads"] == 1 && after["certificateReloadFailures"] == 1)
+        #expect(refused(mail), "the last list that loaded stays in force")
+    }
+
+    @Test func aClientCRLNeedsTheClientCAAndMustHoldRevocationLists() throws {
+        let certs = try TestCertificates()
+        #expect {
+            _ = try TLSContext(TLSSettings(certificateFile: certs.serverCertificate, keyFile: certs.serverKey, clientCRLFile: certs.caFile))
+        } throws: { "\($0)".contains("without --tls-client-ca") }
+        #expect {
+            _ = try TLSContext(TLSSettings(certificateFile: certs.serverCertificate, keyFile: certs.serverKey,
+                                           clientCAFile: certs.caFile, clientCRLFile: certs.caFile))
+        } throws: { "\($0)".contains("\(certs.caFile) (--tls-client-crl) could not be loaded") }
+        #expect {
+            _ = try TLSContext(TLSSettings(certificateFile: certs.serverCertificate, keyFile: certs.serverKey,
+                                           clientCAFile: certs.caFile, clientCRLFile: "/nonexistent/ca.crl"))
+        } throws: { "\($0)".contains("/nonexistent/ca.crl (--tls-client-crl) cannot be read") }
+        _ = try TLSContext(TLSSettings(certificateFile: certs.serverCertificate, keyFile: certs.serverKey,
+                                       clientCAFile: certs.caFile, clientCRLFile: try certs.revocationList()))
+    }
+
     @Test func aLoopbackPlaintextPortCanServeBesideTLS() throws {
         let certs = try TestCertificates()
         let server = try Self.tlsServer(certs) { $0.plaintextListen = ("127.0.0.1", 0) }

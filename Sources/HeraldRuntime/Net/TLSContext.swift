@@ -14,14 +14,19 @@ public struct TLSSettings: Sendable, Equatable {
     /// may present a certificate; one that verifies and whose name is in the tokens file is
     /// granted that entry at hello. Clients without a certificate still use tokens.
     public var clientCAFile: String?
+    /// PEM: certificate revocation lists of the client CA (`--tls-client-crl`, needs `clientCAFile`).
+    /// With it, a client certificate the list revokes fails the handshake, and so does every
+    /// client certificate once the list is past its next update: renew it and send SIGHUP.
+    public var clientCRLFile: String?
     /// FAULT INJECTION FOR TESTS ONLY (false in production): every TLS bufferevent fails to be made,
     /// as when memory runs out, so a test can check connections are refused, not served in plaintext.
     public var failBuffereventsForTesting = false
 
-    public init(certificateFile: String, keyFile: String, clientCAFile: String? = nil) {
+    public init(certificateFile: String, keyFile: String, clientCAFile: String? = nil, clientCRLFile: String? = nil) {
         self.certificateFile = certificateFile
         self.keyFile = keyFile
         self.clientCAFile = clientCAFile
+        self.clientCRLFile = clientCRLFile
     }
 }
 
@@ -43,6 +48,13 @@ public final class TLSContext {
         try Self.requireReadable(settings.certificateFile, flag: "--tls-cert", what: "certificate")
         try Self.requireReadable(settings.keyFile, flag: "--tls-key", what: "private key")
         if let ca = settings.clientCAFile { try Self.requireReadable(ca, flag: "--tls-client-ca", what: "client CA") }
+        if let crl = settings.clientCRLFile {
+            guard settings.clientCAFile != nil else {
+                throw .configuration("A client CRL (--tls-client-crl \(crl)) revokes client certificates, but none are accepted "
+                    + "without --tls-client-ca. Pass the CA that issues them too, or leave the CRL out.")
+            }
+            try Self.requireReadable(crl, flag: "--tls-client-crl", what: "client CRL")
+        }
         guard let ctx = SSL_CTX_new(TLS_server_method()) else {
             throw .configuration("OpenSSL could not create a TLS context: \(Self.drainErrors()).")
         }
@@ -70,6 +82,10 @@ public final class TLSContext {
                     + "It must hold PEM CA certificates.")
             }
             SSL_CTX_set_client_CA_list(ctx, names)
+            if let crl = settings.clientCRLFile, herald_ssl_ctx_load_crls(ctx, crl) == 0 {
+                throw .configuration("The client CRL file \(crl) (--tls-client-crl) could not be loaded: \(Self.drainErrors()). "
+                    + "It must hold PEM certificate revocation lists (-----BEGIN X509 CRL-----) of the client CA.")
+            }
             // Verify a certificate when one is sent; a client without one falls back to tokens.
             SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
             // Needed once peers are verified, or OpenSSL fails session resumption.

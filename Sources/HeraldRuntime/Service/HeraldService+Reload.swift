@@ -12,7 +12,7 @@ extension HeraldService {
     /// Asks the loop, from any thread, to reload as SIGHUP does.
     public func requestReload() { reloadRequest?.fire() }
 
-    /// Re-reads `--tls-cert` and `--tls-key` (and `--tls-client-ca`) into a new context for every
+    /// Re-reads `--tls-cert` and `--tls-key` (and `--tls-client-ca`, `--tls-client-crl`) into a new context for every
     /// later connection, so a renewed certificate is served without a restart. Connections
     /// already open keep the session they negotiated (each holds its own reference to the old
     /// context, freed with the last of them). Files that do not load, or a key that does not
@@ -22,8 +22,8 @@ extension HeraldService {
         do {
             tlsContext = try TLSContext(settings)
             certificateReloads += 1
-            log("SIGHUP: TLS certificate and key reloaded from \(settings.certificateFile) and \(settings.keyFile); "
-                + "new connections use them, open ones keep theirs")
+            log("SIGHUP: TLS certificate and key reloaded from \(settings.certificateFile) and \(settings.keyFile)"
+                + (settings.clientCRLFile.map { ", client CRL from \($0)" } ?? "") + "; new connections use them, open ones keep theirs")
         } catch {
             certificateReloadFailures += 1
             log("error: SIGHUP: \(error) The previous certificate stays in use; fix the files and send SIGHUP again.")

@@ -18,6 +18,8 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("tls-key"), help: "PEM private key of --tls-cert.") var tlsKey: String?
     @Option(name: .customLong("tls-client-ca"), help: "PEM CA certificates for optional client certificates (mapped to grants by the tokens file).")
     var tlsClientCA: String?
+    @Option(name: .customLong("tls-client-crl"), help: "PEM revocation lists of --tls-client-ca: revoked client certificates fail the handshake (read again on SIGHUP).")
+    var tlsClientCRL: String?
     @Option(name: .customLong("plain-listen"), help: "With TLS: also serve plaintext on this loopback HOST:PORT (local tools).")
     var plainListen: String?
     @Option(help: "Maximum client connections.") var maxConnections = 10_000
@@ -68,12 +70,12 @@ struct Serve: ParsableCommand {
             config.tokensFile = tokens
             switch (tlsCert, tlsKey) {
             case (nil, nil):
-                if tlsClientCA != nil || plainListen != nil {
-                    Log.info("error: --tls-client-ca and --plain-listen need TLS: pass --tls-cert and --tls-key too")
+                if tlsClientCA != nil || tlsClientCRL != nil || plainListen != nil {
+                    Log.info("error: --tls-client-ca, --tls-client-crl and --plain-listen need TLS: pass --tls-cert and --tls-key too")
                     throw ExitCode.error
                 }
             case (let cert?, let key?):
-                config.tls = TLSSettings(certificateFile: cert, keyFile: key, clientCAFile: tlsClientCA)
+                config.tls = TLSSettings(certificateFile: cert, keyFile: key, clientCAFile: tlsClientCA, clientCRLFile: tlsClientCRL)
             default:
                 Log.info("error: TLS needs both --tls-cert and --tls-key (the certificate and its private key)")
                 throw ExitCode.error
