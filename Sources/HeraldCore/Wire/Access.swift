@@ -176,6 +176,14 @@ public struct TokenTable: Sendable {
                 }
                 consumers = Set(names)
             }
+            // Requests must name apps and consumers in NFC (`identifier_not_nfc`): a name spelled
+            // otherwise here would be listed at hello and then refused in every request.
+            for (list, what) in [(apps, "app"), (consumers, "consumer")] {
+                if let other = list?.sorted().first(where: { !$0.isNFC }) {
+                    throw bad("Entry \(i) (\(name)) lists the \(what) “\(clipped(other))” not in Unicode Normalization Form C; requests "
+                        + "must name it in NFC, so write it in NFC here too (e.g. Python unicodedata.normalize(\"NFC\", s)).")
+                }
+            }
             let grant = Grant(name: name, roles: roles, apps: apps, consumers: consumers)
             if let digest {
                 if digests[digest] != nil { throw bad("Entry \(i) (\(name)) repeats a token.") }

@@ -43,6 +43,20 @@ import Testing
         }
     }
 
+    /// Requests must name apps and consumers in NFC: a file that lists them otherwise is refused,
+    /// not loaded to hand out names every request would then be refused for.
+    @Test func appsAndConsumersNotInNFCAreRefused() throws {
+        let nfd = "caf\u{65}\u{301}"
+        #expect {
+            try Self.table(#"{"tokens":[{"name":"m","sha256":"\#(Self.mailHash)","roles":["producer"],"apps":["com.example.\#(nfd)"]}]}"#)
+        } throws: { ($0 as? RequestError)?.detail.contains("Entry 0 (m) lists the app “com.example.\(nfd)” not in Unicode Normalization Form C") == true }
+        #expect {
+            try Self.table(#"{"tokens":[{"name":"c","sha256":"\#(Self.mailHash)","roles":["consumer"],"consumers":["push","\#(nfd)"]}]}"#)
+        } throws: { ($0 as? RequestError)?.detail.contains("lists the consumer") == true }
+        let nfc = try Self.table(#"{"tokens":[{"name":"m","sha256":"\#(Self.mailHash)","roles":["producer"],"apps":["com.example.caf\#u{E9}"]}]}"#)
+        #expect(nfc.count == 1)
+    }
+
     @Test func aClientCertificateNameMapsToOneGrantAndAmbiguityGrantsNothing() throws {
         let t = try Self.table(#"{"tokens":[{"name":"mail","certificate":"mail.producers","roles":["producer"],"apps":["com.example.mail"]},{"name":"bank","certificate":"bank.producers","roles":["producer"],"apps":["com.example.bank"]}]}"#)
         #expect(t.grant(forCertificateNames: ["Some CN", "mail.producers"])?.name == "mail")
