@@ -19,6 +19,10 @@ final class ConsumerStream {
     /// the consumer drains, instead of being read again (memory: the consumer buffer plus this page).
     var page: PGResult?
     var pageNext = 0
+    /// Pumps again after a catch-up read failed (PostgreSQL away); armed by `retryCatchUp`.
+    var retry: LoopEvent?
+    /// Catch-up reads failed in a row (logged at the first; reset by one that works).
+    var failedReads = 0
 
     init(name: String, connection: ClientConnection, position: Int64) {
         self.name = name; self.connectionRef = connection.unretained; self.position = position
@@ -152,12 +156,43 @@ extension HeraldService {
             stream.reading = false
             self.phases.catchUpReads += 1
             self.phases.catchUpNanoseconds += FiringPhases.now() - sentAt
-            guard case .success(let r) = result, stream.connection != nil else { return }
+            guard stream.connection != nil else { return }
+            let r: PGResult
+            switch result {
+            case .success(let page): r = page
+            case .failure(let error): self.retryCatchUp(stream, after: error); return
+            }
+            if stream.failedReads > 0 {
+                self.log("consumer \(stream.name): reading deliveries from PostgreSQL works again after \(stream.failedReads) failed attempt(s)")
+                stream.failedReads = 0
+            }
             guard r.rowCount > 0 else { return }
             stream.page = r
             stream.pageNext = 0
             self.pump(stream)
         }
+    }
+
+    /// How long a consumer behind the ring waits before reading again after a read failed.
+    static let catchUpRetryMilliseconds: Int64 = 250
+
+    /// A catch-up read failed (PostgreSQL restarted, the read connection was lost): reads again
+    /// after `catchUpRetryMilliseconds`. Without it the consumer waited for the next committed
+    /// delivery to pump it again, which on a quiet service never came: it stayed behind with
+    /// deliveries stored and unsent. The first failure of a run is logged.
+    func retryCatchUp(_ stream: ConsumerStream, after error: StoreError) {
+        if stream.failedReads == 0 {
+            log("warning: consumer \(stream.name): reading the deliveries after cursor \(stream.position) from PostgreSQL failed "
+                + "(\(error)); reading again every \(Self.catchUpRetryMilliseconds) ms until it works")
+        }
+        stream.failedReads += 1
+        if stream.retry == nil {
+            stream.retry = loop.timer { [unretained, weak stream] in
+                guard let self = unretained.object, let stream, self.consumers[stream.name] === stream else { return }
+                self.pump(stream)
+            }
+        }
+        stream.retry?.arm(afterMilliseconds: Self.catchUpRetryMilliseconds)
     }
 
     /// Sends the next batch (at most `consumerBatchBytes`, at least one line) of the stream's page
