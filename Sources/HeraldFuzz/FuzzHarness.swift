@@ -27,6 +27,8 @@ enum FuzzHarness {
         var session = ClientSession(tokens: control & 2 == 0 ? tokens : TokenTable(), serverName: "herald/fuzz")
         var apps = AppRegistry()
         var users: [String: UserState] = [:]
+        /// Every submit folded, by seq: what the store would read back for a snooze of an old one.
+        var submitted: [Int64: SubmittedNotification] = [:]
         var seq: Int64 = 0
         var now = start
         let step = Int(control >> 2) + 1
@@ -66,6 +68,8 @@ enum FuzzHarness {
                                         seq: seq, at: now)
                 let user = event.user ?? ""
                 var state = users[user] ?? UserState(user: user)
+                if event.kind == .submit { submitted[seq] = SubmittedNotification(body: event.body) }
+                if let wanted = state.contentNeeded(toApply: event), let n = submitted[wanted] { state.supplyContent(n, seq: wanted) }
                 let outcome = engine.apply(event, to: &state, apps: &apps)
                 for d in outcome.deliveries { _ = d.bodyBytes }
                 reach.deliveries += outcome.deliveries.count

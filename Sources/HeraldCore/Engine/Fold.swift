@@ -99,12 +99,17 @@ extension Engine {
         case .snooze:
             guard let app = b["app"]?.stringValue, let id = b["id"]?.stringValue,
                   let until = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:)),
-                  let rec = state.recent(app).last(where: { $0.id == id }),
-                  let content = state.snoozable.last(where: { $0.seq == rec.seq }) else { return }
-            if !state.snoozes.isEmpty { state.snoozes.removeAll { $0.notification.app == app && $0.notification.id == id } }
+                  let rec = state.recent(app).last(where: { $0.id == id }) else { return }
+            // The content of the user's last deliveries is in memory (`snoozable`), and that of a
+            // notification snoozed already; an older one's was read from `events` by the caller
+            // (`contentNeeded(toApply:)`). Without any (a tool folding without a store) the snooze
+            // is ignored.
+            let prefetched = state.takePrefetched(seq: rec.seq)
+            guard let content = state.snoozable.last(where: { $0.seq == rec.seq })?.notification
+                    ?? state.snoozedContent(seq: rec.seq) ?? prefetched else { return }
+            if !state.snoozes.isEmpty { state.snoozes.removeAll { $0.seq == rec.seq || ($0.app == app && $0.id == id) } }
             // An `until` already past alerts again now (at the event's time, not in the past).
-            state.snoozes.append(Snooze(notification: content.notification, seq: rec.seq, until: max(until, t),
-                                        causeSeq: event.seq))
+            state.snoozes.append(Snooze(app: app, id: id, notification: content, seq: rec.seq, until: max(until, t), causeSeq: event.seq))
         case .opened:
             guard let app = event.target?.app ?? b["app"]?.stringValue else { return }
             let id = event.target.map({ $0.id }) ?? b["id"]?.stringValue
@@ -169,7 +174,7 @@ extension Engine {
     }
 
     func foldWithdraw(app: String, id: String, seq: Int64, at t: Instant, state: inout UserState, out: inout [Delivery]) {
-        if !state.snoozes.isEmpty { state.snoozes.removeAll { $0.notification.app == app && $0.notification.id == id } }
+        if !state.snoozes.isEmpty { state.snoozes.removeAll { $0.app == app && $0.id == id } }
         if let i = state.pending.firstIndex(where: { $0.app == app && $0.id == id }) {
             let p = state.removePending(at: i)
             emitRemoval(p, kind: .withdrawn, reason: Reason.withdrawn, at: t, causeSeq: seq, state: &state, out: &out)

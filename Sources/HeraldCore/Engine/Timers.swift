@@ -81,7 +81,10 @@ extension Engine {
         case .snooze:
             guard let si = state.snoozes.firstIndex(where: { $0.causeSeq == timer.seq && $0.until == t }) else { return }
             let s = state.snoozes.remove(at: si)
-            let app = s.notification.app
+            // A snapshot's snooze whose content the restore never supplied: nothing to alert with
+            // (the service's restore always supplies it, `snapshotContentNeeded`).
+            guard !s.notification.isSnapshotPlaceholder else { return }
+            let app = s.app
             // Still delivered (not withdrawn, replaced or long forgotten)?
             guard let rec = state.withRecent(app, { list -> DeliveredRecord? in
                 list.lastIndex(where: { $0.seq == s.seq }).map { list.remove(at: $0) }

@@ -67,7 +67,7 @@ extension UserState {
             return .object(po)
         })
         o["snoozes"] = .array(snoozes.map {
-            .object(["app": .string($0.notification.app), "notification": .string($0.notification.id), "until": .string($0.until.rfc3339)])
+            .object(["app": .string($0.app), "notification": .string($0.id), "until": .string($0.until.rfc3339)])
         })
         if let w = nextDeadline() { o["nextWake"] = .string(w.rfc3339) }
         return .object(o)

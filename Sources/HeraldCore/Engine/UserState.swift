@@ -110,10 +110,22 @@ extension PendingItem: Hashable {
 
 /// A delivered notification that alerts again once at `until`.
 struct Snooze: Hashable, Sendable {
+    /// The notification's key, known without its content.
+    var app: String
+    var id: String
+    /// `UserState.placeholder` in a state decoded from a snapshot until the restore supplies it.
     var notification: SubmittedNotification
+    /// The submit's seq.
     var seq: Int64
     var until: Instant
     var causeSeq: Int64
+
+    /// The content, loaded: the key comes with it (a snapshot's snooze has only its seq).
+    mutating func supply(_ n: SubmittedNotification) {
+        notification = n
+        app = n.app
+        id = n.id
+    }
 }
 
 /// A Focus as the user defined it (`focusDefine`).
@@ -232,6 +244,9 @@ struct RareFields: Hashable, Sendable {
         /// When to check whether `heldFocus` has ended.
         var focusCheckAt: Instant?
         var snoozes: [Snooze] = []
+        /// The content `supplyContent` brought for the next snooze (`contentNeeded(toApply:)`);
+        /// taken by that fold.
+        var prefetched: SnoozableRecord?
         /// Banner instants of the last hour (kept only while an attention budget is set).
         var bannerTimes: [Instant] = []
         /// (app, id) withdrawn before their submit arrived (bounded).
@@ -426,6 +441,33 @@ extension UserState {
         return seqs
     }
 
+    /// The seq of the submit whose content folding `event` needs and memory no longer holds: a
+    /// `snooze` of a notification delivered before the last deliveries whose content is kept
+    /// (`Engine.snoozableLimit`), still among the app's recent records. The caller reads it
+    /// from `events` and hands it to `supplyContent` before `apply` — the service, replay and
+    /// `herald state` alike, so each folds the same notification. Nil for every other event.
+    public func contentNeeded(toApply event: StoredEvent) -> Int64? {
+        guard event.kind == .snooze, case .object(let b) = event.body,
+              let app = b["app"]?.stringValue, let id = b["id"]?.stringValue,
+              let rec = recent(app).last(where: { $0.id == id }),
+              !snoozable.contains(where: { $0.seq == rec.seq }), snoozedContent(seq: rec.seq) == nil,
+              rare.box?.values.prefetched?.seq != rec.seq else { return nil }
+        return rec.seq
+    }
+
+    /// The content a pending snooze holds for the submit at `seq`.
+    func snoozedContent(seq: Int64) -> SubmittedNotification? {
+        guard rare.isAllocated else { return nil }
+        return snoozes.last(where: { $0.seq == seq && !$0.notification.isSnapshotPlaceholder })?.notification
+    }
+
+    /// Takes what `supplyContent` left for the snooze of the submit at `seq` (and drops any other).
+    mutating func takePrefetched(seq: Int64) -> SubmittedNotification? {
+        guard rare.isAllocated, let p = rare.values.prefetched else { return nil }
+        rare.values.prefetched = nil
+        return p.seq == seq ? p.notification : nil
+    }
+
     /// Reserves room for `n` more pending items (a snapshot's decoder knows the count: no
     /// doubling slack, which at ten items a user would be a third of their memory).
     mutating func reservePending(_ n: Int) {
@@ -436,9 +478,14 @@ extension UserState {
     public var contentMissing: [Int64] { pending.compactMap { $0.content == nil ? $0.seq : nil } }
 
     /// Supplies the content of the pending item at `seq` (the stored submit, decoded).
+    /// Supplies the content of the pending item at `seq` (the stored submit, decoded), or, with
+    /// none waiting for it, of the notification the next event snoozes (`contentNeeded(toApply:)`).
     public mutating func supplyContent(_ n: SubmittedNotification, seq: Int64) {
-        guard let i = pending.firstIndex(where: { $0.seq == seq }), pending[i].content == nil else { return }
-        pending[i].content = n
+        if let i = pending.firstIndex(where: { $0.seq == seq }) {
+            if pending[i].content == nil { pending[i].content = n }
+        } else if recent(n.app).contains(where: { $0.seq == seq }) && !snoozable.contains(where: { $0.seq == seq }) {
+            rare.values.prefetched = SnoozableRecord(notification: n, seq: seq)
+        }
     }
 
     /// Drops the content of deferred items due after `t` (it stays in `events` at their seq):

@@ -278,7 +278,8 @@ extension UserState {
         focusCheckAt = try r.optInstant()
         for _ in try 0..<r.count() {
             let seq = try r.int(), until = try r.instant(), cause = try r.int()
-            snoozes.append(Snooze(notification: Self.placeholder, seq: seq, until: until, causeSeq: cause))
+            snoozes.append(Snooze(app: Self.placeholder.app, id: Self.placeholder.id, notification: Self.placeholder,
+                                  seq: seq, until: until, causeSeq: cause))
         }
         for _ in try 0..<r.count() { bannerTimes.append(try r.instant()) }
         for _ in try 0..<r.count() { tombstones.append(NotificationKey(app: try r.string(), id: try r.string())) }
@@ -308,7 +309,7 @@ extension UserState {
     public mutating func supplySnapshotContent(_ n: SubmittedNotification, seq: Int64) {
         supplyContent(n, seq: seq)
         for i in snoozable.indices where snoozable[i].seq == seq { snoozable[i].notification = n }
-        for i in snoozes.indices where snoozes[i].seq == seq { snoozes[i].notification = n }
+        for i in snoozes.indices where snoozes[i].seq == seq { snoozes[i].supply(n) }
     }
 
     /// Stands for content not loaded yet (never compared equal to a real notification).

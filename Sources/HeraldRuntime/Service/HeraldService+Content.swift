@@ -36,8 +36,10 @@ final class ContentLoading {
 extension HeraldService {
     /// True when every lean item of the user due at or before `t` has its content; otherwise asks
     /// for it (asynchronously) and returns false: the caller waits.
-    func contentReady(ordinal: Int, upTo t: Instant) -> Bool {
-        let missing = users[ordinal].state.contentNeededInPlace(upTo: t)
+    func contentReady(ordinal: Int, upTo t: Instant, toApply event: StoredEvent? = nil) -> Bool {
+        var missing = users[ordinal].state.contentNeededInPlace(upTo: t)
+        // A snooze of a notification whose content the state no longer keeps (`contentNeeded(toApply:)`).
+        if let event, event.kind == .snooze, let seq = users[ordinal].state.contentNeeded(toApply: event) { missing.append(seq) }
         if missing.isEmpty { return true }
         for seq in missing { restart.content.wanted[seq] = ordinal }
         readContent()

@@ -56,7 +56,8 @@ extension HeraldService {
             return true
         }
         let ordinal = ensureRecord(for: user)
-        guard contentReady(ordinal: ordinal, upTo: event.at) else { return false }  // lean deferred items due by now (docs/restart.md)
+        // Lean deferred items due by now (docs/restart.md), and an older notification a snooze names.
+        guard contentReady(ordinal: ordinal, upTo: event.at, toApply: event) else { return false }
         lastFoldedSeq = max(lastFoldedSeq, event.seq)
         let nextWake = engine.apply(event, to: &users[ordinal].state, apps: &apps, appendingTo: &decided)
         take(nextWake: nextWake, ordinal: ordinal, collect: collect)

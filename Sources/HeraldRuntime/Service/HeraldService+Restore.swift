@@ -61,7 +61,14 @@ extension HeraldService {
                 if contentConnection == nil { contentConnection = try PGConnection.connect(configuration.databaseURL) }
                 try loadContent(due: [(o, e.engineTime)], using: contentConnection)
             }
-            applyCommitted(e.storedEvent) { d, index in
+            let event = e.storedEvent
+            if event.kind == .snooze, let o = event.user.flatMap(ordinal(of:)) {
+                try EventContent.supply(toApply: event, to: &users[o].state) { () throws(StoreError) -> PGConnection in
+                    if contentConnection == nil { contentConnection = try PGConnection.connect(configuration.databaseURL) }
+                    return contentConnection!
+                }
+            }
+            applyCommitted(event) { d, index in
                 if index > stored[d.user, default: 0] { self.queueUnsent(Self.row(d, index: index)) }
             }
             if let u = e.user, let o = ordinal(of: u) { users[o].state.dropDeferredContent(dueAfter: keepUntil) }

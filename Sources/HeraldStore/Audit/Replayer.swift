@@ -72,16 +72,17 @@ public struct Replayer {
         case .time(let t): through = try LogStream.lastSeq(before: t, connection)
         }
 
-        var run = Run(engine: engine, users: users, recordsDecisions: !injections.isEmpty)
+        var run = Run(engine: engine, users: users, recordsDecisions: !injections.isEmpty, connection: connection)
+        defer { run.contentConnection?.close() }
         var horizon = Instant.epoch
         var lastSeq: Int64 = 0
         var pendingInjections = injections.sorted { $0.at < $1.at }[...]
-        func inject(upTo t: Instant, seq: Int64) {
+        func inject(upTo t: Instant, seq: Int64) throws(StoreError) {
             while let next = pendingInjections.first, next.at <= t {
                 pendingInjections.removeFirst()
                 guard let user = next.draft.user else { continue }
                 let event = StoredEvent(seq: seq, user: user, type: next.draft.type, body: next.draft.body, at: next.at)
-                run.fold(event, user: run.ordinal(user))
+                try run.fold(event, user: run.ordinal(user))
             }
         }
 
@@ -95,7 +96,7 @@ public struct Replayer {
                 horizon = max(horizon, d.at)
                 run.matcher.stored(d, user: run.names.names[o])
             case .event(let e):
-                if !pendingInjections.isEmpty { inject(upTo: e.engineTime, seq: lastSeq) }
+                if !pendingInjections.isEmpty { try inject(upTo: e.engineTime, seq: lastSeq) }
                 lastSeq = e.seq
                 report.eventsRead += 1
                 if report.eventsRead % 16_384 == 0 { progress(report.eventsRead, head) }
@@ -108,13 +109,13 @@ public struct Replayer {
                 }
                 let o = run.ordinal(userBytes)
                 if !run.included[o] { continue }
-                run.fold(e.storedEvent(user: run.names.names[o]), user: o)
+                try run.fold(e.storedEvent(user: run.names.names[o]), user: o)
             }
         }
         progress(report.eventsRead, head)
         // Timers that fired after each user's last event, up to the replay's horizon.
         if case .time(let t) = limit { horizon = t }
-        inject(upTo: horizon, seq: lastSeq)
+        try inject(upTo: horizon, seq: lastSeq)
         for o in run.replicas.indices.sorted(by: { run.names.names[$0] < run.names.names[$1] }) where run.included[o] {
             run.advance(user: o, to: horizon)
         }
@@ -147,10 +148,15 @@ public struct Replayer {
         var included: [Bool] = []
         var apps = AppRegistry()
         var matcher: DeliveryMatcher
+        /// The replay's connection (streaming the log) and a second one, opened when a fold first
+        /// needs content read back (`EventContent`).
+        let connection: PGConnection
+        var contentConnection: PGConnection?
 
-        init(engine: Engine, users: Set<String>?, recordsDecisions: Bool) {
+        init(engine: Engine, users: Set<String>?, recordsDecisions: Bool, connection: PGConnection) {
             self.engine = engine
             self.users = users
+            self.connection = connection
             matcher = DeliveryMatcher(recordsDecisions: recordsDecisions)
         }
 
@@ -170,7 +176,15 @@ public struct Replayer {
 
         /// Applies `event` to user `o`'s replica in place (a copy mutated and stored back would
         /// copy the state's buffers every event) and hands what it derives to the matcher.
-        mutating func fold(_ event: StoredEvent, user o: Int) {
+        mutating func fold(_ event: StoredEvent, user o: Int) throws(StoreError) {
+            if event.kind == .snooze {
+                var opened = contentConnection
+                try EventContent.supply(toApply: event, to: &replicas[o].state) { () throws(StoreError) -> PGConnection in
+                    if opened == nil { opened = try connection.duplicate() }
+                    return opened!
+                }
+                contentConnection = opened
+            }
             let outcome = engine.apply(event, to: &replicas[o].state, apps: &apps)
             take(outcome, user: o)
         }

@@ -22,7 +22,9 @@ public enum UserHistory {
                 after = e.seq
                 last = max(last ?? at, at)
                 if e.row.type == "clock" { continue }  // moves time only
-                deliveries += engine.apply(e.storedEvent, to: &state, apps: &apps).deliveries
+                let event = e.storedEvent
+                try EventContent.supply(toApply: event, to: &state) { () throws(StoreError) -> PGConnection in connection }
+                deliveries += engine.apply(event, to: &state, apps: &apps).deliveries
             }
         }
         // Timers fire up to the limit's instant, or up to the latest engine time the log reached

@@ -86,6 +86,37 @@ import Testing
         #expect(d.snoozed && d.at == at("2026-01-05T12:10:00Z"))
     }
 
+    /// SPEC §10: a delivered notification alerts again at `until` — also one delivered before the
+    /// last deliveries whose content the state keeps: the fold's caller reads it back from the log.
+    @Test func snooze_olderThanTheContentKept_isReadBackAndAlertsAgain() {
+        var h = authorized()
+        h.submit("n0", #""subtitle":"First""#)
+        for i in 1...(2 * Engine.snoozableLimit + 4) { h.submit("n\(i)", app: i % 2 == 0 ? "com.example.mail" : "com.example.chat") }
+        let snooze = #"{"user":"u","app":"com.example.mail","id":"n0","until":"2026-01-05T13:00:00Z"}"#
+        // Without the read-back the fold has nothing to alert with, and says which submit it needs.
+        var bare = h
+        bare.supplyFromLog = false
+        let needed = bare.events.first { $0.kind == .submit && $0.body["id"] == "n0" }?.seq
+        #expect(needed != nil)
+        bare.send("snooze", snooze)
+        #expect(bare.state().nextDeadline() == nil, "ignored without its content")
+
+        #expect(h.send("snooze", snooze).isEmpty)
+        #expect(h.state().nextDeadline() == at("2026-01-05T13:00:00Z"))
+        let d = only(h.advance(to: at("2026-01-05T13:30:00Z")))
+        #expect(d.kind == .alert && d.snoozed && d.notificationId == "n0" && d.content?["subtitle"] == "First")
+        #expect(h.advance(to: at("2026-01-06T13:30:00Z")).isEmpty)  // once
+    }
+
+    @Test func snooze_olderThanTheContentKept_untilAlreadyPast_alertsAgainNow() {
+        var h = authorized()
+        h.submit("n0")
+        for i in 1...(2 * Engine.snoozableLimit + 4) { h.submit("n\(i)") }
+        h.now = at("2026-01-05T12:10:00Z")
+        let d = only(h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"n0","until":"2026-01-05T12:05:00Z"}"#))
+        #expect(d.snoozed && d.notificationId == "n0" && d.at == at("2026-01-05T12:10:00Z"))
+    }
+
     @Test func snooze_unknownNotificationIgnored() {
         var h = authorized()
         h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"nope","until":"2026-01-05T13:00:00Z"}"#)

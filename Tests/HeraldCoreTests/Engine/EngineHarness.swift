@@ -13,6 +13,8 @@ struct EngineHarness {
     var now: Instant
     /// Every delivery produced so far, in order.
     var log: [Delivery] = []
+    /// Whether `apply` reads content back from `events` when a fold needs it (as a store does).
+    var supplyFromLog = true
 
     init(now: Instant = T0) { self.now = now }
 
@@ -41,6 +43,11 @@ struct EngineHarness {
     mutating func apply(_ ev: StoredEvent) -> [Delivery] {
         let user = ev.user ?? ""
         var state = states[user] ?? UserState(user: user)
+        // As the service and replay do: content the fold needs and the state no longer holds is
+        // read back from the log (a snooze of an older notification).
+        if supplyFromLog, let wanted = state.contentNeeded(toApply: ev), let submit = events.first(where: { $0.seq == wanted }) {
+            state.supplyContent(SubmittedNotification(body: submit.body), seq: wanted)
+        }
         let o = engine.apply(ev, to: &state, apps: &apps)
         if ev.user != nil { states[user] = state }
         log += o.deliveries
