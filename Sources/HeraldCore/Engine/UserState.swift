@@ -477,15 +477,20 @@ extension UserState {
     /// Seqs of every pending item whose content is not in memory.
     public var contentMissing: [Int64] { pending.compactMap { $0.content == nil ? $0.seq : nil } }
 
-    /// Supplies the content of the pending item at `seq` (the stored submit, decoded).
     /// Supplies the content of the pending item at `seq` (the stored submit, decoded), or, with
     /// none waiting for it, of the notification the next event snoozes (`contentNeeded(toApply:)`).
     public mutating func supplyContent(_ n: SubmittedNotification, seq: Int64) {
-        if let i = pending.firstIndex(where: { $0.seq == seq }) {
-            if pending[i].content == nil { pending[i].content = n }
-        } else if recent(n.app).contains(where: { $0.seq == seq }) && !snoozable.contains(where: { $0.seq == seq }) {
+        if supplyPendingContent(n, seq: seq) { return }
+        if recent(n.app).contains(where: { $0.seq == seq }) && !snoozable.contains(where: { $0.seq == seq }) {
             rare.values.prefetched = SnoozableRecord(notification: n, seq: seq)
         }
+    }
+
+    /// Supplies the content of the pending item at `seq`; false when no item has that seq.
+    mutating func supplyPendingContent(_ n: SubmittedNotification, seq: Int64) -> Bool {
+        guard let i = pending.firstIndex(where: { $0.seq == seq }) else { return false }
+        if pending[i].content == nil { pending[i].content = n }
+        return true
     }
 
     /// Drops the content of deferred items due after `t` (it stays in `events` at their seq):

@@ -307,7 +307,7 @@ extension UserState {
 
     /// Supplies content to every record that references `seq` (pending, snoozable, snooze).
     public mutating func supplySnapshotContent(_ n: SubmittedNotification, seq: Int64) {
-        supplyContent(n, seq: seq)
+        _ = supplyPendingContent(n, seq: seq)
         for i in snoozable.indices where snoozable[i].seq == seq { snoozable[i].notification = n }
         for i in snoozes.indices where snoozes[i].seq == seq { snoozes[i].supply(n) }
     }
