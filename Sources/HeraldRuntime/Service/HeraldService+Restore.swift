@@ -56,17 +56,17 @@ extension HeraldService {
                 skipped += 1
                 continue
             }
-            if let u = e.user, let o = ordinal(of: u), !users[o].state.contentNeeded(upTo: e.engineTime).isEmpty {
-                // `conn` is streaming the log: lean content is read on a second connection.
+            // `conn` is streaming the log: content is read back on a second connection.
+            func contentSource() throws(StoreError) -> PGConnection {
                 if contentConnection == nil { contentConnection = try PGConnection.connect(configuration.databaseURL) }
-                try loadContent(due: [(o, e.engineTime)], using: contentConnection)
+                return contentConnection!
+            }
+            if let u = e.user, let o = ordinal(of: u), !users[o].state.contentNeeded(upTo: e.engineTime).isEmpty {
+                try loadContent(due: [(o, e.engineTime)], using: contentSource())
             }
             let event = e.storedEvent
             if event.kind == .snooze, let o = event.user.flatMap(ordinal(of:)) {
-                try EventContent.supply(toApply: event, to: &users[o].state) { () throws(StoreError) -> PGConnection in
-                    if contentConnection == nil { contentConnection = try PGConnection.connect(configuration.databaseURL) }
-                    return contentConnection!
-                }
+                try EventContent.supply(toApply: event, to: &users[o].state, connection: contentSource)
             }
             applyCommitted(event) { d, index in
                 if index > stored[d.user, default: 0] { self.queueUnsent(Self.row(d, index: index)) }
