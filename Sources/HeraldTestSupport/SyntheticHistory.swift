@@ -54,6 +54,8 @@ public final class SyntheticHistory {
         connection = try PGConnection.connect(databaseURL)
         seq = try connection.execute("SELECT seq FROM event_head").int64(0, 0) ?? 0
         cursor = try connection.execute("SELECT cursor FROM delivery_head").int64(0, 0) ?? 0
+        // Decided by this build's rules, as the service records at its start-up.
+        _ = try RulesVersionStore.takeOver(connection, at: .epoch)
         try connection.execute("SET client_min_messages = warning")
         try connection.execute("DROP TABLE IF EXISTS herald_synthetic_events")
         try connection.execute("""

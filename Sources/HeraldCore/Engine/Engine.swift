@@ -98,12 +98,13 @@ public struct Outcome: Hashable, Sendable {
 /// included) is an argument, every output a return value.
 public struct Engine: Sendable {
     /// The version of the rules this build implements; recorded in every delivery.
-    public static let currentRulesVersion = "1"
+    public static let currentRulesVersion = "2"
     /// How many delivered notifications per (user, app) are remembered for collapse,
     /// snooze, `opened` and `withdraw`.
     public static let recentLimit = 64
     /// How many recent deliveries per user keep their content so a snooze can deliver them
-    /// again (at least this many, at most twice; a snooze of an older one is ignored).
+    /// again (at least this many, at most twice; an older one's is read back from the log by the
+    /// fold's caller under rules "2", see `UserState.contentNeeded(toApply:)`).
     public static let snoozableLimit = 16
     /// How many early withdrawals (withdraw before its submit) a user remembers.
     public static let tombstoneLimit = 64
@@ -111,13 +112,42 @@ public struct Engine: Sendable {
     /// schedule: 08:00 and 18:00 UTC (SPEC §3).
     public static var defaultSummaryCalendar: SummaryCalendar { SummaryCalendar.defaultSchedule }
 
-    /// The rules version stamped on deliveries.
-    public let rulesVersion: String
+    /// Every rules version this build can decide by (`RulesHistory`): "1" ignores a snooze of a
+    /// notification whose content the state no longer keeps; "2" (session 25) has it read back.
+    public static let knownRulesVersions = ["1", "2"]
 
-    /// Creates one from its fields.
+    /// Which version decides each event and timer of the log being folded. A reference, so an
+    /// engine copies as one word and a small string, and the service can adopt the log's history
+    /// at start-up (`RulesBook.adopt`) while its engine stays a `let` its hot path borrows (a
+    /// stored `var` engine was copied at every call: ~300 instructions a submit).
+    public let book: RulesBook
+    /// Set on a copy deciding what an older build owed (`under`).
+    private var olderVersion: String?
+
+    /// The rules version stamped on deliveries: the one deciding now.
+    public var rulesVersion: String { olderVersion ?? book.latest }
+    /// Which version decided each event and timer of the log.
+    public var rules: RulesHistory { book.history }
+
+    /// An engine deciding everything by one version (tools and tests without a store).
     public init(rulesVersion: String = Engine.currentRulesVersion) {
-        self.rulesVersion = rulesVersion
+        self.init(rules: .only(rulesVersion))
     }
+
+    /// An engine deciding each event and timer by the version `rules` says was in force.
+    public init(rules: RulesHistory) {
+        book = RulesBook(rules)
+    }
+
+    /// This engine deciding by `version` (a copy; only for what an older build owed).
+    func under(_ version: String) -> Engine {
+        var e = self
+        e.olderVersion = version
+        return e
+    }
+
+    /// Version "1" ignored a snooze whose content was not among the last deliveries kept.
+    var readsBackSnoozedContent: Bool { rulesVersion != "1" }
 
     /// Apply one committed event (with its global seq and the engine time it was accepted
     /// at). First advances the user's own timers to `event.at` (a timer due at exactly
@@ -139,7 +169,11 @@ public struct Engine: Sendable {
             return state.nextDeadline()
         }
         fireTimers(&state, upTo: event.at, apps: apps, out: &out)
-        fold(event, into: &state, apps: apps, out: &out)
+        if book.latestDecides(eventAt: event.seq) {
+            fold(event, into: &state, apps: apps, out: &out)
+        } else {
+            under(book.history.version(forEventAt: event.seq)).fold(event, into: &state, apps: apps, out: &out)
+        }
         let next = fireTimers(&state, upTo: event.at, apps: apps, out: &out)
         state.lastSeq = event.seq
         return next

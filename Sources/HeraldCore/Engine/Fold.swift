@@ -105,8 +105,10 @@ extension Engine {
             // (`contentNeeded(toApply:)`). Without any (a tool folding without a store) the snooze
             // is ignored.
             let prefetched = state.takePrefetched(seq: rec.seq)
-            guard let content = state.snoozable.last(where: { $0.seq == rec.seq })?.notification
-                    ?? state.snoozedContent(seq: rec.seq) ?? prefetched else { return }
+            let kept = state.snoozable.last(where: { $0.seq == rec.seq })?.notification
+            // Rules "1" knew only the kept content (a snooze of anything older was ignored).
+            guard let content = readsBackSnoozedContent ? kept ?? state.snoozedContent(seq: rec.seq) ?? prefetched : kept
+            else { return }
             if !state.snoozes.isEmpty { state.snoozes.removeAll { $0.seq == rec.seq || ($0.app == app && $0.id == id) } }
             // An `until` already past alerts again now (at the event's time, not in the past).
             state.snoozes.append(Snooze(app: app, id: id, notification: content, seq: rec.seq, until: max(until, t), causeSeq: event.seq))

@@ -49,6 +49,11 @@ extension Engine {
 
     func fire(_ timer: DueTimer, _ state: inout UserState, apps: AppRegistry, out: inout [Delivery]) {
         let t = timer.deadline
+        // A timer an older build owed (a copy of the engine deciding by its version checks again and goes on).
+        if !book.latestDecides(timerDueAt: t) {
+            let version = book.history.version(forTimerDueAt: t)
+            if version != rulesVersion { return under(version).fire(timer, &state, apps: apps, out: &out) }
+        }
         switch timer.kind {
         case .expiry:
             guard let i = state.pendingIndex(seq: timer.seq, deferred: false) else { return }

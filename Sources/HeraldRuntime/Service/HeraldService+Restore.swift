@@ -18,6 +18,11 @@ extension HeraldService {
         deliveryHead = try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) ?? 0
         ringFirstCursor = deliveryHead + 1
 
+        // The log's events are decided by the rules versions that decided them first.
+        let logRules = try RulesVersionStore.history(conn)
+        try RulesVersionStore.requireKnown(logRules)
+        engine.book.adopt(logRules)
+
         var through: Int64 = 0
         var fromSnapshot = false
         let t0 = ClientConnection.monotonicMilliseconds()
@@ -83,6 +88,13 @@ extension HeraldService {
             manualNow = max(manual, latestTime)
             let last = try conn.execute("SELECT (extract(epoch FROM (SELECT max(at) FROM deliveries)) * 1000)::bigint")
             if let ms = last.int64(0, 0) { manualNow = max(manualNow!, Instant(millisecondsSinceEpoch: ms)) }
+        }
+        // This build's rules decide from here on: recorded when the log's latest version is another.
+        let taken = try RulesVersionStore.takeOver(conn, version: configuration.rulesVersion, at: max(now(), latestTime))
+        engine.book.adopt(taken.history)
+        if let change = taken.recorded {
+            log(change.fromSeq == 1 ? "rules version \(change.version) decides this new log"
+                : "rules version \(change.version) decides from seq \(change.fromSeq) and timers due after \(change.at.rfc3339) on (the log's was \(logRules.latest)); earlier events and timers replay by their own rules")
         }
         eventsCommitted = folded
         // The head just read is where the next append's cursors start: a burst firing first

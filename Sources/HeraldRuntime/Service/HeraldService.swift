@@ -22,6 +22,8 @@ struct UserRecord {
 public final class HeraldService: ConnectionDelegate {
     public let configuration: ServiceConfiguration
     public let loop: EventLoop
+    /// Decides by the rules versions the log records: `restore` adopts them before serving
+    /// (`RulesBook.adopt`). A `let`, so the hot path borrows it (a `var` was copied every call).
     let engine = Engine()
     var apps = AppRegistry()
     /// Every user's record, indexed by the user's ordinal (also its payload in the wheel).

@@ -96,6 +96,11 @@ public struct ServiceConfiguration: Sendable {
     /// `snapshotEveryEvents`). Given up after `shutdownSnapshotMilliseconds` (an unfinished snapshot
     /// is ignored by the next start, which folds from the previous one).
     public var snapshotAtShutdown = true
+    /// The rules version this service decides new events and timers by (recorded in
+    /// `rules_versions` at start-up when the log's latest differs). Always this build's own
+    /// (`Engine.currentRulesVersion`) in `herald serve`; a test sets an older one to write a log
+    /// as an older build did, then upgrades it.
+    public var rulesVersion = Engine.currentRulesVersion
     public var shutdownSnapshotMilliseconds: Int64 = 60_000
     /// Start from the latest complete snapshot (false: fold the whole log, as before snapshots).
     public var restoreFromSnapshots = true

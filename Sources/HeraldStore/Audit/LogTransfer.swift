@@ -1,13 +1,18 @@
 // Export and import of the log as newline-delimited JSON, so an audit can replay it elsewhere.
 import HeraldCore
 
-/// One line per stored row: `{"event":{seq,user,type,app,notificationId,engineTime,body}}` or
+/// One line per stored row: `{"rules":{fromSeq,at,version}}` (first: where each rules version
+/// took over, schema/015), `{"event":{seq,user,type,app,notificationId,engineTime,body}}` or
 /// `{"delivery":{cursor,user,userIndex,causeSeq,kind,app,notificationId,reason,at,rulesVersion,trace,body}}`,
 /// with `body` and `trace` as the exact stored text. Import restores positions and bytes, so
 /// replay on the copy gives the same result as on the original.
 public enum LogTransfer {
     public static func export(_ connection: PGConnection, write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
         var after: Int64 = 0, events = 0, deliveries = 0
+        for c in try RulesVersionStore.history(connection).changes {
+            write(JSONValue.object(["rules": .object(["fromSeq": .int(c.fromSeq), "at": .string(c.at.rfc3339),
+                                                      "version": .string(c.version)])]).canonicalString)
+        }
         while true {
             let page = try EventReader.events(connection, after: after, limit: 10_000)
             if page.isEmpty { break }
@@ -58,6 +63,8 @@ public enum LogTransfer {
         do {
             guard try EventReader.head(connection) == 0 else { throw ImportError.notEmpty }
             try connection.execute("BEGIN")
+            // A start-up on the empty target recorded its own version: the imported log's replace it.
+            try connection.execute("DELETE FROM rules_versions")
             var events = 0, deliveries = 0, number = 0
             for line in lines {
                 number += 1
@@ -83,8 +90,12 @@ public enum LogTransfer {
                         """, [String(cursor), user, String(index), String(cause), kind, d["app"]?.stringValue,
                               d["notificationId"]?.stringValue, reason, at, rules, trace, body])
                     deliveries += 1
+                } else if let c = v["rules"] {
+                    guard let from = c["fromSeq"]?.intValue, let at = c["at"]?.stringValue, let version = c["version"]?.stringValue
+                    else { throw ImportError.badLine(number, "a rules line needs fromSeq, at, version") }
+                    try connection.execute("INSERT INTO rules_versions (from_seq, at, version) VALUES ($1, $2, $3)", [String(from), at, version])
                 } else {
-                    throw ImportError.badLine(number, "neither an event nor a delivery")
+                    throw ImportError.badLine(number, "neither an event, a delivery nor a rules version")
                 }
             }
             try connection.execute("UPDATE event_head SET seq = (SELECT coalesce(max(seq), 0) FROM events)")

@@ -50,12 +50,17 @@ public struct Replayer {
 
     public var limit: Limit = .everything
     public var users: Set<String>?
-    public var engine = Engine()
+    /// What-if: decide every event and timer by this rules version instead of the ones the log
+    /// records (`rules_versions`); `changes` then lists the decisions that would differ.
+    public var rulesVersion: String?
     public var progress: (Int, Int64) -> Void = { _, _ in }
     /// What-if changes, in time order. With any, `changes` lists the differing decisions.
     public var injections: [Injection] = []
 
     public init() {}
+
+    /// Whether the run lists changed decisions (an injection or another rules version).
+    var isWhatIf: Bool { !injections.isEmpty || rulesVersion != nil }
 
     /// Runs the replay against the database behind `connection` (reads only). The log and the
     /// stored deliveries arrive as one stream in position order (`LogStream`); each derived
@@ -72,7 +77,12 @@ public struct Replayer {
         case .time(let t): through = try LogStream.lastSeq(before: t, connection)
         }
 
-        var run = Run(engine: engine, users: users, recordsDecisions: !injections.isEmpty, connection: connection)
+        // Each event and timer by the rules version that decided it live (`RulesHistory`).
+        let rules: RulesHistory
+        if let rulesVersion { rules = .only(rulesVersion) } else { rules = try RulesVersionStore.history(connection) }
+        try RulesVersionStore.requireKnown(rules)
+        let engine = Engine(rules: rules)
+        var run = Run(engine: engine, users: users, recordsDecisions: isWhatIf, connection: connection)
         defer { run.contentConnection?.close() }
         var horizon = Instant.epoch
         var lastSeq: Int64 = 0
@@ -123,7 +133,7 @@ public struct Replayer {
         run.matcher.finish()
         report.deliveriesCompared = run.matcher.compared
         report.differences = run.matcher.differences
-        if !injections.isEmpty {
+        if isWhatIf {
             report.changes = Self.changes(stored: run.matcher.storedDecisions, derived: run.matcher.derivedDecisions)
         }
         report.seconds = clock() - started

@@ -4,9 +4,15 @@ import HeraldCore
 /// Folds the events of one user (and the global registerApp events) up to a limit.
 public enum UserHistory {
     /// The user's state after every event up to `limit`, with timers fired up to the limit's instant.
-    /// `deliveries` collects what the fold decided along the way.
+    /// `deliveries` collects what the fold decided along the way. `rulesVersion`: decide by that
+    /// version instead of those `rules_versions` records.
     public static func fold(_ connection: PGConnection, user: String, limit: Replayer.Limit,
-                            engine: Engine = Engine()) throws(StoreError) -> (state: UserState, apps: AppRegistry, at: Instant?, deliveries: [Delivery]) {
+                            rulesVersion: String? = nil) throws(StoreError) -> (state: UserState, apps: AppRegistry, at: Instant?, deliveries: [Delivery]) {
+        // By the rules versions the log records (or the one asked for), as replay decides.
+        let rules: RulesHistory
+        if let rulesVersion { rules = .only(rulesVersion) } else { rules = try RulesVersionStore.history(connection) }
+        try RulesVersionStore.requireKnown(rules)
+        let engine = Engine(rules: rules)
         var state = UserState(user: user)
         var apps = AppRegistry()
         var last: Instant?

@@ -15,6 +15,9 @@ struct Replay: ParsableCommand {
     @Option(name: .customLong("what-if"), help: ArgumentHelp(
         "Replay as if this request had been made at its \"at\" (default: before the first event); lists decisions that would change. Repeatable.",
         valueName: "JSON request")) var whatIf: [String] = []
+    @Option(name: .customLong("rules-version"), help: ArgumentHelp(
+        "Decide every event and timer by this rules version instead of those the log records; lists decisions that would change.",
+        valueName: "version")) var rulesVersion: String?
 
     func run() throws {
         var replayer = Replayer()
@@ -25,6 +28,12 @@ struct Replay: ParsableCommand {
         }
         replayer.users = users.map { Set($0.split(separator: ",").map(String.init)) }
         for text in whatIf { replayer.injections.append(try Self.injection(text)) }
+        if let rulesVersion {
+            guard Engine.knownRulesVersions.contains(rulesVersion) else {
+                throw ValidationError("--rules-version \(rulesVersion) is not a version this build knows (\(Engine.knownRulesVersions.joined(separator: ", ")))")
+            }
+            replayer.rulesVersion = rulesVersion
+        }
         let tty = isatty(2) == 1
         replayer.progress = { read, head in
             guard tty, head > 0 else { return }
@@ -37,7 +46,7 @@ struct Replay: ParsableCommand {
             defer { location.close() }
             let report = try replayer.run(PGConnection.connect(location.url)) { Date().timeIntervalSince1970 }
             if tty { FileHandle.standardError.write(Data("\n".utf8)) }
-            if !whatIf.isEmpty {
+            if !whatIf.isEmpty || rulesVersion != nil {
                 for c in report.changes {
                     print("\(c.user) \(c.subject): \(c.stored.joined(separator: ", ").ifEmpty("(nothing)")) → \(c.derived.joined(separator: ", ").ifEmpty("(nothing)"))")
                 }

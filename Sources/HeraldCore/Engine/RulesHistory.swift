@@ -1,0 +1,114 @@
+// Which rules version decided what, across a log written by several builds: replay of an old log under its own rules.
+
+/// The rules versions a log was decided under, and where each took over.
+///
+/// A build implements every rules version it knows (`Engine.knownRulesVersions`); the one in
+/// force at a decision depends on where the log was when a newer build first served it. The
+/// service records that point at start-up (table `rules_versions`: from seq, engine time,
+/// version) whenever its version differs from the log's latest, and replay, `herald state` and
+/// `explain` read the same records, so an old log replays byte for byte under a newer build.
+///
+/// - An event at seq `s` is decided by the version of the last change with `fromSeq <= s`.
+/// - A timer due at `t` is decided by the last change recorded before `t` (`at < t`): timers due
+///   at or before a start-up were owed by the build that stopped, whenever they are fired.
+///   A change recorded on an empty log (`fromSeq == 1`) governs every timer.
+/// - Before any change: `initial` ("1" for a log written before versions were recorded).
+public struct RulesHistory: Sendable, Equatable {
+    /// One start-up at which a build with another rules version took over the log.
+    public struct Change: Sendable, Equatable {
+        /// The first event seq decided by `version`.
+        public var fromSeq: Int64
+        /// The engine time at that start-up: timers due after it are decided by `version`.
+        public var at: Instant
+        public var version: String
+        public init(fromSeq: Int64, at: Instant, version: String) {
+            self.fromSeq = fromSeq; self.at = at; self.version = version
+        }
+    }
+
+    /// The version of everything before the first change.
+    public private(set) var initial: String
+    /// In `fromSeq` order.
+    public private(set) var changes: [Change]
+    /// The version of a log that records none: written before versions were recorded.
+    public static let unrecorded = "1"
+
+    /// A history from its stored changes (sorted here by `fromSeq`).
+    public init(initial: String = RulesHistory.unrecorded, changes: [Change] = []) {
+        self.initial = initial
+        self.changes = changes.sorted { $0.fromSeq < $1.fromSeq }
+    }
+
+    /// One version for every decision: a build's own tests and tools without a store, and a
+    /// what-if replay under another version (`herald replay --rules-version`).
+    public static func only(_ version: String) -> RulesHistory { RulesHistory(initial: version) }
+
+    /// The version of the newest decisions.
+    public var latest: String { changes.last?.version ?? initial }
+
+    /// Appends the change a start-up records.
+    public mutating func append(_ change: Change) {
+        precondition(changes.last.map { $0.fromSeq <= change.fromSeq } ?? true, "rules changes are recorded in log order")
+        changes.append(change)
+    }
+
+    /// The version that decides the event at `seq`.
+    public func version(forEventAt seq: Int64) -> String {
+        // The common case first: an event after the newest change.
+        guard let last = changes.last else { return initial }
+        if seq >= last.fromSeq { return last.version }
+        return changes.last(where: { $0.fromSeq <= seq })?.version ?? initial
+    }
+
+    /// The version that decides a timer due at `t`.
+    public func version(forTimerDueAt t: Instant) -> String {
+        guard let last = changes.last else { return initial }
+        if last.at < t || last.fromSeq == 1 { return last.version }
+        return changes.last(where: { $0.at < t || $0.fromSeq == 1 })?.version ?? initial
+    }
+}
+
+/// The `RulesHistory` an `Engine` decides by, held by reference: engines copy cheaply, and the
+/// service adopts the log's history at start-up without replacing its engine. Adopted only
+/// before the engine decides anything (start-up, before serving; tools build a new one), never
+/// while deciding: that is what makes sharing it across copies safe (`@unchecked Sendable`).
+public final class RulesBook: @unchecked Sendable {
+    public private(set) var history: RulesHistory
+    /// `history.latest`, kept for the label of every delivery.
+    public private(set) var latest: String
+    /// The first seq the latest version decides, and the instant after which it decides timers
+    /// (milliseconds; `Int64.min`: all): the per-event check compares two integers.
+    private var latestFromSeq = Int64.min
+    private var latestAfterMilliseconds = Int64.min
+
+    init(_ history: RulesHistory) {
+        self.history = history
+        latest = history.latest
+        adopt(history)
+    }
+
+    /// Decides by `history` from now on. Fails on a version this build does not know (a
+    /// newer build wrote the log: the store refuses it first with a clear error).
+    public func adopt(_ history: RulesHistory) {
+        precondition(history.changes.allSatisfy { Engine.knownRulesVersions.contains($0.version) }
+                     && Engine.knownRulesVersions.contains(history.initial),
+                     "a log decided by rules this build does not know (\(history)): run a newer build")
+        self.history = history
+        latest = history.latest
+        if let last = history.changes.last {
+            latestFromSeq = last.fromSeq
+            latestAfterMilliseconds = last.fromSeq == 1 ? .min : last.at.millisecondsSinceEpoch
+        } else {
+            latestFromSeq = .min
+            latestAfterMilliseconds = .min
+        }
+    }
+
+    /// Whether the latest version decides the event at `seq` (the common case, without a look-up).
+    @inline(__always)
+    func latestDecides(eventAt seq: Int64) -> Bool { seq >= latestFromSeq }
+
+    /// Whether the latest version decides a timer due at `t`.
+    @inline(__always)
+    func latestDecides(timerDueAt t: Instant) -> Bool { t.millisecondsSinceEpoch > latestAfterMilliseconds }
+}

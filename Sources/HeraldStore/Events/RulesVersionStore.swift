@@ -1,0 +1,49 @@
+// The `rules_versions` table: where in the log each rules version took over (schema/015).
+import HeraldCore
+
+/// Reads and records the rules versions a log was decided under (`RulesHistory`).
+public enum RulesVersionStore {
+    /// Every recorded change, in log order (none: the log predates recorded versions, "1").
+    public static func history(_ connection: PGConnection) throws(StoreError) -> RulesHistory {
+        let r = try connection.execute("""
+            SELECT from_seq, (extract(epoch FROM at) * 1000)::bigint, version FROM rules_versions ORDER BY from_seq
+            """)
+        let changes = (0..<r.rowCount).map { i in
+            RulesHistory.Change(fromSeq: r.int64(i, 0) ?? 1, at: Instant(millisecondsSinceEpoch: r.int64(i, 1) ?? 0),
+                                version: r.string(i, 2) ?? RulesHistory.unrecorded)
+        }
+        return RulesHistory(changes: changes)
+    }
+
+    /// Records that `version` decides from the event after the log's head and the timers due
+    /// after `at` on, when the log's latest version is another (or none is recorded); returns
+    /// the history to decide by and the change recorded, if any.
+    /// Fails with a clear error when the log was decided by a version this build does not know
+    /// (a newer build wrote it): folding it by older rules would decide differently.
+    public static func takeOver(_ connection: PGConnection, version: String = Engine.currentRulesVersion,
+                                at: Instant) throws(StoreError) -> (history: RulesHistory, recorded: RulesHistory.Change?) {
+        var history = try self.history(connection)
+        try requireKnown(history)
+        // Recorded on a log with none yet too, so the table names the version of every part.
+        guard history.changes.isEmpty || history.latest != version else { return (history, nil) }
+        // Timers the stopped build fired are its own, even due after `at` (a wall clock that went
+        // back across the restart): the switch is no earlier than the newest stored decision.
+        let newest = try connection.execute("SELECT (extract(epoch FROM at) * 1000)::bigint FROM deliveries ORDER BY cursor DESC LIMIT 1")
+        let since = max(at, newest.int64(0, 0).map(Instant.init(millisecondsSinceEpoch:)) ?? at)
+        let change = RulesHistory.Change(fromSeq: try EventReader.head(connection) + 1, at: since, version: version)
+        try connection.execute("INSERT INTO rules_versions (from_seq, at, version) VALUES ($1, $2, $3)",
+                               [String(change.fromSeq), change.at.rfc3339, change.version])
+        history.append(change)
+        return (history, change)
+    }
+
+    /// Throws when `history` names a version this build cannot decide by.
+    public static func requireKnown(_ history: RulesHistory) throws(StoreError) {
+        let unknown = ([history.initial] + history.changes.map(\.version)).filter { !Engine.knownRulesVersions.contains($0) }
+        guard unknown.isEmpty else {
+            throw StoreError.configuration("this log was decided by rules version \(unknown.joined(separator: ", ")), which this build does not know "
+                + "(it knows \(Engine.knownRulesVersions.joined(separator: ", "))): a newer build served it. Run that build or a newer one; "
+                + "an older build would decide its events differently.")
+        }
+    }
+}

@@ -1,0 +1,91 @@
+// SPEC §10 "each delivery records the rules version that made it": an old log decided by its own rules under a newer build.
+import HeraldCore
+import Testing
+
+@Suite struct RulesVersionTests {
+    let t1 = at("2026-01-05T12:00:00Z")
+    let t2 = at("2026-01-05T13:00:00Z")
+
+    // The history's look-ups.
+
+    @Test func rulesVersion_eventsByTheLastChangeAtOrBeforeTheirSeq() {
+        let h = RulesHistory(changes: [.init(fromSeq: 10, at: t1, version: "2"), .init(fromSeq: 5, at: t1.adding(.minutes(-5)), version: "1")])
+        #expect(h.changes.map(\.fromSeq) == [5, 10], "sorted by seq")
+        #expect(h.version(forEventAt: 4) == RulesHistory.unrecorded)
+        #expect(h.version(forEventAt: 9) == "1")
+        #expect(h.version(forEventAt: 10) == "2")
+        #expect(h.version(forEventAt: 1_000) == "2")
+        #expect(h.latest == "2")
+    }
+
+    @Test func rulesVersion_timersDueByTheStartUpAreTheStoppedBuilds() {
+        let h = RulesHistory(changes: [.init(fromSeq: 10, at: t1, version: "2")])
+        #expect(h.version(forTimerDueAt: t1.adding(.minutes(-1))) == "1")
+        #expect(h.version(forTimerDueAt: t1) == "1", "due at the start-up: owed by the build that stopped")
+        #expect(h.version(forTimerDueAt: t1.adding(.init(milliseconds: 1))) == "2")
+    }
+
+    @Test func rulesVersion_aChangeOnAnEmptyLogGovernsEveryTimer() {
+        let h = RulesHistory(changes: [.init(fromSeq: 1, at: t2, version: "2")])
+        #expect(h.version(forTimerDueAt: t1) == "2")
+        #expect(h.version(forEventAt: 1) == "2")
+        #expect(RulesHistory.only("1").version(forTimerDueAt: t2) == "1")
+    }
+
+    // The engine decides each event and timer by its version, and labels the delivery with it.
+
+    /// A user whose oldest notification's content is no longer kept, snoozing it at seq `snoozeSeq`.
+    func olderSnooze(rules: RulesHistory) -> (deliveries: [Delivery], harness: EngineHarness) {
+        var h = EngineHarness()
+        h.engine = Engine(rules: rules)
+        h.authorize()
+        h.submit("n0")
+        for i in 1...(2 * Engine.snoozableLimit + 4) { h.submit("n\(i)") }
+        h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"n0","until":"2026-01-05T13:00:00Z"}"#)
+        return (h.advance(to: at("2026-01-05T13:30:00Z")), h)
+    }
+
+    @Test func rulesVersion_1_ignoresASnoozeOfContentNoLongerKept() {
+        let (fired, h) = olderSnooze(rules: .only("1"))
+        #expect(fired.isEmpty, "version 1 dropped such a snooze")
+        #expect(h.log.allSatisfy { $0.rulesVersion == "1" })
+    }
+
+    @Test func rulesVersion_2_readsTheSnoozedContentBack() {
+        let (fired, h) = olderSnooze(rules: .only("2"))
+        #expect(only(fired).snoozed && fired[0].rulesVersion == "2")
+        #expect(h.log.allSatisfy { $0.rulesVersion == "2" })
+    }
+
+    @Test func rulesVersion_anOldLogKeepsItsRulesAfterANewerBuildTakesOver() {
+        // The snooze (the last event) was decided by version 1; a newer build took over after it.
+        let submits = 2 * Engine.snoozableLimit + 5, authorization: Int64 = 1
+        let snoozeSeq = authorization + Int64(submits) + 1
+        let history = RulesHistory(changes: [.init(fromSeq: snoozeSeq + 1, at: at("2026-01-05T12:30:00Z"), version: "2")])
+        var (fired, h) = olderSnooze(rules: history)
+        #expect(fired.isEmpty, "the snooze stays ignored: version 1 decided it")
+        #expect(h.log.allSatisfy { $0.rulesVersion == "1" })
+        // After the take-over, a snooze of the same notification is decided by version 2.
+        h.now = at("2026-01-05T14:00:00Z")
+        h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"n0","until":"2026-01-05T15:00:00Z"}"#)
+        fired = h.advance(to: at("2026-01-05T15:00:00Z"))
+        #expect(only(fired).snoozed && fired[0].rulesVersion == "2")
+    }
+
+    @Test func rulesVersion_aTimerDueBeforeTheTakeOverIsLabelledByTheOldRules() {
+        // Deferred by the Focus-free summary schedule: a summary due at 18:00 UTC, decided after a
+        // take-over at 17:00 (by version 2) and, in a second history, at 19:00 (still version 1).
+        func summary(takeOverAt: Instant) -> Delivery {
+            var h = EngineHarness()
+            h.engine = Engine(rules: RulesHistory(changes: [.init(fromSeq: 100, at: takeOverAt, version: "2")]))
+            h.authorize()
+            h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
+            h.submit("n1")
+            return only(h.advance(to: at("2026-01-05T18:30:00Z")))
+        }
+        let early = summary(takeOverAt: at("2026-01-05T17:00:00Z")), late = summary(takeOverAt: at("2026-01-05T19:00:00Z"))
+        #expect(early.kind == .summary && early.rulesVersion == "2")
+        #expect(late.kind == .summary && late.rulesVersion == "1")
+        #expect(early.items == late.items, "only the label differs: no rule of the summary changed")
+    }
+}

@@ -1,0 +1,20 @@
+-- 015: which rules version decided each part of the log, so a newer build replays an older log
+-- byte for byte (docs/engine.md, "Rules versions").
+--
+-- Why: every delivery records the rules version that made it (SPEC §10), and a build that changes
+-- a rule bumps the version. Replay must then decide the events an older build decided by that
+-- build's rules, and the rest by the new ones: the switch point has to be in the database.
+--
+-- One row per start-up of `herald serve` (or load of a synthetic history) whose build's version
+-- differs from the latest row's; a log with no row was written before versions were recorded
+-- (version "1"). An event at seq s is decided by the version of the last row with from_seq <= s;
+-- a timer due at t by the last row with at < t (timers due by a start-up were owed by the build
+-- that stopped), and a row with from_seq = 1 (recorded on an empty log) governs every timer.
+-- Never updated or deleted; `herald export` / `import` carry the rows.
+CREATE TABLE rules_versions (
+    from_seq    bigint      PRIMARY KEY CHECK (from_seq > 0),
+    at          timestamptz NOT NULL,               -- engine time of the start-up
+    version     text        NOT NULL,
+    recorded_at timestamptz NOT NULL DEFAULT clock_timestamp()  -- wall clock, for operators
+);
+COMMENT ON TABLE rules_versions IS 'Rules version in force from each seq (events) and engine time (timers); see schema/015_rules_versions.sql';
