@@ -57,7 +57,8 @@ extension HeraldService {
         }
         let ordinal = ensureRecord(for: user)
         // Lean deferred items due by now (docs/restart.md), and an older notification a snooze names.
-        guard contentReady(ordinal: ordinal, upTo: event.at, toApply: event) else { return false }
+        guard contentReady(ordinal: ordinal, upTo: event.at) else { return false }
+        if event.kind == .snooze, !snoozedContentReady(ordinal: ordinal, snooze: event) { return false }
         lastFoldedSeq = max(lastFoldedSeq, event.seq)
         let nextWake = engine.apply(event, to: &users[ordinal].state, apps: &apps, appendingTo: &decided)
         take(nextWake: nextWake, ordinal: ordinal, collect: collect)
