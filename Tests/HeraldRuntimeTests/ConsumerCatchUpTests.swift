@@ -2,6 +2,7 @@
 // it reads again by itself, also when no new delivery comes to wake it.
 import Foundation
 import HeraldCore
+@testable import HeraldRuntime
 import HeraldStore
 import Testing
 
@@ -44,5 +45,42 @@ import Testing
         #expect(lines.compactMap { $0["cursor"]?.intValue } == Array(1...Int64(count)), "every delivery once, in order")
         #expect(!log.matching("warning: consumer late", "failed").isEmpty, "the failure is logged: \(log.all)")
         #expect(!log.matching("consumer late", "works again").isEmpty)
+    }
+
+    /// Experiment 6 (docs/reliability.md) once saw a page sent twice: a drain callback armed before
+    /// a catch-up read pumped the stream again while the read was in flight, and a second read from
+    /// the same position sent the same page again. Here each read is woken once right after it is
+    /// sent, as that callback did (`catchUpReadSent`, on the loop): one read, each delivery once.
+    /// Without `pump`'s in-flight guard: two reads and every delivery twice.
+    @Test func aStreamWokenWhileItsCatchUpReadIsInFlightReadsThePageOnce() throws {
+        let server = try TestServer { $0.deliveryRingCapacity = 8 }
+        defer { server.stop() }
+        let c = try server.client()
+        try ServiceTests.setUpAlice(c)
+        let count = 40
+        for i in 0..<count { #expect(try c.call(ServiceTests.submit("n\(i)"))["ok"] == true) }
+        _ = try server.statsWhen { ($0["deliveryHead"]?.intValue ?? 0) >= Int64(count) }
+
+        // Set before the consumer subscribes (its request, through the socket, orders the two).
+        nonisolated(unsafe) let service = server.service
+        nonisolated(unsafe) var waking = false
+        service.catchUpReadSent = { stream in
+            guard !waking else { return }  // once per read: a second read would wake again
+            waking = true
+            service.pump(stream)
+            waking = false
+        }
+        let late = try server.client()
+        #expect(try late.call(["op": "subscribe", "consumer": "late", "from": "earliest"])["ok"] == true)
+        var lines = try late.deliveries(count)
+        // Anything sent after the page arrives before the reply to a ping on the same connection.
+        try late.send(#"{"op":"ping"}"#)
+        while true {
+            let v = try late.readJSON()
+            if v["op"]?.stringValue == "delivery" { lines.append(v) } else { break }
+        }
+        #expect(lines.compactMap { $0["cursor"]?.intValue } == Array(1...Int64(count)), "every delivery once, in order")
+        let stats = try server.statsWhen { _ in true }
+        #expect(stats["firing"]?["catchUpReads"]?.intValue == 1, "\(stats["firing"]?.canonicalString ?? "")")
     }
 }

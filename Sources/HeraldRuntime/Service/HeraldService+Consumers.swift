@@ -150,6 +150,7 @@ extension HeraldService {
     func readBehind(_ stream: ConsumerStream) {
         stream.reading = true
         let sentAt = FiringPhases.now()
+        defer { catchUpReadSent?(stream) }
         reader.query("SELECT cursor, body FROM deliveries WHERE cursor > $1 ORDER BY cursor LIMIT \(Self.catchUpPageRows)",
                      [String(stream.position)]) { [unretained, weak stream] result in
             guard let self = unretained.object, let stream else { return }

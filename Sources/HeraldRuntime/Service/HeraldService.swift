@@ -155,6 +155,9 @@ public final class HeraldService: ConnectionDelegate {
     var consumers: [String: ConsumerStream] = [:]
     /// Where fired timers' deliveries spend their time (reported by `stats`).
     var phases = FiringPhases()
+    /// Tests only: called on the loop right after a consumer's catch-up read is sent, to wake the
+    /// stream as a drain callback or a commit could while the read is in flight (`ConsumerCatchUpTests`).
+    var catchUpReadSent: ((ConsumerStream) -> Void)?
 
     public var log: (String) -> Void
 
