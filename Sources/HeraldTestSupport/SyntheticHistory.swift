@@ -19,6 +19,7 @@ import HeraldStore
 /// table and then into `events` (bodies validated as JSON by the cast, as `herald import` does).
 public final class SyntheticHistory {
     public let connection: PGConnection
+    /// Decides by the log's rules versions, this build's from the first synthetic event on.
     public let engine = Engine()
     public private(set) var apps = AppRegistry()
     /// The last position given to an event / a delivery.
@@ -55,7 +56,7 @@ public final class SyntheticHistory {
         seq = try connection.execute("SELECT seq FROM event_head").int64(0, 0) ?? 0
         cursor = try connection.execute("SELECT cursor FROM delivery_head").int64(0, 0) ?? 0
         // Decided by this build's rules, as the service records at its start-up.
-        _ = try RulesVersionStore.takeOver(connection, at: .epoch)
+        engine.book.adopt(try RulesVersionStore.takeOver(connection, at: .epoch).history)
         try connection.execute("SET client_min_messages = warning")
         try connection.execute("DROP TABLE IF EXISTS herald_synthetic_events")
         try connection.execute("""

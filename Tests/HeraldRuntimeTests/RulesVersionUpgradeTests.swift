@@ -10,7 +10,7 @@ import Testing
     typealias Snooze = SnoozeReadBackTests
 
     static func rulesRows(_ url: String) throws -> [String] {
-        let r = try PGConnection.connect(url).execute("SELECT from_seq, version FROM rules_versions ORDER BY from_seq")
+        let r = try PGConnection.connect(url).execute("SELECT from_seq, version FROM rules_versions ORDER BY id")
         return (0..<r.rowCount).map { "\(r.string($0, 0) ?? "")=\(r.string($0, 1) ?? "")" }
     }
 
@@ -78,6 +78,11 @@ import Testing
             again.stop()
         }
         #expect(try Self.rulesRows(url) == ["1=\(Engine.currentRulesVersion)"])
+        // Another version, then this one again, with no event between: both recorded, the last decides.
+        do { try TestServer(url: url) { $0.rulesVersion = "1" }.stop() }
+        do { try TestServer(url: url).stop() }
+        #expect(try Self.rulesRows(url).suffix(2) == ["\(try EventReader.head(PGConnection.connect(url)) + 1)=1", "\(try EventReader.head(PGConnection.connect(url)) + 1)=2"])
+        #expect(try RulesVersionStore.history(PGConnection.connect(url)).latest == Engine.currentRulesVersion)
 
         try PGConnection.connect(url).execute("INSERT INTO rules_versions (from_seq, at, version) VALUES (100, now(), '99')")
         let refused = #expect(throws: StoreError.self) { _ = try TestServer(url: url) }

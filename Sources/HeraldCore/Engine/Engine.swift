@@ -169,12 +169,17 @@ public struct Engine: Sendable {
             return state.nextDeadline()
         }
         fireTimers(&state, upTo: event.at, apps: apps, out: &out)
+        // The event, and the timers it makes due at once (a snooze whose `until` has passed), by
+        // the event's rules version: the common case is the latest, without a look-up.
+        let next: Instant?
         if book.latestDecides(eventAt: event.seq) {
             fold(event, into: &state, apps: apps, out: &out)
+            next = fireTimers(&state, upTo: event.at, apps: apps, out: &out, byEventsVersion: true)
         } else {
-            under(book.history.version(forEventAt: event.seq)).fold(event, into: &state, apps: apps, out: &out)
+            let older = under(book.history.version(forEventAt: event.seq))
+            older.fold(event, into: &state, apps: apps, out: &out)
+            next = older.fireTimers(&state, upTo: event.at, apps: apps, out: &out, byEventsVersion: true)
         }
-        let next = fireTimers(&state, upTo: event.at, apps: apps, out: &out)
         state.lastSeq = event.seq
         return next
     }

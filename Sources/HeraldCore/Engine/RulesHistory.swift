@@ -9,9 +9,11 @@
 /// `explain` read the same records, so an old log replays byte for byte under a newer build.
 ///
 /// - An event at seq `s` is decided by the version of the last change with `fromSeq <= s`.
-/// - A timer due at `t` is decided by the last change recorded before `t` (`at < t`): timers due
-///   at or before a start-up were owed by the build that stopped, whenever they are fired.
-///   A change recorded on an empty log (`fromSeq == 1`) governs every timer.
+/// - A timer that fires as an event folds (due at or before the event's time, armed by it) is
+///   decided by that event's version. Any other timer due at `t` is decided by the last change
+///   recorded before `t` (`at < t`): timers due at or before a start-up were owed by the build
+///   that stopped, whenever they are fired. A change recorded on an empty log (`fromSeq == 1`)
+///   governs every timer.
 /// - Before any change: `initial` ("1" for a log written before versions were recorded).
 public struct RulesHistory: Sendable, Equatable {
     /// One start-up at which a build with another rules version took over the log.
@@ -33,10 +35,12 @@ public struct RulesHistory: Sendable, Equatable {
     /// The version of a log that records none: written before versions were recorded.
     public static let unrecorded = "1"
 
-    /// A history from its stored changes (sorted here by `fromSeq`).
+    /// A history from its stored changes in recording order (sorted here by `fromSeq`; changes
+    /// with one `fromSeq`, recorded with no event between them, keep their order: the last decides).
     public init(initial: String = RulesHistory.unrecorded, changes: [Change] = []) {
         self.initial = initial
-        self.changes = changes.sorted { $0.fromSeq < $1.fromSeq }
+        self.changes = changes.enumerated()
+            .sorted { ($0.element.fromSeq, $0.offset) < ($1.element.fromSeq, $1.offset) }.map(\.element)
     }
 
     /// One version for every decision: a build's own tests and tools without a store, and a

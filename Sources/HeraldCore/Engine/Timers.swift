@@ -38,19 +38,22 @@ extension Engine {
     /// Fires every timer of `state` due at or before `now`, one at a time in order; each is
     /// judged at its own deadline. Returns the earliest deadline left (`nextDeadline()`,
     /// found by the same scan that stopped the loop).
+    /// `byEventsVersion`: the timers an event just made due, decided by this engine's version
+    /// (the event's); otherwise each by the version in force at its deadline (`RulesHistory`).
     @discardableResult
-    func fireTimers(_ state: inout UserState, upTo now: Instant, apps: AppRegistry, out: inout [Delivery]) -> Instant? {
+    func fireTimers(_ state: inout UserState, upTo now: Instant, apps: AppRegistry, out: inout [Delivery],
+                    byEventsVersion: Bool = false) -> Instant? {
         while let timer = state.earliestTimer() {
             guard timer.deadline <= now else { return timer.deadline }
-            fire(timer, &state, apps: apps, out: &out)
+            fire(timer, &state, apps: apps, out: &out, byEventsVersion: byEventsVersion)
         }
         return nil
     }
 
-    func fire(_ timer: DueTimer, _ state: inout UserState, apps: AppRegistry, out: inout [Delivery]) {
+    func fire(_ timer: DueTimer, _ state: inout UserState, apps: AppRegistry, out: inout [Delivery], byEventsVersion: Bool = false) {
         let t = timer.deadline
         // A timer an older build owed (a copy of the engine deciding by its version checks again and goes on).
-        if !book.latestDecides(timerDueAt: t) {
+        if !byEventsVersion && !book.latestDecides(timerDueAt: t) {
             let version = book.history.version(forTimerDueAt: t)
             if version != rulesVersion { return under(version).fire(timer, &state, apps: apps, out: &out) }
         }

@@ -18,7 +18,8 @@ extension HeraldService {
         deliveryHead = try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) ?? 0
         ringFirstCursor = deliveryHead + 1
 
-        // The log's events are decided by the rules versions that decided them first.
+        // The log's events are decided by the rules versions that decided them first (this build's
+        // takes over in `takeOverRules`, once the service can serve).
         let logRules = try RulesVersionStore.history(conn)
         try RulesVersionStore.requireKnown(logRules)
         engine.book.adopt(logRules)
@@ -89,13 +90,7 @@ extension HeraldService {
             let last = try conn.execute("SELECT (extract(epoch FROM (SELECT max(at) FROM deliveries)) * 1000)::bigint")
             if let ms = last.int64(0, 0) { manualNow = max(manualNow!, Instant(millisecondsSinceEpoch: ms)) }
         }
-        // This build's rules decide from here on: recorded when the log's latest version is another.
-        let taken = try RulesVersionStore.takeOver(conn, version: configuration.rulesVersion, at: max(now(), latestTime))
-        engine.book.adopt(taken.history)
-        if let change = taken.recorded {
-            log(change.fromSeq == 1 ? "rules version \(change.version) decides this new log"
-                : "rules version \(change.version) decides from seq \(change.fromSeq) and timers due after \(change.at.rfc3339) on (the log's was \(logRules.latest)); earlier events and timers replay by their own rules")
-        }
+        latestRestoredTime = latestTime
         eventsCommitted = folded
         // The head just read is where the next append's cursors start: a burst firing first
         // thing after start-up goes to both delivery writers at once instead of claiming on one
@@ -107,6 +102,23 @@ extension HeraldService {
         let source = fromSnapshot ? "snapshot through seq \(through) + \(folded) events after it (\(skipped) already in it)" : "\(folded) events (no snapshot)"
         let t2 = ClientConnection.monotonicMilliseconds()
         log("restored \(source), \(users.count) users, \(timers.wheel.count) timers; \(unsentDeliveries.count) deliveries re-derived (snapshot \(t1 - t0) ms, events after it \(t2 - t1) ms)")
+    }
+
+    /// Records, when the log's latest rules version is not this build's (or none is recorded),
+    /// that this build's decides from the next event on (`RulesVersionStore.takeOver`), and
+    /// decides by it. Called once the listeners are bound, so a start-up that fails earlier
+    /// leaves the log as it was. Engine time then never goes back behind the switch: events
+    /// after it are decided by the new version and carry a time at or after it.
+    func takeOverRules() throws {
+        let conn = try PGConnection.connect(configuration.databaseURL)
+        defer { conn.close() }
+        let before = engine.rules.latest
+        let taken = try RulesVersionStore.takeOver(conn, version: configuration.rulesVersion, at: max(now(), latestRestoredTime))
+        engine.book.adopt(taken.history)
+        guard let change = taken.recorded else { return }
+        if let manual = manualNow { manualNow = max(manual, change.at) } else { lastNow = max(lastNow, change.at) }
+        log(change.fromSeq == 1 ? "rules version \(change.version) decides this new log"
+            : "rules version \(change.version) decides from seq \(change.fromSeq) and timers due after \(change.at.rfc3339) on (the log's was \(before)); earlier events and timers replay by their own rules")
     }
 
     /// Decodes every user of snapshot `latest` into `users`, loads the content its queued, held

@@ -84,6 +84,8 @@ public final class HeraldService: ConnectionDelegate {
     /// Engine time: manual, or the wall clock never allowed to go backwards.
     var manualNow: Instant?
     var lastNow = Instant.epoch
+    /// The latest engine time start-up's fold saw (the rules take-over is no earlier).
+    var latestRestoredTime = Instant.epoch
     /// The last wall-clock reading and the monotonic time it was taken at: a step of the wall
     /// clock (NTP, an operator) shows as a difference between the two and is logged.
     var lastWall: (wall: Int64, monotonic: Int64)?
@@ -281,6 +283,7 @@ public final class HeraldService: ConnectionDelegate {
                 unretained.object?.accept(fd, tls: nil)
             }
         }
+        try takeOverRules()
         reaper = loop.timer { [unretained] in unretained.object?.graveyard.removeAll() }
         stopRequest = loop.trigger { [unretained] in unretained.object?.beginShutdown() }
         for sig in configuration.handleSignals ? [SIGTERM, SIGINT] : [] {

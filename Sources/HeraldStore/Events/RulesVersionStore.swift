@@ -6,7 +6,7 @@ public enum RulesVersionStore {
     /// Every recorded change, in log order (none: the log predates recorded versions, "1").
     public static func history(_ connection: PGConnection) throws(StoreError) -> RulesHistory {
         let r = try connection.execute("""
-            SELECT from_seq, (extract(epoch FROM at) * 1000)::bigint, version FROM rules_versions ORDER BY from_seq
+            SELECT from_seq, (extract(epoch FROM at) * 1000)::bigint, version FROM rules_versions ORDER BY id
             """)
         let changes = (0..<r.rowCount).map { i in
             RulesHistory.Change(fromSeq: r.int64(i, 0) ?? 1, at: Instant(millisecondsSinceEpoch: r.int64(i, 1) ?? 0),
@@ -27,9 +27,12 @@ public enum RulesVersionStore {
         // Recorded on a log with none yet too, so the table names the version of every part.
         guard history.changes.isEmpty || history.latest != version else { return (history, nil) }
         // Timers the stopped build fired are its own, even due after `at` (a wall clock that went
-        // back across the restart): the switch is no earlier than the newest stored decision.
-        let newest = try connection.execute("SELECT (extract(epoch FROM at) * 1000)::bigint FROM deliveries ORDER BY cursor DESC LIMIT 1")
-        let since = max(at, newest.int64(0, 0).map(Instant.init(millisecondsSinceEpoch:)) ?? at)
+        // back across the restart): the switch is no earlier than any stored decision (cursor
+        // order is not time order: two delivery writers, timers fired per user) nor the previous
+        // switch. A scan of `deliveries`, at an upgrade's start-up only.
+        let newest = try connection.execute("SELECT (extract(epoch FROM max(at)) * 1000)::bigint FROM deliveries")
+        var since = max(at, newest.int64(0, 0).map(Instant.init(millisecondsSinceEpoch:)) ?? at)
+        if let previous = history.changes.last { since = max(since, previous.at) }
         let change = RulesHistory.Change(fromSeq: try EventReader.head(connection) + 1, at: since, version: version)
         try connection.execute("INSERT INTO rules_versions (from_seq, at, version) VALUES ($1, $2, $3)",
                                [String(change.fromSeq), change.at.rfc3339, change.version])

@@ -88,4 +88,24 @@ import Testing
         #expect(late.kind == .summary && late.rulesVersion == "1")
         #expect(early.items == late.items, "only the label differs: no rule of the summary changed")
     }
+
+    @Test func rulesVersion_aTimerAnEventMakesDueAtOnceIsTheEventsVersion() {
+        // Under a manual clock the take-over's time is the clock's, and so is the next event's: a
+        // snooze whose `until` has passed alerts at once, at the take-over's instant, by "2".
+        let submits = 2 * Engine.snoozableLimit + 5
+        let snoozeSeq = Int64(1 + submits + 1)
+        var h = EngineHarness()
+        h.engine = Engine(rules: RulesHistory(changes: [.init(fromSeq: snoozeSeq, at: T0, version: "2")]))
+        h.authorize()
+        for i in 0..<submits { h.submit("n\(i)") }
+        let d = only(h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"n0","until":"2026-01-05T11:00:00Z"}"#))
+        #expect(d.snoozed && d.at == T0 && d.rulesVersion == "2", "\(d.rulesVersion)")
+        #expect(h.log.dropLast().allSatisfy { $0.rulesVersion == "1" })
+    }
+
+    @Test func rulesVersion_takeOversWithNoEventBetweenThemTheLastDecides() {
+        let h = RulesHistory(changes: [.init(fromSeq: 7, at: t1, version: "2"), .init(fromSeq: 7, at: t1, version: "1")])
+        #expect(h.version(forEventAt: 7) == "1" && h.latest == "1")
+        #expect(h.version(forTimerDueAt: t2) == "1")
+    }
 }
