@@ -84,6 +84,8 @@ public final class HeraldService: ConnectionDelegate {
     /// Engine time: manual, or the wall clock never allowed to go backwards.
     var manualNow: Instant?
     var lastNow = Instant.epoch
+    /// One service per database (`InstanceLock`), held from start-up until `run` returns.
+    var instanceLock: InstanceLock?
     /// The latest engine time start-up's fold saw (the rules take-over is no earlier).
     var latestRestoredTime = Instant.epoch
     /// The last wall-clock reading and the monotonic time it was taken at: a step of the wall
@@ -262,6 +264,7 @@ public final class HeraldService: ConnectionDelegate {
         }
         let conn = try PGConnection.connect(configuration.databaseURL)
         try DurabilityCheck.require(conn, allowUnsafe: configuration.allowUnsafeDurability, log: log)
+        instanceLock = try InstanceLock.acquire(configuration.databaseURL, waitMilliseconds: configuration.instanceLockWaitMilliseconds)
         try Migrator.migrate(conn) { self.log($0) }
         try restore(from: conn)
         try store.adopt(conn)
@@ -306,7 +309,10 @@ public final class HeraldService: ConnectionDelegate {
     }
 
     /// Runs the loop until shutdown.
-    public func run() { loop.run() }
+    public func run() {
+        loop.run()
+        instanceLock?.release()  // another service may start on this database now
+    }
 
     /// Asks the loop, from any thread, to shut down gracefully (as SIGTERM does).
     public func requestShutdown() { stopRequest?.fire() }

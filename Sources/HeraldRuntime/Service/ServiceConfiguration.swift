@@ -101,6 +101,10 @@ public struct ServiceConfiguration: Sendable {
     /// (`Engine.currentRulesVersion`) in `herald serve`; a test sets an older one to write a log
     /// as an older build did, then upgrades it.
     public var rulesVersion = Engine.currentRulesVersion
+    /// How long start-up waits for another `herald serve` on the same database to let go of
+    /// the instance lock before refusing to start (`InstanceLock`): a process just killed may
+    /// hold it until its PostgreSQL backend notices.
+    public var instanceLockWaitMilliseconds = 5_000
     public var shutdownSnapshotMilliseconds: Int64 = 60_000
     /// Start from the latest complete snapshot (false: fold the whole log, as before snapshots).
     public var restoreFromSnapshots = true
