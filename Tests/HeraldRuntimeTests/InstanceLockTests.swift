@@ -1,4 +1,5 @@
-// One `herald serve` per database: a second start-up on a served database is refused, saying who serves it.
+// One `herald serve` per database: a second start-up on a served database is refused, saying who
+// serves it; a writer that reconnects takes the lock again, and one that finds it taken stops.
 import Foundation
 import HeraldCore
 import HeraldRuntime
@@ -7,6 +8,14 @@ import HeraldTestSupport
 import Testing
 
 @Suite struct InstanceLockTests {
+    /// The backend pid holding the instance lock in `url`'s database, if any.
+    static func holder(_ admin: PGConnection) throws -> String? {
+        try admin.execute("""
+            SELECT l.pid FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objid = \(InstanceLock.key)
+              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            """).string(0, 0)
+    }
+
     @Test func aSecondServiceOnTheSameDatabaseIsRefusedUntilTheFirstStops() throws {
         let first = try TestServer()
         var refusal = ""
@@ -26,21 +35,51 @@ import Testing
         #expect(try second.client().call(["op": "ping"])["ok"] == true)
     }
 
-    /// A start-up waits for a holder that lets go (as a killed process's backend does), then serves.
+    /// A start-up waits for a holder that lets go (as a killed process's backend does).
     @Test func theLockIsWaitedForWhileItsHolderLetsGo() throws {
         let url = try TestPostgres.freshDatabase()
-        let holder = try InstanceLock.acquire(url, waitMilliseconds: 0)
+        let holder = try PGConnection.connect(url)
+        try InstanceLock.take(holder, waitMilliseconds: 0)
         var tries = 0
-        let lock = try InstanceLock.acquire(url, waitMilliseconds: 1_000) { _ in
+        let waiting = try PGConnection.connect(url)
+        try InstanceLock.take(waiting, waitMilliseconds: 1_000) { _ in
             tries += 1
-            if tries == 3 { holder.release() }
+            if tries == 3 { holder.close() }
         }
-        lock.release()
         #expect(tries == 3)
-        #expect(throws: StoreError.self) {
-            let again = try InstanceLock.acquire(url, waitMilliseconds: 0)
-            _ = try InstanceLock.acquire(url, waitMilliseconds: 200) { _ in }
-            again.release()
+        let late = try PGConnection.connect(url)
+        #expect(throws: StoreError.self) { try InstanceLock.take(late, waitMilliseconds: 200) { _ in } }
+    }
+
+    /// The lock lives on the events writer's session: when that session ends (as in a PostgreSQL
+    /// restart) the reconnected writer takes it again; when another session took it meanwhile
+    /// (a second service started during the outage), this service stops instead of serving beside it.
+    @Test func aReconnectedWriterRetakesTheLockOrStopsWhenAnotherHasIt() throws {
+        let log = LogLines()
+        let server = try TestServer(log: log)
+        defer { server.stop() }
+        let c = try server.client()
+        let admin = try PGConnection.connect(server.url)
+        let first = try #require(try Self.holder(admin))
+        try admin.execute("SELECT pg_terminate_backend(\(first))")
+        var again: String?
+        for _ in 0..<500 {
+            again = try Self.holder(admin)
+            if let again, again != first { break }
+            usleep(10_000)
         }
+        #expect(again != nil && again != first, "the reconnected writer holds the lock again")
+        #expect(try c.call(["op": "registerApp", "app": "a", "entitlements": []])["ok"] == true)
+
+        // Another session takes the lock the moment the writer's session ends (the writer waits
+        // 100 ms before reconnecting): the service must stop.
+        let other = try PGConnection.connect(server.url)
+        try admin.execute("SELECT pg_terminate_backend(\(try #require(again)))")
+        try other.execute("SELECT pg_advisory_lock(\(InstanceLock.key))")
+        for _ in 0..<500 where log.matching("error: shutting down", "Another herald serve").isEmpty { usleep(10_000) }
+        #expect(!log.matching("error: shutting down", "Another herald serve").isEmpty, "\(log.all.suffix(5))")
+        var closed = false
+        for _ in 0..<500 where !closed { closed = c.isClosedByPeer(); if !closed { usleep(10_000) } }
+        #expect(closed, "clients are closed as the service stops")
     }
 }

@@ -84,8 +84,6 @@ public final class HeraldService: ConnectionDelegate {
     /// Engine time: manual, or the wall clock never allowed to go backwards.
     var manualNow: Instant?
     var lastNow = Instant.epoch
-    /// One service per database (`InstanceLock`), held from start-up until `run` returns.
-    var instanceLock: InstanceLock?
     /// The latest engine time start-up's fold saw (the rules take-over is no earlier).
     var latestRestoredTime = Instant.epoch
     /// The last wall-clock reading and the monotonic time it was taken at: a step of the wall
@@ -264,7 +262,9 @@ public final class HeraldService: ConnectionDelegate {
         }
         let conn = try PGConnection.connect(configuration.databaseURL)
         try DurabilityCheck.require(conn, allowUnsafe: configuration.allowUnsafeDurability, log: log)
-        instanceLock = try InstanceLock.acquire(configuration.databaseURL, waitMilliseconds: configuration.instanceLockWaitMilliseconds)
+        // One service per database: the lock lives on this connection, the events writer's from
+        // here on (taken again whenever the writer reconnects, see `retakeInstanceLock`).
+        try InstanceLock.take(conn, waitMilliseconds: configuration.instanceLockWaitMilliseconds)
         try Migrator.migrate(conn) { self.log($0) }
         try restore(from: conn)
         try store.adopt(conn)
@@ -275,6 +275,9 @@ public final class HeraldService: ConnectionDelegate {
             unretained.object?.flushDeliveries()
         }
         for link in deliveryStores { link.onReady = { [unretained] in unretained.object?.flushDeliveries() } }
+        store.prepareReconnected = { [unretained] connection throws(StoreError) in
+            try unretained.object?.retakeInstanceLock(connection)
+        }
         // The context as last (re)loaded: SIGHUP may replace it (`reloadCertificate`).
         let listener = try Listener(loop: loop, host: configuration.host, port: configuration.port) { [unretained] fd in
             guard let service = unretained.object else { return }
@@ -311,7 +314,7 @@ public final class HeraldService: ConnectionDelegate {
     /// Runs the loop until shutdown.
     public func run() {
         loop.run()
-        instanceLock?.release()  // another service may start on this database now
+        store.close()  // drops the instance lock: another service may start on this database now
     }
 
     /// Asks the loop, from any thread, to shut down gracefully (as SIGTERM does).
@@ -459,6 +462,19 @@ public final class HeraldService: ConnectionDelegate {
         // RUSAGE_THREAD (1, Linux): a GNU extension the Glibc module does not export.
         guard getrusage(__rusage_who_t(1), &usage) == 0 else { return -1 }
         return Int64(usage.ru_minflt)
+    }
+
+    /// A reconnected events writer takes the instance lock again (a PostgreSQL restart dropped
+    /// it with the session). Held by another service, which started meanwhile: this one stops,
+    /// so that one service serves the log (everything it acknowledged is in the log).
+    func retakeInstanceLock(_ connection: PGConnection) throws(StoreError) {
+        do {
+            try InstanceLock.take(connection, waitMilliseconds: 0)
+        } catch .configuration(let why) {
+            log("error: shutting down: \(why)")
+            beginShutdown()
+            throw .configuration(why)
+        }
     }
 
     // MARK: Shutdown

@@ -26,6 +26,9 @@ public final class StoreLink {
     public var afterCompletions: (() -> Void)?
     /// Limits handed to every writer (first connection and reconnects).
     public var limits = GroupCommitWriter.Limits()
+    /// Run on every reconnected connection before it becomes the writer (blocking, on the loop;
+    /// PostgreSQL has just answered). Throwing keeps it out: the link tries again later.
+    public var prepareReconnected: ((PGConnection) throws(StoreError) -> Void)?
 
     public init(loop: EventLoop, url: String) {
         self.loop = loop
@@ -73,6 +76,16 @@ public final class StoreLink {
         onReady?()
     }
 
+    /// Closes the writer's connection and stops reconnecting (the service has stopped).
+    public func close() {
+        retryTimer = nil
+        connector = nil
+        readWatch = nil
+        writeWatch = nil
+        writer?.connection.close()
+        writer = nil
+    }
+
     private func afterIO() {
         guard let w = writer else { return }
         if w.isBroken, let failure = w.failure {
@@ -98,7 +111,9 @@ public final class StoreLink {
             guard let self else { return }
             self.connector = nil
             do {
-                try self.install(GroupCommitWriter(connection: result.get(), limits: self.limits))
+                let connection = try result.get()
+                do { try self.prepareReconnected?(connection) } catch { connection.close(); throw error }
+                try self.install(GroupCommitWriter(connection: connection, limits: self.limits))
                 self.log("reconnected to PostgreSQL")
             } catch let error as StoreError {
                 self.lastError = error
