@@ -26,7 +26,7 @@ import Testing
             refusal = "\(error)"
         }
         #expect(refusal.contains("Another herald serve is already serving this database"), "\(refusal)")
-        #expect(refusal.contains("(herald serve, connected from"), "names the holder: \(refusal)")
+        #expect(refusal.contains("(herald, connected from"), "names the holder: \(refusal)")
         // The first still serves, untouched by the refused start-up.
         #expect(try first.client().call(["op": "ping"])["ok"] == true)
         first.stop()
@@ -42,11 +42,12 @@ import Testing
         try InstanceLock.take(holder, waitMilliseconds: 0)
         var tries = 0
         let waiting = try PGConnection.connect(url)
-        try InstanceLock.take(waiting, waitMilliseconds: 1_000) { _ in
+        try InstanceLock.take(waiting, waitMilliseconds: 5_000) { ms in
             tries += 1
-            if tries == 3 { holder.close() }
+            if tries == 3 { holder.close() }  // its backend lets go as it exits, a moment later
+            InstanceLock.pause(ms)
         }
-        #expect(tries == 3)
+        #expect(tries >= 3)
         let late = try PGConnection.connect(url)
         #expect(throws: StoreError.self) { try InstanceLock.take(late, waitMilliseconds: 200) { _ in } }
     }

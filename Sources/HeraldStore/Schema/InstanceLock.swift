@@ -18,7 +18,6 @@ public enum InstanceLock {
     /// `StoreError.configuration` naming the holder when another session keeps it.
     public static func take(_ connection: PGConnection, waitMilliseconds: Int = 5_000,
                             sleep: (Int) -> Void = InstanceLock.pause) throws(StoreError) {
-        try connection.execute("SET application_name = 'herald serve'")
         var waited = 0
         while true {
             if try connection.execute("SELECT pg_try_advisory_lock($1)", [String(key)]).string(0, 0) == "t" { return }
