@@ -55,6 +55,16 @@ import Testing
         #expect(throws: LogTransfer.ImportError.self, "import refuses a database that already has events") {
             _ = try LogTransfer.import(PGConnection.connect(copy), lines: lines)
         }
+        // Nor into a database a service serves (even an empty one): it would not see the rows.
+        let served = try TestServer()
+        defer { served.stop() }
+        do {
+            _ = try LogTransfer.import(PGConnection.connect(served.url), lines: lines)
+            Issue.record("imported under a running service")
+        } catch {
+            #expect("\(error)".contains("Another herald serve is already serving this database"), "\(error)")
+        }
+        #expect(try EventReader.head(PGConnection.connect(served.url)) == 0)
     }
 }
 
