@@ -56,6 +56,30 @@ public struct RulesHistory: Sendable, Equatable {
         changes.append(change)
     }
 
+    /// Which rules decided which part of the log, for people: "1 for seq 1–41, 2 from seq 42
+    /// (timers due after …)", "2 throughout", "1 throughout (none recorded)".
+    public var summary: String {
+        typealias Segment = (version: String, fromSeq: Int64, at: Instant?)
+        var segments: [Segment] = []
+        var current: Segment = (initial, 1, nil)
+        for c in changes {
+            if c.fromSeq == current.fromSeq {
+                // No event between the two: the later decides.
+                current = (c.version, c.fromSeq, c.at)
+                if let previous = segments.last, previous.version == current.version { current = segments.removeLast() }
+            } else if c.version != current.version {
+                segments.append(current)
+                current = (c.version, c.fromSeq, c.at)
+            }
+        }
+        if segments.isEmpty { return "\(current.version) throughout" + (changes.isEmpty ? " (none recorded)" : "") }
+        var parts = segments.indices.map { i in
+            "\(segments[i].version) for seq \(segments[i].fromSeq)–\((i + 1 < segments.count ? segments[i + 1].fromSeq : current.fromSeq) - 1)"
+        }
+        parts.append("\(current.version) from seq \(current.fromSeq)" + (current.at.map { " (timers due after \($0.rfc3339))" } ?? ""))
+        return parts.joined(separator: ", ")
+    }
+
     /// The version that decides the event at `seq`.
     public func version(forEventAt seq: Int64) -> String {
         // The common case first: an event after the newest change.

@@ -39,6 +39,8 @@ public struct Replayer {
     }
 
     public struct Report: Sendable {
+        /// The rules versions the replay decided by (the log's, or the one a what-if named).
+        public var rules = RulesHistory()
         /// What-if mode: decisions per notification that would differ (empty without injections).
         public var changes: [Change] = []
         public var eventsRead = 0
@@ -82,6 +84,7 @@ public struct Replayer {
         if let rulesVersion { rules = .only(rulesVersion) } else { rules = try RulesVersionStore.history(connection) }
         try RulesVersionStore.requireKnown(rules)
         let engine = Engine(rules: rules)
+        report.rules = rules
         var run = Run(engine: engine, users: users, recordsDecisions: isWhatIf, connection: connection)
         defer { run.contentConnection?.close() }
         var horizon = Instant.epoch

@@ -60,8 +60,12 @@ struct Replay: ParsableCommand {
                              "notification": d.notification.map { .string($0) } ?? .null,
                              "stored": d.stored.map { .string($0) } ?? .null, "derived": d.derived.map { .string($0) } ?? .null])
                 }
+                let rules: [JSONValue] = report.rules.changes.map { c in
+                    .object(["fromSeq": .int(c.fromSeq), "at": .string(c.at.rfc3339), "version": .string(c.version)])
+                }
                 print(JSONValue.object(["eventsRead": .int(Int64(report.eventsRead)), "deliveriesCompared": .int(Int64(report.deliveriesCompared)),
-                                        "differences": .array(diffs), "eventsPerSecond": .int(Int64(report.eventsPerSecond))]).canonicalString)
+                                        "differences": .array(diffs), "eventsPerSecond": .int(Int64(report.eventsPerSecond)),
+                                        "rulesVersions": .object(["initial": .string(report.rules.initial), "changes": .array(rules)])]).canonicalString)
             } else {
                 for d in report.differences {
                     print("DIFFERENT user \(d.user) delivery #\(d.userIndex) notification \(d.notification ?? "-")")
@@ -70,6 +74,7 @@ struct Replay: ParsableCommand {
                 }
                 print("replayed \(report.eventsRead) events, compared \(report.deliveriesCompared) deliveries, "
                       + "\(report.differences.count) differences, \(Int(report.eventsPerSecond)) events/s")
+                print("rules versions: \(report.rules.summary)")
             }
         }
         if differences > 0 { throw ExitCode.differences }

@@ -108,4 +108,13 @@ import Testing
         #expect(h.version(forEventAt: 7) == "1" && h.latest == "1")
         #expect(h.version(forTimerDueAt: t2) == "1")
     }
+
+    @Test func rulesVersion_summarySaysWhichRulesDecidedWhichPart() {
+        #expect(RulesHistory().summary == "1 throughout (none recorded)")
+        #expect(RulesHistory(changes: [.init(fromSeq: 1, at: t1, version: "2")]).summary == "2 throughout")
+        let upgraded = RulesHistory(changes: [.init(fromSeq: 1, at: t1, version: "1"), .init(fromSeq: 42, at: t2, version: "2")])
+        #expect(upgraded.summary == "1 for seq 1–41, 2 from seq 42 (timers due after 2026-01-05T13:00:00Z)")
+        let back = RulesHistory(changes: [.init(fromSeq: 42, at: t2, version: "2"), .init(fromSeq: 42, at: t2, version: "1")])
+        #expect(back.summary == "1 throughout", "a take-over undone before any event")
+    }
 }
