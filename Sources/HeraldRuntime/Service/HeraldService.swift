@@ -84,6 +84,8 @@ public final class HeraldService: ConnectionDelegate {
     /// Engine time: manual, or the wall clock never allowed to go backwards.
     var manualNow: Instant?
     var lastNow = Instant.epoch
+    /// Since when (monotonic ms) a reconnected events writer found the instance lock taken.
+    var instanceLockLostSince: Int64?
     /// The latest engine time start-up's fold saw (the rules take-over is no earlier).
     var latestRestoredTime = Instant.epoch
     /// The last wall-clock reading and the monotonic time it was taken at: a step of the wall
@@ -465,14 +467,28 @@ public final class HeraldService: ConnectionDelegate {
     }
 
     /// A reconnected events writer takes the instance lock again (a PostgreSQL restart dropped
-    /// it with the session). Held by another service, which started meanwhile: this one stops,
-    /// so that one service serves the log (everything it acknowledged is in the log).
+    /// it with the session). While another session holds it the writer stays out (requests get
+    /// `store_unavailable`) and the link keeps reconnecting: the holder may be this service's own
+    /// earlier session, which PostgreSQL has not noticed is gone yet. Held for
+    /// `instanceLockLostMilliseconds` in a row, it is another service that started meanwhile:
+    /// this one stops, so that one service serves the log (all it acknowledged is in the log).
     func retakeInstanceLock(_ connection: PGConnection) throws(StoreError) {
         do {
             try InstanceLock.take(connection, waitMilliseconds: 0)
+            if instanceLockLostSince != nil { log("notice: the instance lock is this service's again") }
+            instanceLockLostSince = nil
         } catch .configuration(let why) {
-            log("error: shutting down: \(why)")
-            beginShutdown()
+            let now = ClientConnection.monotonicMilliseconds()
+            guard let since = instanceLockLostSince else {
+                instanceLockLostSince = now
+                log("warning: not serving: \(why) Trying again as the connection to PostgreSQL is retried; "
+                    + "stopping if it is still held after \(configuration.instanceLockLostMilliseconds / 1000) s.")
+                throw .configuration(why)
+            }
+            if now - since >= configuration.instanceLockLostMilliseconds, !shuttingDown {
+                log("error: shutting down: the instance lock stayed with another session for \((now - since) / 1000) s. \(why)")
+                beginShutdown()
+            }
             throw .configuration(why)
         }
     }

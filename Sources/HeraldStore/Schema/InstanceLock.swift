@@ -28,7 +28,7 @@ public enum InstanceLock {
         throw .configuration("""
             Another herald serve is already serving this database: \(holder(connection)) holds Herald's instance lock \
             (advisory lock \(key); waited \(waitMilliseconds / 1000) s). Two services on one log would both fire \
-            every timer. Stop the other one (or give this one another database) and start again.
+            every timer. Stop the other one (or give this one another database) and start again; if it is the             session of a herald serve that is gone, end it with SELECT pg_terminate_backend(<pid>).
             """)
     }
 
