@@ -29,8 +29,8 @@ import Testing
         #expect(refusal.contains("(herald, connected from"), "names the holder: \(refusal)")
         // The first still serves, untouched by the refused start-up.
         #expect(try first.client().call(["op": "ping"])["ok"] == true)
-        first.stop()
-        let second = try TestServer(url: first.url) { $0.instanceLockWaitMilliseconds = 0 }
+        first.stop()  // its backend lets go as it exits, a moment after: the default wait covers it
+        let second = try TestServer(url: first.url)
         defer { second.stop() }
         #expect(try second.client().call(["op": "ping"])["ok"] == true)
     }
@@ -53,11 +53,11 @@ import Testing
     }
 
     /// The lock lives on the events writer's session: when that session ends (as in a PostgreSQL
-    /// restart) the reconnected writer takes it again; when another session keeps it (a second
-    /// service started during the outage), this service stops instead of serving beside it.
-    @Test func aReconnectedWriterRetakesTheLockOrStopsWhenAnotherHasIt() throws {
+    /// restart) the reconnected writer takes it again. When another session has it by then, the
+    /// service warns and serves on (best effort: the holder may be its own earlier session).
+    @Test func aReconnectedWriterRetakesTheLockOrWarnsWhenAnotherHasIt() throws {
         let log = LogLines()
-        let server = try TestServer(log: log) { $0.instanceLockLostMilliseconds = 300 }
+        let server = try TestServer(log: log)
         defer { server.stop() }
         let c = try server.client()
         let admin = try PGConnection.connect(server.url)
@@ -72,17 +72,21 @@ import Testing
         #expect(again != nil && again != first, "the reconnected writer holds the lock again")
         #expect(try c.call(["op": "registerApp", "app": "a", "entitlements": []])["ok"] == true)
 
-        // Another session takes the lock the moment the writer's session ends (the writer waits
-        // 100 ms before reconnecting): the service stops serving, tries again (the holder could be
-        // its own earlier session), and stops once the lock stayed taken for 300 ms.
+        // Another session waits for the lock before the writer's session ends, so it gets it first.
         let other = try PGConnection.connect(server.url)
+        nonisolated(unsafe) let waiter = other
+        let granted = DispatchSemaphore(value: 0)
+        Thread { _ = try? waiter.execute("SELECT pg_advisory_lock(\(InstanceLock.key))"); granted.signal() }.start()
+        for _ in 0..<500 {
+            let waiting = try admin.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = \(InstanceLock.key)")
+            if waiting.string(0, 0) == "1" { break }
+            usleep(10_000)
+        }
         try admin.execute("SELECT pg_terminate_backend(\(try #require(again)))")
-        try other.execute("SELECT pg_advisory_lock(\(InstanceLock.key))")
-        for _ in 0..<500 where log.matching("error: shutting down", "Another herald serve").isEmpty { usleep(10_000) }
-        #expect(!log.matching("error: shutting down", "Another herald serve").isEmpty, "\(log.all.suffix(5))")
-        #expect(!log.matching("warning: not serving", "Another herald serve").isEmpty, "warned first")
-        var closed = false
-        for _ in 0..<500 where !closed { closed = c.isClosedByPeer(); if !closed { usleep(10_000) } }
-        #expect(closed, "clients are closed as the service stops")
+        #expect(granted.wait(timeout: .now() + 10) == .success, "the waiting session gets the lock")
+        for _ in 0..<500 where log.matching("warning: serving without the instance lock").isEmpty { usleep(10_000) }
+        #expect(!log.matching("warning: serving without the instance lock", "Another herald serve").isEmpty, "\(log.all.suffix(5))")
+        #expect(try c.call(["op": "registerApp", "app": "b", "entitlements": []])["ok"] == true, "still serving")
+        other.close()
     }
 }

@@ -84,8 +84,8 @@ public final class HeraldService: ConnectionDelegate {
     /// Engine time: manual, or the wall clock never allowed to go backwards.
     var manualNow: Instant?
     var lastNow = Instant.epoch
-    /// Since when (monotonic ms) a reconnected events writer found the instance lock taken.
-    var instanceLockLostSince: Int64?
+    /// A reconnected events writer could not take the instance lock back (`retakeInstanceLock`).
+    var instanceLockMissing = false
     /// The latest engine time start-up's fold saw (the rules take-over is no earlier).
     var latestRestoredTime = Instant.epoch
     /// The last wall-clock reading and the monotonic time it was taken at: a step of the wall
@@ -277,9 +277,7 @@ public final class HeraldService: ConnectionDelegate {
             unretained.object?.flushDeliveries()
         }
         for link in deliveryStores { link.onReady = { [unretained] in unretained.object?.flushDeliveries() } }
-        store.prepareReconnected = { [unretained] connection throws(StoreError) in
-            try unretained.object?.retakeInstanceLock(connection)
-        }
+        store.prepareReconnected = { [unretained] connection in unretained.object?.retakeInstanceLock(connection) }
         // The context as last (re)loaded: SIGHUP may replace it (`reloadCertificate`).
         let listener = try Listener(loop: loop, host: configuration.host, port: configuration.port) { [unretained] fd in
             guard let service = unretained.object else { return }
@@ -467,29 +465,23 @@ public final class HeraldService: ConnectionDelegate {
     }
 
     /// A reconnected events writer takes the instance lock again (a PostgreSQL restart dropped
-    /// it with the session). While another session holds it the writer stays out (requests get
-    /// `store_unavailable`) and the link keeps reconnecting: the holder may be this service's own
-    /// earlier session, which PostgreSQL has not noticed is gone yet. Held for
-    /// `instanceLockLostMilliseconds` in a row, it is another service that started meanwhile:
-    /// this one stops, so that one service serves the log (all it acknowledged is in the log).
-    func retakeInstanceLock(_ connection: PGConnection) throws(StoreError) {
+    /// it with the session). Best effort: found held by another session, the service warns and
+    /// serves on, as it did before the lock existed. The holder may be this service's own earlier
+    /// session that PostgreSQL has not yet seen go (a network cut), and stopping, or refusing
+    /// requests, would take a healthy service down for it; nor can the lock fence deliveries,
+    /// which other connections append. It is tried again at the next reconnect.
+    func retakeInstanceLock(_ connection: PGConnection) {
         do {
             try InstanceLock.take(connection, waitMilliseconds: 0)
-            if instanceLockLostSince != nil { log("notice: the instance lock is this service's again") }
-            instanceLockLostSince = nil
+            if instanceLockMissing { log("notice: the instance lock is this service's again") }
+            instanceLockMissing = false
         } catch .configuration(let why) {
-            let now = ClientConnection.monotonicMilliseconds()
-            guard let since = instanceLockLostSince else {
-                instanceLockLostSince = now
-                log("warning: not serving: \(why) Trying again as the connection to PostgreSQL is retried; "
-                    + "stopping if it is still held after \(configuration.instanceLockLostMilliseconds / 1000) s.")
-                throw .configuration(why)
-            }
-            if now - since >= configuration.instanceLockLostMilliseconds, !shuttingDown {
-                log("error: shutting down: the instance lock stayed with another session for \((now - since) / 1000) s. \(why)")
-                beginShutdown()
-            }
-            throw .configuration(why)
+            instanceLockMissing = true
+            log("warning: serving without the instance lock: \(why) It is taken again at the next reconnect; "
+                + "until then a second herald serve could start on this database.")
+        } catch {
+            instanceLockMissing = true
+            log("warning: serving without the instance lock: taking it failed (\(error)); it is taken again at the next reconnect.")
         }
     }
 

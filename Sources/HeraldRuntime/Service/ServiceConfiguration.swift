@@ -105,10 +105,6 @@ public struct ServiceConfiguration: Sendable {
     /// the instance lock before refusing to start (`InstanceLock`): a process just killed may
     /// hold it until its PostgreSQL backend notices.
     public var instanceLockWaitMilliseconds = 5_000
-    /// How long a reconnecting events writer keeps finding the instance lock held by another
-    /// session before the service stops (the holder is then another service, not this one's
-    /// earlier session PostgreSQL has not yet seen go).
-    public var instanceLockLostMilliseconds: Int64 = 60_000
     public var shutdownSnapshotMilliseconds: Int64 = 60_000
     /// Start from the latest complete snapshot (false: fold the whole log, as before snapshots).
     public var restoreFromSnapshots = true

@@ -27,8 +27,8 @@ public final class StoreLink {
     /// Limits handed to every writer (first connection and reconnects).
     public var limits = GroupCommitWriter.Limits()
     /// Run on every reconnected connection before it becomes the writer (blocking, on the loop;
-    /// PostgreSQL has just answered). Throwing keeps it out: the link tries again later.
-    public var prepareReconnected: ((PGConnection) throws(StoreError) -> Void)?
+    /// PostgreSQL has just answered: keep it to short statements that do not wait).
+    public var prepareReconnected: ((PGConnection) -> Void)?
 
     public init(loop: EventLoop, url: String) {
         self.loop = loop
@@ -112,7 +112,7 @@ public final class StoreLink {
             self.connector = nil
             do {
                 let connection = try result.get()
-                do { try self.prepareReconnected?(connection) } catch { connection.close(); throw error }
+                self.prepareReconnected?(connection)
                 try self.install(GroupCommitWriter(connection: connection, limits: self.limits))
                 self.log("reconnected to PostgreSQL")
             } catch let error as StoreError {

@@ -60,11 +60,12 @@ public enum LogTransfer {
 
     /// Imports exported lines into an empty migrated database, keeping every position and byte.
     public static func `import`(_ connection: PGConnection, lines: some Sequence<String>) throws(ImportError) -> (events: Int, deliveries: Int) {
+        // Not under a running service (it would not see the rows, and its own rules version row
+        // is replaced below): the instance lock, held for the import only (given up after any
+        // ROLLBACK below: in an aborted transaction the unlock itself would fail).
+        do { try InstanceLock.take(connection, waitMilliseconds: 0) } catch { throw .store(error) }
+        defer { _ = try? connection.execute("SELECT pg_advisory_unlock($1)", [String(InstanceLock.key)]) }
         do {
-            // Not under a running service (it would not see the rows, and its own rules version
-            // row is replaced below): the instance lock, held for the import only.
-            try InstanceLock.take(connection, waitMilliseconds: 0)
-            defer { _ = try? connection.execute("SELECT pg_advisory_unlock($1)", [String(InstanceLock.key)]) }
             guard try EventReader.head(connection) == 0 else { throw ImportError.notEmpty }
             try connection.execute("BEGIN")
             // A start-up on the empty target recorded its own version: the imported log's replace it.

@@ -6,10 +6,11 @@ import Glibc
 /// several share users are not built.
 ///
 /// The lock is PostgreSQL's session advisory lock `key`, taken on the connection that becomes
-/// the events writer: it lives exactly as long as the connection that appends to the log (a
-/// process that dies, or a PostgreSQL restart, drops it with the session). The service takes it
-/// at start-up, waiting a little for a holder that is going away, and again on every reconnect
-/// of its writer (without waiting: there, losing it to another service stops this one).
+/// the events writer: it lives as long as that session (a process that dies, or a PostgreSQL
+/// restart, drops it). The service takes it at start-up, waiting a little for a holder that is
+/// going away, and tries again at every reconnect of its writer (best effort: found taken, it
+/// warns and serves on). A start-up guard, not a fence: SPEC §9's leases would be one. Needs a
+/// direct connection or session pooling (under transaction pooling a session lock means nothing).
 public enum InstanceLock {
     /// The advisory lock key (Migrator serializes migrations on 7271001).
     public static let key: Int64 = 7_271_002
@@ -28,7 +29,8 @@ public enum InstanceLock {
         throw .configuration("""
             Another herald serve is already serving this database: \(holder(connection)) holds Herald's instance lock \
             (advisory lock \(key); waited \(waitMilliseconds / 1000) s). Two services on one log would both fire \
-            every timer. Stop the other one (or give this one another database) and start again; if it is the             session of a herald serve that is gone, end it with SELECT pg_terminate_backend(<pid>).
+            every timer. Stop the other one (or give this one another database) and start again; if it is the \
+            session of a herald serve that is gone, end it with SELECT pg_terminate_backend(<pid>).
             """)
     }
 
