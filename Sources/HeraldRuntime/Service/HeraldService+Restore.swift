@@ -20,9 +20,7 @@ extension HeraldService {
 
         // The log's events are decided by the rules versions that decided them first (this build's
         // takes over in `takeOverRules`, once the service can serve).
-        let logRules = try RulesVersionStore.history(conn)
-        try RulesVersionStore.requireKnown(logRules)
-        engine.book.adopt(logRules)
+        engine.book.adopt(try RulesVersionStore.deciding(conn))
 
         var through: Int64 = 0
         var fromSnapshot = false

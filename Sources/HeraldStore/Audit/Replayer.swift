@@ -80,9 +80,7 @@ public struct Replayer {
         }
 
         // Each event and timer by the rules version that decided it live (`RulesHistory`).
-        let rules: RulesHistory
-        if let rulesVersion { rules = .only(rulesVersion) } else { rules = try RulesVersionStore.history(connection) }
-        try RulesVersionStore.requireKnown(rules)
+        let rules = try RulesVersionStore.deciding(connection, only: rulesVersion)
         let engine = Engine(rules: rules)
         report.rules = rules
         var run = Run(engine: engine, users: users, recordsDecisions: isWhatIf, connection: connection)

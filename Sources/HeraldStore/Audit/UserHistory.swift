@@ -9,10 +9,7 @@ public enum UserHistory {
     public static func fold(_ connection: PGConnection, user: String, limit: Replayer.Limit,
                             rulesVersion: String? = nil) throws(StoreError) -> (state: UserState, apps: AppRegistry, at: Instant?, deliveries: [Delivery]) {
         // By the rules versions the log records (or the one asked for), as replay decides.
-        let rules: RulesHistory
-        if let rulesVersion { rules = .only(rulesVersion) } else { rules = try RulesVersionStore.history(connection) }
-        try RulesVersionStore.requireKnown(rules)
-        let engine = Engine(rules: rules)
+        let engine = try Engine(rules: RulesVersionStore.deciding(connection, only: rulesVersion))
         var state = UserState(user: user)
         var apps = AppRegistry()
         var last: Instant?

@@ -15,6 +15,15 @@ public enum RulesVersionStore {
         return RulesHistory(changes: changes)
     }
 
+    /// The history to decide a fold of the log by: the recorded one, or `only` for every event
+    /// and timer (a what-if). Throws when it names a version this build does not know.
+    public static func deciding(_ connection: PGConnection, only: String? = nil) throws(StoreError) -> RulesHistory {
+        let rules: RulesHistory
+        if let only { rules = .only(only) } else { rules = try history(connection) }
+        try requireKnown(rules)
+        return rules
+    }
+
     /// Records that `version` decides from the event after the log's head and the timers due
     /// after `at` on, when the log's latest version is another (or none is recorded); returns
     /// the history to decide by and the change recorded, if any.
@@ -22,8 +31,7 @@ public enum RulesVersionStore {
     /// (a newer build wrote it): folding it by older rules would decide differently.
     public static func takeOver(_ connection: PGConnection, version: String = Engine.currentRulesVersion,
                                 at: Instant) throws(StoreError) -> (history: RulesHistory, recorded: RulesHistory.Change?) {
-        var history = try self.history(connection)
-        try requireKnown(history)
+        var history = try deciding(connection)
         // Recorded on a log with none yet too, so the table names the version of every part.
         guard history.changes.isEmpty || history.latest != version else { return (history, nil) }
         // Timers the stopped build fired are its own, even due after `at` (a wall clock that went
