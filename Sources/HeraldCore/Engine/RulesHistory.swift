@@ -50,6 +50,12 @@ public struct RulesHistory: Sendable, Equatable {
     /// The version of the newest decisions.
     public var latest: String { changes.last?.version ?? initial }
 
+    /// The versions it names that this build cannot decide by (`Engine.knownRulesVersions`):
+    /// a newer build served the log.
+    public var unknownVersions: [String] {
+        ([initial] + changes.map(\.version)).filter { !Engine.knownRulesVersions.contains($0) }
+    }
+
     /// Appends the change a start-up records.
     public mutating func append(_ change: Change) {
         precondition(changes.last.map { $0.fromSeq <= change.fromSeq } ?? true, "rules changes are recorded in log order")
@@ -118,9 +124,7 @@ public final class RulesBook: @unchecked Sendable {
     /// Decides by `history` from now on. Fails on a version this build does not know (a
     /// newer build wrote the log: the store refuses it first with a clear error).
     public func adopt(_ history: RulesHistory) {
-        precondition(history.changes.allSatisfy { Engine.knownRulesVersions.contains($0.version) }
-                     && Engine.knownRulesVersions.contains(history.initial),
-                     "a log decided by rules this build does not know (\(history)): run a newer build")
+        precondition(history.unknownVersions.isEmpty, "a log decided by rules this build does not know (\(history)): run a newer build")
         self.history = history
         latest = history.latest
         if let last = history.changes.last {

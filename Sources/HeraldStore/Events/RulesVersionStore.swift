@@ -50,7 +50,7 @@ public enum RulesVersionStore {
 
     /// Throws when `history` names a version this build cannot decide by.
     public static func requireKnown(_ history: RulesHistory) throws(StoreError) {
-        let unknown = ([history.initial] + history.changes.map(\.version)).filter { !Engine.knownRulesVersions.contains($0) }
+        let unknown = history.unknownVersions
         guard unknown.isEmpty else {
             throw StoreError.configuration("this log was decided by rules version \(unknown.joined(separator: ", ")), which this build does not know "
                 + "(it knows \(Engine.knownRulesVersions.joined(separator: ", "))): a newer build served it. Run that build or a newer one; "
