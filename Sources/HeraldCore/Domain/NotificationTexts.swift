@@ -96,14 +96,13 @@ struct NotificationTexts: Hashable, Sendable {
         }
     }
 
-    /// Appends a slot's escaped bytes (as found between the quotes of a canonical JSON string).
-    /// In key order this is a plain append; otherwise the buffer is rebuilt in canonical order.
+    /// Sets a slot from its escaped bytes (as found between the quotes of a canonical JSON
+    /// string). In key order this is a plain append; otherwise the bytes go in place, before the
+    /// first present slot after it (one `memmove` of the later texts, no rebuild: producers
+    /// commonly send `title` before `body`, and this runs per submit).
     mutating func setEscaped(_ slot: Slot, _ raw: UnsafeRawBufferPointer) {
         if hasAny(from: slot) {
-            var copy: [Slot: [UInt8]] = [:]
-            for s in Slot.allCases where has(s) && s != slot { copy[s] = withEscaped(s) { Array($0) } }
-            copy[slot] = Array(raw)
-            rebuild(copy)
+            replace(slot, with: raw)
             return
         }
         if bytes.isEmpty { bytes.reserveCapacity(raw.count * 2) }
@@ -116,34 +115,46 @@ struct NotificationTexts: Hashable, Sendable {
     /// Sets (or with nil removes) a slot from its decoded text.
     mutating func set(_ slot: Slot, _ value: String?) {
         if value == nil && !has(slot) { return }  // nothing to remove
-        // A new text after every present one (the door sets body, subtitle, title in that order):
-        // escape it straight onto the end, as `setEscaped` does, without rebuilding.
-        if let value, !hasAny(from: slot) {
-            var sink = ByteSink(capacity: value.utf8.count + 16)
-            defer { sink.deallocate() }
-            writeString(value, to: &sink)
-            setEscaped(slot, UnsafeRawBufferPointer(rebasing: sink.bytes.dropFirst().dropLast()))
+        guard let value else {
+            replace(slot, with: nil)
             return
         }
-        var copy: [Slot: [UInt8]] = [:]
-        for s in Slot.allCases where has(s) && s != slot { copy[s] = withEscaped(s) { Array($0) } }
-        if let value {
-            var escaped = withSink { writeString(value, to: &$0) }
-            escaped.removeFirst()
-            escaped.removeLast()
-            copy[slot] = escaped
-        }
-        rebuild(copy)
+        var sink = ByteSink(capacity: value.utf8.count + 16)
+        defer { sink.deallocate() }
+        writeString(value, to: &sink)
+        setEscaped(slot, UnsafeRawBufferPointer(rebasing: sink.bytes.dropFirst().dropLast()))
     }
 
-    private mutating func rebuild(_ texts: [Slot: [UInt8]]) {
-        bytes = []
-        spans = Spans()
-        for s in Slot.allCases {
-            guard let t = texts[s] else { continue }
-            spans[s.rawValue].start = Int32(bytes.count)
-            bytes.append(contentsOf: t)
-            spans[s.rawValue].end = Int32(bytes.count)
+    /// Puts `raw` (nil: nothing) where `slot`'s text is, or would be in key order, and moves the
+    /// later slots' offsets by the difference, keeping the layout canonical and contiguous.
+    private mutating func replace(_ slot: Slot, with raw: UnsafeRawBufferPointer?) {
+        let old: Range<Int>
+        if has(slot) {
+            old = Int(spans[slot.rawValue].start)..<Int(spans[slot.rawValue].end)
+        } else {
+            var at = bytes.count
+            var r = slot.rawValue + 1
+            while r <= Slot.title.rawValue {
+                if spans[r].start >= 0 { at = Int(spans[r].start); break }
+                r += 1
+            }
+            old = at..<at
+        }
+        let new = raw.map { $0.assumingMemoryBound(to: UInt8.self) } ?? UnsafeBufferPointer(start: nil, count: 0)
+        bytes.replaceSubrange(old, with: new)
+        let delta = Int32(new.count - old.count)
+        var r = slot.rawValue + 1
+        while r <= Slot.title.rawValue {
+            if spans[r].start >= 0 {
+                spans[r].start += delta
+                spans[r].end += delta
+            }
+            r += 1
+        }
+        if raw == nil {
+            spans[slot.rawValue] = Span()
+        } else {
+            spans[slot.rawValue] = Span(start: Int32(old.lowerBound), end: Int32(old.lowerBound + new.count))
         }
     }
 }

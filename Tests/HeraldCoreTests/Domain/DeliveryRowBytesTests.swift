@@ -196,4 +196,34 @@ import Testing
         c.body = nil
         #expect(c.title == "only" && c.body == nil && c.subtitle == nil)
     }
+
+    /// Every order of setting, replacing and removing texts gives the bytes of setting the final
+    /// texts in key order: texts are put in place, not appended (session 26: no rebuild).
+    @Test func textsPutInPlaceInEveryOrderKeepTheCanonicalLayout() {
+        typealias Step = (WritableKeyPath<SubmittedNotification, String?>, String?)
+        let paths: [WritableKeyPath<SubmittedNotification, String?>] = [\.body, \.subtitle, \.title]
+        let values: [String?] = ["x\"é", "", nil, "longer text \\ with escapes\n"]
+        var checked = 0
+        // Three steps, each setting one of the three slots to one of the values, in every order.
+        for a in 0..<12 { for b in 0..<12 { for c in 0..<12 {
+            let steps: [Step] = [a, b, c].map { (paths[$0 % 3], values[$0 / 3]) }
+            var n = SubmittedNotification(id: "n", app: "a")
+            var final: [String?] = [nil, nil, nil]
+            for (path, value) in steps {
+                n[keyPath: path] = value
+                final[paths.firstIndex(of: path)!] = value
+            }
+            var reference = SubmittedNotification(id: "n", app: "a")
+            for (i, path) in paths.enumerated() where final[i] != nil { reference[keyPath: path] = final[i] }
+            #expect(n == reference, "steps \(a) \(b) \(c)")
+            #expect(n.body == final[0] && n.subtitle == final[1] && n.title == final[2])
+            var x = ByteSink(capacity: 16), y = ByteSink(capacity: 16)
+            n.writeContent(previews: .always, to: &x)
+            reference.writeContent(previews: .always, to: &y)
+            #expect(x.array == y.array)
+            x.deallocate(); y.deallocate()
+            checked += 1
+        } } }
+        #expect(checked == 1728)
+    }
 }
