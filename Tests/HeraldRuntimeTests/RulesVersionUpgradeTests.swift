@@ -37,6 +37,8 @@ import Testing
         #expect(upgraded == ["1=1", "\(head + 1)=2"], "the upgrade is recorded where it took over")
         #expect(!log.matching("rules version 2 decides from seq \(head + 1)").isEmpty, "\(log.all)")
         let c = try new.client()
+        // Time passes before the new build's first snooze (room for the what-if below).
+        #expect(try c.call(["op": "clock", "advanceTo": "2026-03-27T08:40:00Z"])["ok"] == true)
         #expect(try Snooze.snooze(c, until: "2026-03-27T09:00:00Z")["ok"] == true)
         #expect(try c.call(["op": "clock", "advanceTo": "2026-03-27T09:30:00Z"])["ok"] == true)
         let consumer = try new.client()
@@ -62,6 +64,28 @@ import Testing
         let one = try underOne.run(PGConnection.connect(url)) { 0 }
         #expect(one.changes.count == 1 && one.changes[0].stored.count == 2 && one.changes[0].derived.count == 1,
                 "the second snooze would not have alerted: \(one.changes)")
+
+        // A what-if snooze of n0 injected between the old build's last event (08:30) and the new
+        // build's first (08:40) is decided by the rules a request sent then would have met: after
+        // the take-over (08:30) "2" — it alerts once more, at once, as its `until` has come (a later
+        // one would be replaced by the log's next snooze of n0) —, a minute before it "1" (ignored:
+        // nothing changes). An injection at an event's instant goes before that event.
+        let takeOver = try #require(report.rules.changes.last)
+        func whatIfSnooze(at t: Instant) throws -> [Replayer.Change] {
+            let request: JSONValue = ["user": "alice", "app": .string(Snooze.mail), "id": "n0",
+                                      "until": .string(t.rfc3339)]
+            guard case .accepted(let accepted) = Engine().admit(op: "snooze", request: request, apps: AppRegistry()) else {
+                Issue.record("the what-if snooze was rejected"); return []
+            }
+            var replayer = Replayer()
+            replayer.injections = [Replayer.Injection(at: t, draft: accepted.events[0])]
+            return try replayer.run(PGConnection.connect(url)) { 0 }.changes
+        }
+        #expect(takeOver.fromSeq == head + 1 && takeOver.at == Instant(rfc3339: "2026-03-27T08:30:00Z"))
+        let afterTakeOver = try whatIfSnooze(at: Instant(rfc3339: "2026-03-27T08:35:00Z")!)
+        #expect(afterTakeOver.count == 1 && afterTakeOver[0].subject.contains("n0")
+                && afterTakeOver[0].derived.count == afterTakeOver[0].stored.count + 1, "\(afterTakeOver)")
+        #expect(try whatIfSnooze(at: takeOver.at.adding(.minutes(-1))).isEmpty)
     }
 
     /// A restart by the same build records nothing; a log decided by rules this build does not

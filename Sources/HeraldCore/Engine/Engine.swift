@@ -184,6 +184,24 @@ public struct Engine: Sendable {
         return next
     }
 
+    /// `apply` for a request that is not in the log (a what-if's injected change): decided by
+    /// `version` (`RulesHistory.version(forInjectionAfter:at:)`), not by the seq it borrows from
+    /// the event before it. Timers due before it go by their deadlines, as always.
+    public func apply(_ event: StoredEvent, decidedBy version: String, to state: inout UserState,
+                      apps: inout AppRegistry) -> Outcome {
+        var out: [Delivery] = []
+        if event.kind == .registerApp {
+            foldRegisterApp(event.body, apps: &apps)
+            return Outcome(deliveries: out, nextWake: state.nextDeadline())
+        }
+        fireTimers(&state, upTo: event.at, apps: apps, out: &out)
+        let decider = under(version)
+        decider.fold(event, into: &state, apps: apps, out: &out)
+        let next = decider.fireTimers(&state, upTo: event.at, apps: apps, out: &out, byEventsVersion: true)
+        state.lastSeq = event.seq
+        return Outcome(deliveries: out, nextWake: next)
+    }
+
     /// Time passing for one user: fires everything due at or before `now`, ordered by
     /// deadline, then kind (expiry, Focus end, summary, deferred decision, snooze), then seq.
     /// Timed decisions are judged at their deadline and carry `at` = the deadline.

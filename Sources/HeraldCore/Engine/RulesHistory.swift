@@ -94,6 +94,14 @@ public struct RulesHistory: Sendable, Equatable {
         return changes.last(where: { $0.fromSeq <= seq })?.version ?? initial
     }
 
+    /// The version that decides a request that is not in the log, injected at `t` right after the
+    /// event at `seq` (a what-if's change, `herald replay --what-if`): the event's version, unless
+    /// a build took over right after that event (`fromSeq == seq + 1`) at or before `t` — a request
+    /// sent then would have met the new build, as the next event in the log did.
+    public func version(forInjectionAfter seq: Int64, at t: Instant) -> String {
+        changes.last(where: { $0.fromSeq <= seq || ($0.fromSeq == seq + 1 && $0.at <= t) })?.version ?? initial
+    }
+
     /// The version that decides a timer due at `t`.
     public func version(forTimerDueAt t: Instant) -> String {
         guard let last = changes.last else { return initial }

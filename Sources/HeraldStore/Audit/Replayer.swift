@@ -93,7 +93,9 @@ public struct Replayer {
                 pendingInjections.removeFirst()
                 guard let user = next.draft.user else { continue }
                 let event = StoredEvent(seq: seq, user: user, type: next.draft.type, body: next.draft.body, at: next.at)
-                try run.fold(event, user: run.ordinal(user))
+                // Decided by the rules a request sent then would have met (a take-over right after
+                // the event before it included), not by the seq it borrows.
+                try run.fold(event, user: run.ordinal(user), decidedBy: rules.version(forInjectionAfter: seq, at: next.at))
             }
         }
 
@@ -187,7 +189,8 @@ public struct Replayer {
 
         /// Applies `event` to user `o`'s replica in place (a copy mutated and stored back would
         /// copy the state's buffers every event) and hands what it derives to the matcher.
-        mutating func fold(_ event: StoredEvent, user o: Int) throws(StoreError) {
+        /// Folds one event; `decidedBy`: a what-if's injected request, decided by that version.
+        mutating func fold(_ event: StoredEvent, user o: Int, decidedBy version: String? = nil) throws(StoreError) {
             if event.kind == .snooze {
                 var opened = contentConnection
                 try EventContent.supply(toApply: event, to: &replicas[o].state) { () throws(StoreError) -> PGConnection in
@@ -196,7 +199,8 @@ public struct Replayer {
                 }
                 contentConnection = opened
             }
-            let outcome = engine.apply(event, to: &replicas[o].state, apps: &apps)
+            let outcome = if let version { engine.apply(event, decidedBy: version, to: &replicas[o].state, apps: &apps) }
+                else { engine.apply(event, to: &replicas[o].state, apps: &apps) }
             take(outcome, user: o)
         }
 

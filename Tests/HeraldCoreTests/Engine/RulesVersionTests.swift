@@ -103,6 +103,42 @@ import Testing
         #expect(h.log.dropLast().allSatisfy { $0.rulesVersion == "1" })
     }
 
+    @Test func rulesVersion_aWhatIfRequestIsDecidedByTheRulesInForceWhenItIsInjected() {
+        let h = RulesHistory(changes: [.init(fromSeq: 10, at: t1, version: "2")])
+        #expect(h.version(forInjectionAfter: 9, at: t1.adding(.minutes(-1))) == "1", "before the take-over")
+        #expect(h.version(forInjectionAfter: 9, at: t1) == "2", "at or after it: the new build would have decided it")
+        #expect(h.version(forInjectionAfter: 8, at: t2) == "1", "event 9, decided by 1, came after it")
+        #expect(h.version(forInjectionAfter: 10, at: t2) == "2")
+        #expect(RulesHistory.only("1").version(forInjectionAfter: 10, at: t2) == "1")
+        let twice = RulesHistory(changes: [.init(fromSeq: 10, at: t1, version: "2"), .init(fromSeq: 10, at: t2, version: "3")])
+        #expect(twice.version(forInjectionAfter: 9, at: t1.adding(.minutes(1))) == "2", "the second take-over came later")
+
+        // The engine: a snooze of content no longer kept, injected after the last event (decided
+        // by "1") and after a take-over by "2", is read back (version 2's rule), not ignored.
+        let submits = 2 * Engine.snoozableLimit + 5
+        let last = Int64(1 + submits)
+        let takeOver = at("2026-01-05T12:30:00Z")
+        var harness = EngineHarness()
+        harness.engine = Engine(rules: RulesHistory(changes: [.init(fromSeq: last + 1, at: takeOver, version: "2")]))
+        harness.authorize()
+        for i in 0..<submits { harness.submit("n\(i)") }
+        #expect(harness.seq == last && harness.log.allSatisfy { $0.rulesVersion == "1" })
+        func injected(at t: Instant) -> [Delivery] {
+            var state = harness.states["u"]!, apps = harness.apps
+            let body = try! JSONValue.parse(#"{"user":"u","app":"com.example.mail","id":"n0","until":"2026-01-05T14:00:00Z"}"#)
+            let snooze = StoredEvent(seq: last, user: "u", type: "snooze", body: body, at: t)
+            if let wanted = state.contentNeeded(toApply: snooze), let submit = harness.events.first(where: { $0.seq == wanted }) {
+                state.supplyContent(SubmittedNotification(body: submit.body), seq: wanted)
+            }
+            let version = harness.engine.rules.version(forInjectionAfter: last, at: t)
+            _ = harness.engine.apply(snooze, decidedBy: version, to: &state, apps: &apps)
+            return harness.engine.advance(&state, to: at("2026-01-05T14:30:00Z"), apps: apps).deliveries
+        }
+        #expect(injected(at: takeOver.adding(.minutes(-1))).isEmpty, "before the take-over: version 1 ignores it")
+        let after = injected(at: takeOver.adding(.minutes(1)))
+        #expect(only(after).snoozed && after[0].rulesVersion == "2")
+    }
+
     @Test func rulesVersion_takeOversWithNoEventBetweenThemTheLastDecides() {
         let h = RulesHistory(changes: [.init(fromSeq: 7, at: t1, version: "2"), .init(fromSeq: 7, at: t1, version: "1")])
         #expect(h.version(forEventAt: 7) == "1" && h.latest == "1")
