@@ -38,6 +38,21 @@ import Testing
         return server.url
     }
 
+    static func recordDeferredThenImmediate() throws -> String {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let c = try server.client()
+        let mail = "com.example.mail"
+        _ = try c.call(["op": "authorization", "user": "carol", "app": .string(mail), "status": "authorized", "options": ["alert"]])
+        _ = try c.call(["op": "submit", "id": "later", "app": .string(mail), "user": "carol", "title": "Later", "body": "B",
+                        "hiddenPreviewsBodyPlaceholder": "Mail", "deliverAt": "2026-03-27T13:00:00Z"])
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T08:00:00Z"])
+        _ = try c.call(["op": "submit", "id": "now", "app": .string(mail), "user": "carol", "title": "Now", "body": "B",
+                        "hiddenPreviewsBodyPlaceholder": "Mail"])
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T14:00:00Z"])
+        return server.url
+    }
+
     @Test func recordedHistoryReplaysWithZeroDifferences() throws {
         let url = try Self.recordHistory()
         let conn = try PGConnection.connect(url)
@@ -45,6 +60,39 @@ import Testing
         #expect(report.eventsRead > 20)
         #expect(report.deliveriesCompared > 10)
         #expect(report.differences.isEmpty, "\(report.differences)")
+    }
+
+    /// `herald replay --until SEQ|TIME` audits a prefix of the log: every prefix of a clean log
+    /// replays with zero differences — up to seq s, the log as it stood before event s + 1 (timers
+    /// due by then fired, later ones such as the deferred 23:30 submits not yet); up to a time, the
+    /// events and timers up to it.
+    @Test(arguments: [false, true])
+    func everyPrefixOfACleanLogBySeqOrTimeReplaysWithZeroDifferences(deferredThenImmediate: Bool) throws {
+        // Also a deferred submit followed by an immediate one for the same user: the deferred
+        // decision (13:00) is stored after the immediate one, though its cause comes first.
+        let url = try deferredThenImmediate ? Self.recordDeferredThenImmediate() : Self.recordHistory()
+        let conn = try PGConnection.connect(url)
+        let head = try EventReader.head(conn)
+        for s in 1...head {
+            var replayer = Replayer()
+            replayer.limit = .seq(s)
+            let report = try replayer.run(conn) { 0 }
+            #expect(report.differences.isEmpty, "until seq \(s): \(report.differences)")
+        }
+        let times = try conn.execute("""
+            SELECT DISTINCT (extract(epoch FROM t) * 1000)::bigint FROM
+              (SELECT engine_time AS t FROM events UNION SELECT at FROM deliveries) x ORDER BY 1
+            """)
+        #expect(times.rowCount >= 4)
+        for i in 0..<times.rowCount {
+            let t = Instant(millisecondsSinceEpoch: try #require(times.int64(i, 0)))
+            for probe in [t.adding(.init(milliseconds: -1)), t, t.adding(.minutes(1))] {
+                var replayer = Replayer()
+                replayer.limit = .time(probe)
+                let report = try replayer.run(conn) { 0 }
+                #expect(report.differences.isEmpty, "until \(probe.rfc3339): \(report.differences)")
+            }
+        }
     }
 
     @Test func alteredStoredDeliveryIsDetected() throws {

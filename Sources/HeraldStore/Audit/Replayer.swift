@@ -73,10 +73,20 @@ public struct Replayer {
         var report = Report()
         let head = try EventReader.head(connection)
         let through: Int64
+        // The instant the replayed prefix ends: what the log had decided by then is compared —
+        // stored deliveries later than it are left out, and derived timers fire up to it.
+        var until: Instant?
         switch limit {
         case .everything: through = head
-        case .seq(let s): through = min(s, head)
-        case .time(let t): through = try LogStream.lastSeq(before: t, connection)
+        case .seq(let s):
+            through = min(s, head)
+            // Up to seq s means: before event s + 1 was folded. Timers due by its instant had fired
+            // (a timer due at an event's instant fires before it); later ones had not, even those
+            // armed by events up to s (a deferred submit's decision, a summary).
+            until = try LogStream.engineTime(ofSeq: through + 1, connection)
+        case .time(let t):
+            through = try LogStream.lastSeq(before: t, connection)
+            until = t
         }
 
         // Each event and timer by the rules version that decided it live (`RulesHistory`).
@@ -105,7 +115,7 @@ public struct Replayer {
             case .delivery(let d):
                 let o = run.ordinal(d.userBytes)
                 if !run.included[o] { continue }
-                if case .time(let t) = limit, d.at > t { continue }
+                if let until, d.at > until { continue }
                 horizon = max(horizon, d.at)
                 run.matcher.stored(d, user: run.names.names[o])
             case .event(let e):
@@ -127,7 +137,7 @@ public struct Replayer {
         }
         progress(report.eventsRead, head)
         // Timers that fired after each user's last event, up to the replay's horizon.
-        if case .time(let t) = limit { horizon = t }
+        if let until { horizon = until }
         try inject(upTo: horizon, seq: lastSeq)
         for o in run.replicas.indices.sorted(by: { run.names.names[$0] < run.names.names[$1] }) where run.included[o] {
             run.advance(user: o, to: horizon)

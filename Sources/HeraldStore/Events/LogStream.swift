@@ -152,6 +152,13 @@ public final class LogStream {
                            row: r, body: r.bytes(5) ?? UnsafeRawBufferPointer(start: nil, count: 0)))
     }
 
+    /// The engine time of the event at `seq` (nil when there is none: past the head).
+    public static func engineTime(ofSeq seq: Int64, _ connection: PGConnection) throws(StoreError) -> Instant? {
+        let r = try connection.execute(
+            "SELECT (extract(epoch FROM engine_time) * 1000)::bigint FROM events WHERE seq = $1::bigint", [String(seq)])
+        return r.rowCount == 0 ? nil : r.int64(0, 0).map(Instant.init(millisecondsSinceEpoch:))
+    }
+
     /// The last seq to read for a limit given as an engine time: every event before the first
     /// one later than `time` (events are folded in seq order, and replay stops at the first).
     public static func lastSeq(before time: Instant, _ connection: PGConnection) throws(StoreError) -> Int64 {
