@@ -21,6 +21,36 @@ import Testing
         #expect(after["apps"]?["com.example.mail"]?["delivery"] == "summary")
     }
 
+    /// `herald state` / `herald pending` without `--at`: "now" is the latest instant the log shows
+    /// the service reached. Under the system clock no event records time passing — emulated here
+    /// by removing the manual clock's move after the deferred decision fired — so the decision's
+    /// own delivery is what shows it is no longer pending.
+    @Test func stateNowShowsADeferredDecisionThatFiredAsNoLongerPending() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        let c = try server.client()
+        _ = try c.call(["op": "authorization", "user": "erin", "app": "com.example.mail", "status": "authorized", "options": ["alert"]])
+        _ = try c.call(["op": "submit", "id": "e1", "app": "com.example.mail", "user": "erin", "title": "Later", "body": "B",
+                        "hiddenPreviewsBodyPlaceholder": "Mail", "deliverAt": "2026-03-27T07:00:05Z"])
+        let move = try c.call(["op": "clock", "advanceTo": "2026-03-27T07:00:10Z"])
+        #expect(move["ok"] == true)
+        server.stop()
+        let conn = try PGConnection.connect(server.url)
+        try conn.execute("SET session_replication_role = replica")
+        try conn.execute("DELETE FROM events WHERE type = 'clock'")
+        try conn.execute("UPDATE event_head SET seq = (SELECT max(seq) FROM events)")
+        try conn.execute("SET session_replication_role = origin")
+        let stored = try conn.execute("SELECT count(*) FROM deliveries WHERE user_id = 'erin' AND notification_id = 'e1' AND kind = 'alert'")
+        #expect(stored.int64(0, 0) == 1, "the service decided e1 at 07:00:05")
+
+        let now = try UserHistory.fold(conn, user: "erin", limit: .everything)
+        #expect(now.state.json["pending"] == [], "\(now.state.json["pending"] ?? .null)")
+        #expect(now.at == Instant(rfc3339: "2026-03-27T07:00:05Z"))
+        #expect(now.deliveries.last?.notification?.id == "e1" && now.deliveries.last?.kind == .alert)
+        // At an instant before the decision it is still to come.
+        let before = try UserHistory.fold(conn, user: "erin", limit: .time(Instant(rfc3339: "2026-03-27T07:00:04Z")!))
+        #expect(before.state.json["pending"]?.arrayValue?.first?["stage"] == "deferred")
+    }
+
     @Test func explainOfANotificationHeldByFocusNamesTheFocusAndTheRule() throws {
         let server = try TestServer(start: "2026-03-27T23:00:00Z")
         let c = try server.client()

@@ -30,13 +30,32 @@ public enum UserHistory {
                 deliveries += engine.apply(event, to: &state, apps: &apps).deliveries
             }
         }
-        // Timers fire up to the limit's instant, or up to the latest engine time the log reached
-        // (a manual-clock move included), as the live service had.
-        if case .time(let t) = limit { last = t }
+        // Timers fire up to the limit's instant, or, for the whole log, up to the latest instant
+        // the log shows the service reached, as it had: any event's engine time (a manual-clock
+        // move included) or this user's latest decision. Under the system clock no event records
+        // time passing, so a deferred decision fired after the user's last event is known only
+        // by its delivery; without it, `state` and `pending` listed it as still to come.
+        switch limit {
+        case .time(let t): last = t
+        case .everything:
+            if let reached = try latestInstant(connection, user: user) { last = max(last ?? reached, reached) }
+        case .seq: break
+        }
         if let horizon = last {
             deliveries += engine.advance(&state, to: horizon, apps: apps).deliveries
         }
         return (state, apps, last, deliveries)
+    }
+
+    /// The latest instant the log shows the service reached, as far as `user` is concerned: the
+    /// newest event's engine time (engine times never go back along the log) or the user's
+    /// latest delivery (by the per-user index). Nil for an empty log.
+    static func latestInstant(_ connection: PGConnection, user: String) throws(StoreError) -> Instant? {
+        let r = try connection.execute("""
+            SELECT (extract(epoch FROM greatest((SELECT engine_time FROM events ORDER BY seq DESC LIMIT 1),
+                                                (SELECT max(at) FROM deliveries WHERE user_id = $1))) * 1000)::bigint
+            """, [user])
+        return r.int64(0, 0).map(Instant.init(millisecondsSinceEpoch:))
     }
 
     /// The users with any event, sorted.
