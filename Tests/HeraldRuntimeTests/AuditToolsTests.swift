@@ -35,6 +35,9 @@ import Testing
         #expect(move["ok"] == true)
         server.stop()
         let conn = try PGConnection.connect(server.url)
+        // The clock op's reply has SPEC §5's success shape: the stored move's seq and its warnings.
+        let clockSeq = try conn.execute("SELECT seq FROM events WHERE type = 'clock'").int64(0, 0)
+        #expect(move["seq"]?.intValue == clockSeq && move["warnings"] == [] && move["now"] == "2026-03-27T07:00:10Z")
         try conn.execute("SET session_replication_role = replica")
         try conn.execute("DELETE FROM events WHERE type = 'clock'")
         try conn.execute("UPDATE event_head SET seq = (SELECT max(seq) FROM events)")

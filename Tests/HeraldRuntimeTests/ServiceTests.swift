@@ -190,6 +190,29 @@ import Testing
         #expect(resumed[0]["cursor"] == ds[2]["cursor"], "delivery resumes right after the acked cursor")
     }
 
+    /// SPEC §5 "delivery is at-least-once from the last acked cursor": a subscription from a
+    /// cursor past the newest delivery would skip the deliveries made up to it, so it is refused,
+    /// saying why; a cursor at the head is fine. A negative ack names the cursor.
+    @Test func subscribingPastTheNewestDeliveryIsRefusedAndNothingIsSkipped() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.setUpAlice(c)
+        _ = try c.call(Self.submit("n1"))
+        let consumer = try server.client()
+        let ahead = try consumer.call(["op": "subscribe", "consumer": "push", "from": 100_000])
+        HostileClientTests.expectAlert(ahead, code: "cursor_ahead", titleHas: "past the newest delivery", detailHas: "earliest")
+        let atHead = try consumer.call(["op": "subscribe", "consumer": "push", "from": "earliest"])
+        #expect(atHead["ok"] == true)
+        let first = try consumer.deliveries(1)
+        let negative = try consumer.call(["op": "ack", "consumer": "push", "cursor": -3])
+        HostileClientTests.expectAlert(negative, code: "invalid_field", titleHas: "Cursor -3 is negative", detailHas: "last delivery")
+        // The next delivery reaches it: nothing was skipped.
+        _ = try c.call(Self.submit("n2"))
+        let next = try consumer.deliveries(1)
+        #expect(next[0]["cursor"]?.intValue == first[0]["cursor"]!.intValue! + 1 && next[0]["notification"] == "n2")
+    }
+
     @Test func restartDeliversEveryScheduledDecisionExactlyOnce() throws {
         let url = try TestPostgres.freshDatabase()
         var server = try TestServer(url: url)

@@ -77,6 +77,8 @@ import Testing
         HostileClientTests.expectAlert(try c.call(Self.submit(Self.bank, "x")), code: "hello_required")
         #expect(log.matching("warning:", "refused hello", "invalid_token").count == 1)
         #expect(log.matching("guessed-token").isEmpty)
+        // A hello without any token says so (the log said it; the reply said "not recognised").
+        HostileClientTests.expectAlert(try c.call(["op": "hello"]), code: "invalid_token", titleHas: "no token", detailHas: "requires a token")
         // A client looping on refusals is answered every time but logged a bounded number of times.
         for i in 0..<100 {
             _ = try c.call(["op": "hello", "token": .string("guess-\(i)-xxxxxxxx")])

@@ -209,7 +209,7 @@ extension Engine {
         let size = sink.count
         if size > Engine.maxPayloadBytes {
             throw RequestError(code: "payload_too_large", title: "Notification is \(size) bytes, over the 4 KiB limit",
-                               detail: "The notification (content, actions and data, as canonical JSON) may be at most \(Engine.maxPayloadBytes) bytes. Shorten the texts or move data behind an id the app fetches.")
+                               detail: "The whole notification as stored (every submit field but user/users, as canonical JSON: id, app, texts, actions, data…) may be at most \(Engine.maxPayloadBytes) bytes, as a push payload may. Shorten the texts or move data behind an id the app fetches.")
         }
         let shared = size - 1  // without the closing brace
         func draft(for u: String) -> EventDraft {

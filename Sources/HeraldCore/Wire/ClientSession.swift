@@ -139,7 +139,7 @@ public struct ClientSession: Sendable {
                 presented = .token(TokenDigest(token: token))
             } else {
                 return refusal("refused hello: no token was given (invalid_token)")
-                    + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .invalidToken))
+                    + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .tokenMissing))
             }
             guard let granted = Self.grant(for: presented, in: tokens) else {
                 return refusal("refused hello: the token was not recognised (invalid_token)")

@@ -94,12 +94,18 @@ extension RequestError {
         code: "invalid_token", title: "The token was not recognised",
         detail: "Check the token your operator issued; tokens are case-sensitive. The connection stays open for another hello.")
 
+    /// A hello without a token on a service that has tokens (same code as a wrong one: a client
+    /// handles both alike; the title says which happened).
+    public static let tokenMissing = RequestError(
+        code: "invalid_token", title: "The hello carried no token",
+        detail: "This service requires a token: send {\"op\":\"hello\",\"token\":\"…\"} with the token your operator issued. The connection stays open for another hello.")
+
     public static let grantRevoked = RequestError(
         code: "grant_revoked", title: "This connection's access was changed by the operator",
         detail: "The tokens file was reloaded and no longer grants this connection what its hello did. Reconnect and hello again with a current token or certificate.")
 
     public static func forbidden(op: String, role: String) -> RequestError {
-        RequestError(code: "forbidden", title: "This connection may not \(op)",
+        RequestError(code: "forbidden", title: "This connection may not send “\(op)” requests",
                      detail: "\(op) needs the \(role) role, which your token does not grant. Ask the operator for a token with it.")
     }
 

@@ -51,7 +51,10 @@ extension HeraldService {
                     self.lastFoldedSeq = max(self.lastFoldedSeq, seq)
                     self.fireTimers()
                     self.afterDueTimers {
-                        reply(WireReply.ok(rid: rid, ["now": .string(target.rfc3339), "deliveryHead": .int(self.deliveryHead)]))
+                        // The success shape of SPEC §5 (seq of the stored move, warnings), plus the
+                        // instant reached and how far deliveries went.
+                        reply(WireReply.ok(rid: rid, ["seq": .int(seq), "warnings": .array([]), "now": .string(target.rfc3339),
+                                                      "deliveryHead": .int(self.deliveryHead)]))
                     }
                 }
             }

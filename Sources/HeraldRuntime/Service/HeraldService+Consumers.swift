@@ -45,7 +45,16 @@ extension HeraldService {
         switch from {
         case nil, .string("committed")?: explicit = nil
         case .string("earliest")?: explicit = 0
-        case .int(let n)? where n >= 0: explicit = n
+        case .int(let n)? where n >= 0:
+            // Past the newest delivery: the stream would start beyond deliveries not yet made and
+            // silently skip them (a cursor from another or a restored database, say).
+            guard n <= deliveryHead else {
+                reply(WireReply.error(rid: request.rid, RequestError(code: "cursor_ahead",
+                    title: "Cursor \(n) is past the newest delivery (\(deliveryHead))",
+                    detail: "Deliveries up to \(n) have not been made yet, so starting there would skip them when they are. Was the cursor kept from another database? Subscribe with \"committed\" (the consumer's acknowledged cursor), \"earliest\", or a cursor of at most \(deliveryHead).")))
+                return
+            }
+            explicit = n
         default:
             reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "“from” must be \"committed\", \"earliest\" or a cursor",
                 detail: "Omit it to resume from the consumer's acknowledged cursor (new consumers start at the tail).")))
@@ -74,9 +83,14 @@ extension HeraldService {
     }
 
     func ack(_ request: ClientSession.Request, reply: Reply) {
-        guard let name = request.body["consumer"]?.stringValue, let cursor = request.body["cursor"]?.intValue, cursor >= 0 else {
+        guard let name = request.body["consumer"]?.stringValue, let cursor = request.body["cursor"]?.intValue else {
             reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "ack needs consumer and cursor",
-                detail: "Send {\"op\":\"ack\",\"consumer\":\"<name>\",\"cursor\":<last cursor processed>}.")))
+                detail: "Send {\"op\":\"ack\",\"consumer\":\"<name>\",\"cursor\":<last cursor processed>}: a string and an integer.")))
+            return
+        }
+        guard cursor >= 0 else {
+            reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "Cursor \(cursor) is negative",
+                detail: "Cursors start at 1; ack the cursor of the last delivery line processed (0 acknowledges none).")))
             return
         }
         if let offset = name.firstNonNFCOffset {
