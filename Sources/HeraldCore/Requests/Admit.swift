@@ -216,6 +216,7 @@ extension Engine {
                     let s = try localTime("schedule[\(i)].start", try wf.requiredString("start", "the local start time"))
                     let e = try localTime("schedule[\(i)].end", try wf.requiredString("end", "the local end time"))
                     windows.append(FocusWindow(days: days, start: s, end: e))
+                    warnings += wf.nestedUnknown(["days", "start", "end"], path: "schedule[\(i)]", of: "a Focus schedule window")
                     out.append(.object(["days": .array(days.map { .int(Int64($0)) }), "start": .string(s.text), "end": .string(e.text)]))
                 }
                 do throws(CalendarError) { _ = try FocusCalendar(windows: windows, timeZone: zone) } catch { throw calendarError(error) }

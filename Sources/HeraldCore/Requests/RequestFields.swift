@@ -116,6 +116,15 @@ struct RequestFields {
         members.keys.filter { !known.contains($0) && !RequestFields.envelope.contains($0) }.sorted()
     }
 
+    /// Warnings for the members of a nested object (`path`: "actions[1]", "communication") that
+    /// its type does not define: they are not stored, and a typo such as `destuctive` would
+    /// otherwise change nothing without a word (docs/engine.md, unknown fields).
+    func nestedUnknown(_ known: Set<String>, path: String, of what: String) -> [RequestWarning] {
+        members.keys.filter { !known.contains($0) }.sorted().map { u in
+            RequestWarning(code: "unknown_field", message: "Field “\(path).\(clipped(u))” is not part of \(what) and was ignored (not stored).")
+        }
+    }
+
     /// Envelope members of every request, never part of an event body.
     static let envelope: Set<String> = ["op", "rid", "token"]
 }

@@ -98,12 +98,14 @@ extension Engine {
                 }
                 n.actions.append(NotificationAction(id: aid ?? "", title: title,
                                                     destructive: try af.bool("destructive") ?? false, icon: try af.string("icon")))
+                warnings += af.nestedUnknown(["id", "title", "destructive", "icon"], path: "actions[\(i)]", of: "an action")
             }
         }
         if let c = try f.object("communication") {
             let cf = RequestFields(op: f.op, members: c)
             guard let sender = try cf.string("sender"), !sender.isEmpty else { throw f.missing("communication.sender", "who sent it") }
             n.communication = CommunicationInfo(sender: sender, group: try cf.string("group"))
+            warnings += cf.nestedUnknown(["sender", "group"], path: "communication", of: "communication")
         }
         n.marketing = try f.bool("marketing") ?? false
         n.deliverAt = try f.instant("deliverAt")

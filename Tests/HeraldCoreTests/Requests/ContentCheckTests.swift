@@ -250,6 +250,23 @@ import Testing
         #expect(a.events[0].body["interuptionLevel"] == nil)
     }
 
+    /// A typo inside an action, the communication object or a Focus schedule window is warned
+    /// about as a top-level one is (it would otherwise silently change nothing: a misspelt
+    /// `destructive` made the action non-destructive).
+    @Test func check_warning_unknownNestedFieldNamedByItsPath() {
+        guard case .accepted(let a) = admit(submit(#""actions":[{"id":"del","title":"Delete","destuctive":true}],"communication":{"sender":"a","grup":"g"}"#))
+        else { Issue.record("rejected"); return }
+        #expect(a.warnings.filter { $0.code == "unknown_field" }.map(\.message) == [
+            "Field “actions[0].destuctive” is not part of an action and was ignored (not stored).",
+            "Field “communication.grup” is not part of communication and was ignored (not stored).",
+        ])
+        #expect(a.events[0].body["actions"]?.arrayValue?.first?["destuctive"] == nil)
+        let focus = #"{"user":"u","focus":"Sleep","schedule":[{"days":[1],"start":"22:00","end":"07:00","zone":"UTC"}],"timeZone":"UTC"}"#
+        #expect(warnings(focus, op: "focusDefine") == ["unknown_field"])
+        guard case .accepted(let f) = admit(focus, op: "focusDefine") else { Issue.record("rejected"); return }
+        #expect(f.warnings[0].message.contains("schedule[0].zone"))
+    }
+
     @Test func check_warning_communicationWithoutEntitlement() {
         #expect(warnings(submit(#""communication":{"sender":"alice"}"#)) == ["communication_not_entitled"])
     }
