@@ -72,4 +72,24 @@ extension UserState {
         if let w = nextDeadline() { o["nextWake"] = .string(w.rfc3339) }
         return .object(o)
     }
+
+    /// `json` as of `now` (the instant a fold reached), with what is in force then: the Focus
+    /// active (manual or scheduled) and its next change, and the mutes not yet over — the Focus
+    /// and mute ends among SPEC §10's scheduled decisions, which `json` alone leaves to be
+    /// worked out from the definitions. Without `now`, `json`.
+    public func json(at now: Instant?) -> JSONValue {
+        guard let now, case .object(var o) = json else { return json }
+        o["at"] = .string(now.rfc3339)
+        if let f = focusInForce(at: now) {
+            o["activeFocus"] = .object([
+                "focus": .string(f.name), "manual": .bool(focus.manual == f.name),
+                "nextChange": focus.nextChange(after: now).map { .string($0.rfc3339) } ?? .null,
+            ])
+        }
+        o["mutes"] = .array(apps.entries.compactMap { e in
+            guard let until = e.state.mutedUntil, until > now else { return nil }
+            return .object(["app": .string(e.name), "until": .string(until.rfc3339)])
+        })
+        return .object(o)
+    }
 }

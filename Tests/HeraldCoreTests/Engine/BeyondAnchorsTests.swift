@@ -209,4 +209,26 @@ import Testing
         #expect(j["nextWake"] == .string("2026-01-05T13:00:00Z"))
         #expect(j.canonicalBytes == h.state().json.canonicalBytes)
     }
+
+    /// SPEC §10 "Pending, visible" (Focus and mute ends): as of an instant, the state says which
+    /// Focus is in force and when that changes, and which mutes are not over yet.
+    @Test func pendingVisible_stateAtAnInstantShowsTheActiveFocusAndTheMutesNotOver() {
+        var h = EngineHarness()
+        h.authorize()
+        h.authorize("u", "com.example.chat")
+        h.send("focusDefine", #"{"user":"u","focus":"Work","schedule":[{"days":[1,2,3,4,5],"start":"09:00","end":"17:00"}],"timeZone":"UTC"}"#)
+        h.send("focusDefine", #"{"user":"u","focus":"Gym"}"#)
+        h.send("mute", #"{"user":"u","app":"com.example.mail","until":"2026-01-05T13:00:00Z"}"#)
+        let noon = h.state().json(at: at("2026-01-05T12:00:00Z"))  // a Monday
+        #expect(noon["activeFocus"] == ["focus": "Work", "manual": false, "nextChange": "2026-01-05T17:00:00Z"])
+        #expect(noon["mutes"] == [["app": "com.example.mail", "until": "2026-01-05T13:00:00Z"]])
+        #expect(noon["at"] == "2026-01-05T12:00:00Z")
+        let evening = h.state().json(at: at("2026-01-05T18:00:00Z"))
+        #expect(evening["activeFocus"] == nil && evening["mutes"] == [])
+        h.send("focusOn", #"{"user":"u","focus":"Gym","until":"2026-01-05T13:30:00Z"}"#)
+        let manual = h.state().json(at: at("2026-01-05T12:30:00Z"))
+        #expect(manual["activeFocus"] == ["focus": "Gym", "manual": true, "nextChange": "2026-01-05T13:30:00Z"])
+        #expect(h.state().json(at: nil) == h.state().json)
+    }
 }
+
