@@ -36,12 +36,14 @@ extension ExitCode {
     static let error = ExitCode(2)
 }
 
-/// Runs `body`, turning store errors into a readable message on stderr and exit code 2.
-func reportingErrors(_ body: () throws -> Void) throws {
+/// Runs `body`, turning store errors into a readable message on stderr and exit code 2. A one-shot
+/// command gives up at once and says what to do; only `serve` (`service: true`) keeps the service's
+/// wording, which says that Herald retries by itself.
+func reportingErrors(service: Bool = false, _ body: () throws -> Void) throws {
     do {
         try body()
     } catch let error as StoreError {
-        Log.info("error: \(error)")
+        Log.info("error: \(service ? error.description : error.oneShotDescription)")
         throw ExitCode.error
     }
 }
