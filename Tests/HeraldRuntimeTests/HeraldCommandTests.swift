@@ -36,6 +36,41 @@ import Testing
                        stderr: try String(contentsOfFile: err, encoding: .utf8))
     }
 
+    /// A log with one authorized user, alice, and one notification, com.example.mail m1.
+    static func aliceLog() throws -> String {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let c = try server.client()
+        _ = try c.call(["op": "authorization", "user": "alice", "app": "com.example.mail", "status": "authorized", "options": ["alert"]])
+        _ = try c.call(["op": "submit", "id": "m1", "app": "com.example.mail", "user": "alice", "title": "T", "body": "B",
+                        "hiddenPreviewsBodyPlaceholder": "x"])
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T09:00:00Z"])
+        return server.url
+    }
+
+    @Test func usageErrorsExitTwoLikeEveryOtherErrorAndNeverOne() throws {
+        let url = try Self.aliceLog()
+        let cases: [[String]] = [
+            ["state", "alice", "--at", "yesterday"],
+            ["state", "alice", "--at=-3"],
+            ["replay", "--rules-version", "9"],
+            ["replay", "--until", "-3"],
+            ["replay", "--until=-3"],
+            ["replay", "--until", "tomorrow"],
+            ["replay", "--what-if", "notjson"],
+            ["replay", "--what-if", #"{"op":"settings","user":"alice","app":"com.example.mail","delivery":"bogus"}"#],
+            ["replay", "--what-if", #"{"op":"registerApp","app":"com.example.x","entitlements":[]}"#],
+            ["replay", "--no-such-option"],
+            ["explain", "com.example.mail"],
+        ]
+        for arguments in cases {
+            let r = try Self.herald(arguments + ["--database-url", url])
+            #expect(r.status == 2, "\(arguments): \(r)")
+            #expect(!r.stderr.isEmpty, "\(arguments) says why: \(r)")
+        }
+        #expect(try Self.herald(["replay", "--help"]).status == 0)
+    }
+
     @Test func oneShotCommandsSayWhatToDoAboutADatabaseTheyCannotUse() throws {
         // Unreachable: a port nothing listens on. A one-shot command gives up at once.
         let closed = "host=127.0.0.1 port=\(LocalClusterPort.free()) user=postgres dbname=herald connect_timeout=5"

@@ -30,7 +30,9 @@ enum Log {
     }
 }
 
-/// Exit codes: 0 success, 1 a check found a difference, 2 an error (bad input, unreachable database).
+/// Exit codes: 0 success, 1 a check found a difference, 2 an error (bad input or usage, unreachable
+/// database). `Herald.main` turns ArgumentParser's own codes (64 for a usage error,
+/// 1 for any other thrown error) into 2, so 1 always means differences.
 extension ExitCode {
     static let differences = ExitCode(1)
     static let error = ExitCode(2)

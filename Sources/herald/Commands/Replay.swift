@@ -21,11 +21,7 @@ struct Replay: ParsableCommand {
 
     func run() throws {
         var replayer = Replayer()
-        if let until {
-            if let seq = Int64(until) { replayer.limit = .seq(seq) }
-            else if let t = Instant(rfc3339: until) { replayer.limit = .time(t) }
-            else { Log.info("error: --until takes a seq or an RFC 3339 time"); throw ExitCode.error }
-        }
+        replayer.limit = try Replayer.Limit.parse(until)
         replayer.users = users.map { Set($0.split(separator: ",").map(String.init)) }
         for text in whatIf { replayer.injections.append(try Self.injection(text)) }
         if let rulesVersion {
