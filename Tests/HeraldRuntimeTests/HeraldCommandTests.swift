@@ -48,6 +48,20 @@ import Testing
         return server.url
     }
 
+    @Test func aWhatIfAtThatIsNotRFC3339IsAnErrorNamingTheValueAndTheForm() throws {
+        let url = try Self.aliceLog()
+        let bad = try Self.herald(["replay", "--database-url", url, "--what-if",
+                                   #"{"op":"settings","user":"alice","app":"com.example.mail","delivery":"summary","at":"2026-03-02 08:00"}"#])
+        #expect(bad.status == 2, "\(bad)")
+        #expect(bad.stderr.contains("2026-03-02 08:00") && bad.stderr.contains("RFC 3339") && bad.stderr.contains("2026-03-02T08:00:00Z"), "\(bad)")
+        #expect(!bad.stdout.contains("what-if:"), "nothing was replayed: \(bad)")
+        // Without "at" the request applies before the first event (documented in --help and README).
+        let always = try Self.herald(["replay", "--database-url", url, "--what-if",
+                                      #"{"op":"settings","user":"alice","app":"com.example.mail","delivery":"summary"}"#])
+        #expect(always.status == 0, "\(always)")
+        #expect(always.stdout.contains("com.example.mail m1") && always.stdout.contains("what-if: "), "\(always)")
+    }
+
     @Test func usageErrorsExitTwoLikeEveryOtherErrorAndNeverOne() throws {
         let url = try Self.aliceLog()
         let cases: [[String]] = [
