@@ -62,6 +62,34 @@ import Testing
         #expect(always.stdout.contains("com.example.mail m1") && always.stdout.contains("what-if: "), "\(always)")
     }
 
+    @Test func explainListsOnlyTheDeliveriesThatCarriedThisAppsNotification() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        let c = try server.client()
+        for app in ["com.example.mail", "com.example.news"] {
+            _ = try c.call(["op": "authorization", "user": "alice", "app": .string(app), "status": "authorized", "options": ["alert"]])
+        }
+        _ = try c.call(["op": "settings", "user": "alice", "app": "com.example.news", "delivery": "summary"])
+        for app in ["com.example.mail", "com.example.news"] {
+            _ = try c.call(["op": "submit", "id": "m6", "app": .string(app), "user": "alice", "title": "T", "body": "B",
+                            "hiddenPreviewsBodyPlaceholder": "x"])
+        }
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T09:00:00Z"])
+        server.stop()
+        let summaries = try PGConnection.connect(server.url).execute("SELECT count(*) FROM deliveries WHERE kind = 'summary'")
+        #expect(summaries.int64(0, 0) == 1, "the 08:00 summary carried news' m6")
+
+        func kinds(_ app: String) throws -> [String] {
+            let r = try Self.herald(["explain", "--database-url", server.url, app, "m6", "--json"])
+            #expect(r.status == 0, "\(r)")
+            let doc = try JSONValue.parse(r.stdout)
+            let deliveries = doc["recipients"]?.arrayValue?.first?["deliveries"]?.arrayValue ?? []
+            return deliveries.compactMap { $0["kind"]?.stringValue }
+        }
+        #expect(try kinds("com.example.mail") == ["alert"], "not news' summary, which carried another app's m6")
+        let news = try kinds("com.example.news")
+        #expect(news.last == "summary" && !news.contains("alert"), "\(news)")
+    }
+
     @Test func usageErrorsExitTwoLikeEveryOtherErrorAndNeverOne() throws {
         let url = try Self.aliceLog()
         let cases: [[String]] = [

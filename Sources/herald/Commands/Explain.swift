@@ -31,7 +31,7 @@ struct Explain: ParsableCommand {
                 let before = try UserHistory.fold(conn, user: user, limit: .seq(seq - 1)).state
                 let d = try conn.execute("""
                     SELECT cursor, kind, reason, body, trace FROM deliveries
-                    WHERE user_id = $1 AND (notification_id = $2 AND app = $3 OR body::jsonb -> 'items' @> jsonb_build_array(jsonb_build_object('notification', $2::text)))
+                    WHERE user_id = $1 AND (notification_id = $2 AND app = $3 OR body::jsonb -> 'items' @> jsonb_build_array(jsonb_build_object('app', $3::text, 'notification', $2::text)))
                     ORDER BY cursor
                     """, [user, id, app])
                 var deliveries: [JSONValue] = []
