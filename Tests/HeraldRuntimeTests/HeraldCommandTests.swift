@@ -90,6 +90,35 @@ import Testing
         #expect(news.last == "summary" && !news.contains("alert"), "\(news)")
     }
 
+    @Test func unknownUsersAndNotificationsAreErrorsSayingTheyHaveNoEvents() throws {
+        let url = try Self.aliceLog()
+        let cases: [([String], String)] = [
+            (["state", "nobody"], "user “nobody” has no events in the log"),
+            (["pending", "--user", "nobody"], "user “nobody” has no events in the log"),
+            (["replay", "--users", "nobody"], "user “nobody” has no events in the log"),
+            (["replay", "--users", "alice,nobody,zed"], "users “nobody”, “zed” have no events in the log"),
+            (["replay", "--what-if", #"{"op":"settings","user":"nobody","app":"com.example.mail","delivery":"summary"}"#],
+             "user “nobody” has no events in the log"),
+            (["explain", "com.nope", "m1"], "notification “m1” of app “com.nope” has no events in the log"),
+            (["explain", "com.example.mail", "m2"], "notification “m2” of app “com.example.mail” has no events in the log"),
+        ]
+        for (arguments, message) in cases {
+            let r = try Self.herald(arguments + ["--database-url", url])
+            #expect(r.status == 2, "\(arguments): \(r)")
+            #expect(r.stderr.contains(message), "\(arguments): \(r)")
+            #expect(r.stdout.isEmpty, "\(arguments): \(r)")
+        }
+        // Known names: unchanged.
+        let state = try Self.herald(["state", "alice", "--json", "--database-url", url])
+        #expect(state.status == 0 && (try? JSONValue.parse(state.stdout))?["user"] == "alice", "\(state)")
+        let pending = try Self.herald(["pending", "--user", "alice", "--database-url", url])
+        #expect(pending.status == 0 && pending.stderr.isEmpty, "\(pending)")
+        let explain = try Self.herald(["explain", "com.example.mail", "m1", "--database-url", url])
+        #expect(explain.status == 0 && explain.stdout.contains("com.example.mail m1 → alice"), "\(explain)")
+        let replay = try Self.herald(["replay", "--users", "alice", "--database-url", url])
+        #expect(replay.status == 0 && replay.stdout.contains("0 differences"), "\(replay)")
+    }
+
     @Test func usageErrorsExitTwoLikeEveryOtherErrorAndNeverOne() throws {
         let url = try Self.aliceLog()
         let cases: [[String]] = [

@@ -22,7 +22,8 @@ struct Replay: ParsableCommand {
     func run() throws {
         var replayer = Replayer()
         replayer.limit = try Replayer.Limit.parse(until)
-        replayer.users = users.map { Set($0.split(separator: ",").map(String.init)) }
+        let userList = users.map { $0.split(separator: ",").map(String.init) }
+        replayer.users = userList.map(Set.init)
         for text in whatIf { replayer.injections.append(try Self.injection(text)) }
         if let rulesVersion {
             guard Engine.knownRulesVersions.contains(rulesVersion) else {
@@ -40,7 +41,15 @@ struct Replay: ParsableCommand {
         try reportingErrors {
             let location = try database.resolve()
             defer { location.close() }
-            let report = try replayer.run(PGConnection.connect(location.url)) { Date().timeIntervalSince1970 }
+            let conn = try PGConnection.connect(location.url)
+            // A name with no history would replay as a clean, empty run (or a what-if changing nothing).
+            let named = (userList ?? []) + replayer.injections.compactMap(\.draft.user)
+            let unknown = try LogNames.usersWithoutEvents(conn, Array(Set(named)).sorted())
+            if !unknown.isEmpty {
+                throw noEvents((unknown.count == 1 ? "user " : "users ") + unknown.map { "“\($0)”" }.joined(separator: ", "),
+                               plural: unknown.count > 1)
+            }
+            let report = try replayer.run(conn) { Date().timeIntervalSince1970 }
             if tty { FileHandle.standardError.write(Data("\n".utf8)) }
             if !whatIf.isEmpty || rulesVersion != nil {
                 for c in report.changes {
