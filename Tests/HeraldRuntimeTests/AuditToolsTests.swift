@@ -99,6 +99,71 @@ import Testing
         }
         #expect(try EventReader.head(PGConnection.connect(served.url)) == 0)
     }
+
+    /// Every row an import may write, counted: a refused import must leave all of them as they were.
+    static func importedRows(_ url: String) throws -> [Int64] {
+        let conn = try PGConnection.connect(url)
+        return try ["SELECT count(*) FROM events", "SELECT count(*) FROM deliveries", "SELECT count(*) FROM rules_versions",
+                    "SELECT seq FROM event_head", "SELECT cursor FROM delivery_head"].map { try conn.execute($0).int64(0, 0) ?? -1 }
+    }
+
+    @Test func importRefusesAnExportWithAMissingEventOrDeliveryNamingItAndImportsNothing() throws {
+        let url = try ReplayTests.recordHistory()
+        var lines: [String] = []
+        _ = try LogTransfer.export(PGConnection.connect(url)) { lines.append($0) }
+        func line(_ kind: String, _ field: String, _ n: Int64) throws -> Int {
+            try #require(lines.firstIndex { (try? JSONValue.parse($0))?[kind]?[field]?.intValue == n })
+        }
+        var cases: [([String], [String])] = []
+        var withoutEvent = lines
+        withoutEvent.remove(at: try line("event", "seq", 5))
+        cases.append((withoutEvent, ["event seq 5:", "holds event seq 6 where 5 was due"]))
+        var withoutFirst = lines
+        withoutFirst.remove(at: try line("event", "seq", 1))
+        cases.append((withoutFirst, ["event seq 1:"]))
+        var withoutTwo = lines
+        withoutTwo.removeSubrange(try line("event", "seq", 7)...(try line("event", "seq", 8)))
+        cases.append((withoutTwo, ["event seq 7–8:"]))
+        var withoutDelivery = lines
+        withoutDelivery.remove(at: try line("delivery", "cursor", 3))
+        cases.append((withoutDelivery, ["delivery cursor 3:"]))
+        // Cut after the events a delivery names: nothing is missing in between, but its cause is.
+        let lastEvent = try #require(lines.lastIndex { $0.hasPrefix(#"{"event""#) })
+        var withoutLastEvents = lines
+        withoutLastEvents.removeSubrange((lastEvent - 3)...lastEvent)
+        cases.append((withoutLastEvents, ["the export's events end at seq"]))
+
+        for (input, phrases) in cases {
+            let copy = try TestPostgres.freshDatabase()
+            let before = try Self.importedRows(copy)
+            do {
+                _ = try LogTransfer.import(PGConnection.connect(copy), lines: input)
+                Issue.record("imported an export with a gap: \(phrases)")
+            } catch {
+                for phrase in phrases { #expect("\(error)".contains(phrase), "\(error)") }
+                #expect("\(error)".contains("Nothing was imported"), "\(error)")
+            }
+            #expect(try Self.importedRows(copy) == before, "nothing imported: \(phrases)")
+        }
+    }
+
+    @Test func aTruncatedImportSaysNothingWasImported() throws {
+        let url = try ReplayTests.recordHistory()
+        var lines: [String] = []
+        _ = try LogTransfer.export(PGConnection.connect(url)) { lines.append($0) }
+        let cut = lines.count / 2
+        lines[cut] = String(lines[cut].prefix(lines[cut].count / 2))
+        let copy = try TestPostgres.freshDatabase()
+        let before = try Self.importedRows(copy)
+        do {
+            _ = try LogTransfer.import(PGConnection.connect(copy), lines: lines)
+            Issue.record("imported a truncated line")
+        } catch {
+            #expect("\(error)".contains("Line \(cut + 1) is not an exported row"), "\(error)")
+            #expect("\(error)".contains("Nothing was imported") && !"\(error)".contains("nothing after it"), "\(error)")
+        }
+        #expect(try Self.importedRows(copy) == before)
+    }
 }
 
 @Suite struct OperatorViewTests {

@@ -49,11 +49,24 @@ public enum LogTransfer {
 
     public enum ImportError: Error, CustomStringConvertible {
         case notEmpty, badLine(Int, String), store(StoreError)
+        /// Positions must be gap-free (SPEC §7): line `line` holds `found` where `expected` was due.
+        case gap(line: Int, what: String, expected: Int64, found: Int64)
+        /// A delivery names a cause past the export's last event.
+        case missingCause(line: Int, cursor: Int64, causeSeq: Int64, lastSeq: Int64)
         public var description: String {
+            // The import is one transaction: any refusal leaves the target as it was.
+            let nothing = "Nothing was imported; the target database is as it was."
             switch self {
             case .notEmpty: return "The target database already holds events; import only into a fresh, migrated database."
-            case .badLine(let n, let why): return "Line \(n) is not an exported row (\(why)); nothing after it was imported."
-            case .store(let e): return e.description
+            case .badLine(let n, let why):
+                return n > 0 ? "Line \(n) is not an exported row (\(why)). \(nothing)" : "The import failed (\(why)). \(nothing)"
+            case .gap(let n, let what, let expected, let found):
+                return "The export lacks \(what) \(expected)\(found > expected + 1 ? "–\(found - 1)" : ""): line \(n) holds \(what) \(found) "
+                    + "where \(expected) was due, and \(what)s are gap-free. The export was cut or edited: export the log again. \(nothing)"
+            case .missingCause(let n, let cursor, let cause, let last):
+                return "Line \(n): delivery \(cursor) was caused by event seq \(cause), but the export's events end at seq \(last). "
+                    + "The export lacks its last events: export the log again. \(nothing)"
+            case .store(let e): return "\(e.oneShotDescription) \(nothing)"
             }
         }
     }
@@ -71,6 +84,8 @@ public enum LogTransfer {
             // A start-up on the empty target recorded its own version: the imported log's replace it.
             try connection.execute("DELETE FROM rules_versions")
             var events = 0, deliveries = 0, number = 0
+            // Export writes events in seq order from 1, then deliveries in cursor order from 1.
+            var lastSeq: Int64 = 0, lastCursor: Int64 = 0
             for line in lines {
                 number += 1
                 if line.isEmpty { continue }
@@ -78,6 +93,11 @@ public enum LogTransfer {
                 if let e = v["event"] {
                     guard let seq = e["seq"]?.intValue, let type = e["type"]?.stringValue, let body = e["body"]?.stringValue,
                           let at = e["engineTime"]?.stringValue else { throw ImportError.badLine(number, "an event needs seq, type, body, engineTime") }
+                    guard seq == lastSeq + 1 else {
+                        if seq > lastSeq + 1 { throw ImportError.gap(line: number, what: "event seq", expected: lastSeq + 1, found: seq) }
+                        throw ImportError.badLine(number, "event seq \(seq) comes after seq \(lastSeq); an export lists events in seq order, each once")
+                    }
+                    lastSeq = seq
                     try connection.execute("""
                         INSERT INTO events (seq, user_id, type, app, notification_id, body, engine_time)
                         VALUES ($1, $2, $3, $4, $5, $6::json, $7)
@@ -88,6 +108,12 @@ public enum LogTransfer {
                           let cause = d["causeSeq"]?.intValue, let kind = d["kind"]?.stringValue, let reason = d["reason"]?.stringValue,
                           let at = d["at"]?.stringValue, let rules = d["rulesVersion"]?.stringValue, let trace = d["trace"]?.stringValue,
                           let body = d["body"]?.stringValue else { throw ImportError.badLine(number, "a delivery misses a field") }
+                    guard cursor == lastCursor + 1 else {
+                        if cursor > lastCursor + 1 { throw ImportError.gap(line: number, what: "delivery cursor", expected: lastCursor + 1, found: cursor) }
+                        throw ImportError.badLine(number, "delivery cursor \(cursor) comes after cursor \(lastCursor); an export lists deliveries in cursor order, each once")
+                    }
+                    guard cause <= lastSeq else { throw ImportError.missingCause(line: number, cursor: cursor, causeSeq: cause, lastSeq: lastSeq) }
+                    lastCursor = cursor
                     try connection.execute("""
                         INSERT INTO deliveries (cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason, at,
                                                 rules_version, trace, body)

@@ -67,6 +67,46 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
+extension StoreError {
+    /// The same error told to someone who ran a one-shot command (`replay`, `state`, `import`, …):
+    /// such a command gives up at once, so it must not promise that Herald retries (that is the
+    /// service's wording, `description`). It also tells a database that does not exist, and one
+    /// without Herald's tables, apart from a server that cannot be reached.
+    public var oneShotDescription: String {
+        switch self {
+        case .unavailable(let m):
+            // libpq has no SQLSTATE for a refused connection; the server's FATAL text (3D000) is all there is.
+            if let name = Self.missingDatabaseName(in: m) {
+                return "The database “\(name)” does not exist on that PostgreSQL server (\(m)). "
+                    + "Check the database name in the URL, or create it (createdb \(name)) and run herald migrate."
+            }
+            return "PostgreSQL is unreachable (\(m)). Check that the server is running and the database URL is right, then run the command again."
+        case .serverUnavailable(let s, let m):
+            return "PostgreSQL cannot serve right now (SQLSTATE \(s): \(m)). Run the command again once it can; its log says why."
+        case .rejected("42P01", let m, _, _):
+            return "This database has no Herald schema (\(m)): a table Herald keeps is missing. "
+                + "Run herald migrate against it if it is meant to hold Herald's log, or check the database name in the URL."
+        default:
+            return description
+        }
+    }
+
+    /// The name in libpq's `database "NAME" does not exist` (the server's 3D000 at connection time).
+    static func missingDatabaseName(in message: String) -> String? {
+        let prefix = Array("database \"".utf8), suffix = Array("\" does not exist".utf8)
+        let bytes = Array(message.utf8)
+        guard bytes.count >= prefix.count + suffix.count else { return nil }
+        for end in stride(from: bytes.count - suffix.count, through: prefix.count, by: -1)
+        where bytes[end..<end + suffix.count].elementsEqual(suffix) {
+            for start in stride(from: end - prefix.count, through: 0, by: -1)
+            where bytes[start..<start + prefix.count].elementsEqual(prefix) {
+                return String(decoding: bytes[(start + prefix.count)..<end], as: UTF8.self)
+            }
+        }
+        return nil
+    }
+}
+
 extension String {
     var trimmingTrailingNewlines: String {
         var s = Substring(self)

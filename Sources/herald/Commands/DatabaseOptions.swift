@@ -30,18 +30,30 @@ enum Log {
     }
 }
 
-/// Exit codes: 0 success, 1 a check found a difference, 2 an error (bad input, unreachable database).
+/// Exit codes: 0 success, 1 a check found a difference, 2 an error (bad input or usage, unreachable
+/// database, unknown user). `Herald.main` turns ArgumentParser's own codes (64 for a usage error,
+/// 1 for any other thrown error) into 2, so 1 always means differences.
 extension ExitCode {
     static let differences = ExitCode(1)
     static let error = ExitCode(2)
 }
 
-/// Runs `body`, turning store errors into a readable message on stderr and exit code 2.
-func reportingErrors(_ body: () throws -> Void) throws {
+/// Runs `body`, turning store errors into a readable message on stderr and exit code 2. A one-shot
+/// command gives up at once and says what to do; only `serve` (`service: true`) keeps the service's
+/// wording, which says that Herald retries by itself.
+func reportingErrors(service: Bool = false, _ body: () throws -> Void) throws {
     do {
         try body()
     } catch let error as StoreError {
-        Log.info("error: \(error)")
+        Log.info("error: \(service ? error.description : error.oneShotDescription)")
         throw ExitCode.error
     }
+}
+
+/// Says on stderr that `what` has no events in the log, and fails with exit code 2: a name with no
+/// history is a mistake to report (a typo would otherwise print an empty state or a clean replay).
+func noEvents(_ what: String, plural: Bool = false,
+              hint: String = "check the name (SELECT DISTINCT user_id FROM events lists every user)") -> ExitCode {
+    Log.info("error: \(what) \(plural ? "have" : "has") no events in the log; \(hint)")
+    return ExitCode.error
 }

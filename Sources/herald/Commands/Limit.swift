@@ -7,7 +7,10 @@ extension Replayer.Limit {
     /// nil text means the whole log.
     static func parse(_ text: String?) throws -> Replayer.Limit {
         guard let text else { return .everything }
-        if let seq = Int64(text) { return .seq(seq) }
+        if let seq = Int64(text) {
+            guard seq >= 0 else { throw ValidationError("“\(text)” is not a seq: seqs start at 1 (0 is before the first event)") }
+            return .seq(seq)
+        }
         if let t = Instant(rfc3339: text) { return .time(t) }
         throw ValidationError("“\(text)” is neither a seq number nor an RFC 3339 time such as 2026-03-28T08:00:00Z")
     }

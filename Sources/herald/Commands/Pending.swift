@@ -17,6 +17,7 @@ struct Pending: ParsableCommand {
             let location = try database.resolve()
             defer { location.close() }
             let conn = try PGConnection.connect(location.url)
+            if let user, try !LogNames.usersWithoutEvents(conn, [user]).isEmpty { throw noEvents("user “\(user)”") }
             let users = try user.map { [$0] } ?? UserHistory.users(conn)
             for u in users {
                 let state = try UserHistory.fold(conn, user: u, limit: .everything).state.json

@@ -13,7 +13,7 @@ struct Replay: ParsableCommand {
     @Option(help: "Only these users (comma-separated).") var users: String?
     @Flag(help: "Print JSON instead of text.") var json = false
     @Option(name: .customLong("what-if"), help: ArgumentHelp(
-        "Replay as if this request had been made at its \"at\" (default: before the first event); lists decisions that would change. Repeatable.",
+        "Replay as if this request had been made at its \"at\" (RFC 3339; without \"at\": before the first event, as if always in force); lists decisions that would change. Repeatable.",
         valueName: "JSON request")) var whatIf: [String] = []
     @Option(name: .customLong("rules-version"), help: ArgumentHelp(
         "Decide every event and timer by this rules version instead of those the log records; lists decisions that would change.",
@@ -21,12 +21,9 @@ struct Replay: ParsableCommand {
 
     func run() throws {
         var replayer = Replayer()
-        if let until {
-            if let seq = Int64(until) { replayer.limit = .seq(seq) }
-            else if let t = Instant(rfc3339: until) { replayer.limit = .time(t) }
-            else { Log.info("error: --until takes a seq or an RFC 3339 time"); throw ExitCode.error }
-        }
-        replayer.users = users.map { Set($0.split(separator: ",").map(String.init)) }
+        replayer.limit = try Replayer.Limit.parse(until)
+        let userList = users.map { $0.split(separator: ",").map(String.init) }
+        replayer.users = userList.map(Set.init)
         for text in whatIf { replayer.injections.append(try Self.injection(text)) }
         if let rulesVersion {
             guard Engine.knownRulesVersions.contains(rulesVersion) else {
@@ -44,7 +41,15 @@ struct Replay: ParsableCommand {
         try reportingErrors {
             let location = try database.resolve()
             defer { location.close() }
-            let report = try replayer.run(PGConnection.connect(location.url)) { Date().timeIntervalSince1970 }
+            let conn = try PGConnection.connect(location.url)
+            // A name with no history would replay as a clean, empty run (or a what-if changing nothing).
+            let named = (userList ?? []) + replayer.injections.compactMap(\.draft.user)
+            let unknown = try LogNames.usersWithoutEvents(conn, Array(Set(named)).sorted())
+            if !unknown.isEmpty {
+                throw noEvents((unknown.count == 1 ? "user " : "users ") + unknown.map { "“\($0)”" }.joined(separator: ", "),
+                               plural: unknown.count > 1)
+            }
+            let report = try replayer.run(conn) { Date().timeIntervalSince1970 }
             if tty { FileHandle.standardError.write(Data("\n".utf8)) }
             if !whatIf.isEmpty || rulesVersion != nil {
                 for c in report.changes {
@@ -80,12 +85,30 @@ struct Replay: ParsableCommand {
         if differences > 0 { throw ExitCode.differences }
     }
 
-    /// Parses a what-if request: a state-changing op as on the wire, plus "at" (RFC 3339).
+    static let whatIfExample = #"{"op":"settings","user":"alice","app":"com.example.mail","delivery":"summary","at":"2026-03-27T00:00:00Z"}"#
+
+    /// Parses a what-if request: a state-changing op as on the wire, plus "at" (RFC 3339). Without
+    /// "at" the request is folded before the first event, as if it had always been in force; an "at"
+    /// that is not an RFC 3339 time is refused (it used to fall back to the start of the log silently).
     static func injection(_ text: String) throws -> Replayer.Injection {
-        guard case .object(var o) = try JSONValue.parse(text), let op = o.removeValue(forKey: "op")?.stringValue else {
-            throw ValidationError("--what-if takes a JSON request such as {\"op\":\"settings\",\"user\":\"alice\",\"app\":\"com.example.mail\",\"delivery\":\"summary\",\"at\":\"2026-03-27T00:00:00Z\"}")
+        let parsed: JSONValue
+        do { parsed = try JSONValue.parse(text) } catch {
+            throw ValidationError("--what-if “\(text)” is not JSON (\(error)); it takes a request such as \(whatIfExample)")
         }
-        let at = o.removeValue(forKey: "at")?.stringValue.flatMap(Instant.init(rfc3339:)) ?? Instant.earliestRepresentable
+        guard case .object(var o) = parsed, let op = o.removeValue(forKey: "op")?.stringValue else {
+            throw ValidationError("--what-if takes a JSON request with an \"op\", such as \(whatIfExample)")
+        }
+        let at: Instant
+        switch o.removeValue(forKey: "at") {
+        case nil: at = Instant.earliestRepresentable
+        case let value?:
+            guard let text = value.stringValue, let instant = Instant(rfc3339: text) else {
+                throw ValidationError("--what-if \"at\": \(value.canonicalString) is not an RFC 3339 time; write it with a date, a T, "
+                                      + "seconds and a zone, such as 2026-03-02T08:00:00Z or 2026-03-02T08:00:00+01:00 "
+                                      + "(or leave \"at\" out to apply the request before the first event)")
+            }
+            at = instant
+        }
         switch Engine().admit(op: op, request: .object(o), apps: AppRegistry()) {
         case .accepted(let accepted):
             guard let draft = accepted.events.first, draft.user != nil else { throw ValidationError("--what-if needs a per-user request") }

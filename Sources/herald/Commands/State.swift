@@ -17,7 +17,9 @@ struct State: ParsableCommand {
         try reportingErrors {
             let location = try database.resolve()
             defer { location.close() }
-            let folded = try UserHistory.fold(PGConnection.connect(location.url), user: user, limit: limit)
+            let conn = try PGConnection.connect(location.url)
+            guard try LogNames.usersWithoutEvents(conn, [user]).isEmpty else { throw noEvents("user “\(user)”") }
+            let folded = try UserHistory.fold(conn, user: user, limit: limit)
             printJSON(folded.state.json, pretty: !json && isatty(1) == 1)
         }
     }

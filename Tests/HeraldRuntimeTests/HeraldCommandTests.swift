@@ -1,0 +1,168 @@
+// The built `herald` one-shot commands as a script meets them: exit codes (README: 0 success,
+// 1 differences, 2 an error), stderr texts, and what replay --what-if / explain / state accept.
+import Foundation
+import HeraldCore
+import HeraldRuntime
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+@Suite struct HeraldCommandTests {
+    struct Outcome: CustomStringConvertible {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        var description: String { "exit \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
+    }
+
+    /// Runs the built `herald` with `arguments` (output through files: no pipe to fill up).
+    static func herald(_ arguments: [String]) throws -> Outcome {
+        let dir = FileManager.default.temporaryDirectory.path
+        let tag = "herald-cmd-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let out = "\(dir)/\(tag).out", err = "\(dir)/\(tag).err"
+        FileManager.default.createFile(atPath: out, contents: nil)
+        FileManager.default.createFile(atPath: err, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: err) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try ServeProcess.findBinary())
+        p.arguments = arguments
+        p.environment = ProcessInfo.processInfo.environment.filter { $0.key != "HERALD_DATABASE_URL" }
+        p.standardInput = FileHandle.nullDevice
+        p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+        p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
+        try p.run()
+        p.waitUntilExit()
+        return Outcome(status: p.terminationStatus, stdout: try String(contentsOfFile: out, encoding: .utf8),
+                       stderr: try String(contentsOfFile: err, encoding: .utf8))
+    }
+
+    /// A log with one authorized user, alice, and one notification, com.example.mail m1.
+    static func aliceLog() throws -> String {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let c = try server.client()
+        _ = try c.call(["op": "authorization", "user": "alice", "app": "com.example.mail", "status": "authorized", "options": ["alert"]])
+        _ = try c.call(["op": "submit", "id": "m1", "app": "com.example.mail", "user": "alice", "title": "T", "body": "B",
+                        "hiddenPreviewsBodyPlaceholder": "x"])
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T09:00:00Z"])
+        return server.url
+    }
+
+    @Test func aWhatIfAtThatIsNotRFC3339IsAnErrorNamingTheValueAndTheForm() throws {
+        let url = try Self.aliceLog()
+        let bad = try Self.herald(["replay", "--database-url", url, "--what-if",
+                                   #"{"op":"settings","user":"alice","app":"com.example.mail","delivery":"summary","at":"2026-03-02 08:00"}"#])
+        #expect(bad.status == 2, "\(bad)")
+        #expect(bad.stderr.contains("2026-03-02 08:00") && bad.stderr.contains("RFC 3339") && bad.stderr.contains("2026-03-02T08:00:00Z"), "\(bad)")
+        #expect(!bad.stdout.contains("what-if:"), "nothing was replayed: \(bad)")
+        // Without "at" the request applies before the first event (documented in --help and README).
+        let always = try Self.herald(["replay", "--database-url", url, "--what-if",
+                                      #"{"op":"settings","user":"alice","app":"com.example.mail","delivery":"summary"}"#])
+        #expect(always.status == 0, "\(always)")
+        #expect(always.stdout.contains("com.example.mail m1") && always.stdout.contains("what-if: "), "\(always)")
+    }
+
+    @Test func explainListsOnlyTheDeliveriesThatCarriedThisAppsNotification() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        let c = try server.client()
+        for app in ["com.example.mail", "com.example.news"] {
+            _ = try c.call(["op": "authorization", "user": "alice", "app": .string(app), "status": "authorized", "options": ["alert"]])
+        }
+        _ = try c.call(["op": "settings", "user": "alice", "app": "com.example.news", "delivery": "summary"])
+        for app in ["com.example.mail", "com.example.news"] {
+            _ = try c.call(["op": "submit", "id": "m6", "app": .string(app), "user": "alice", "title": "T", "body": "B",
+                            "hiddenPreviewsBodyPlaceholder": "x"])
+        }
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T09:00:00Z"])
+        server.stop()
+        let summaries = try PGConnection.connect(server.url).execute("SELECT count(*) FROM deliveries WHERE kind = 'summary'")
+        #expect(summaries.int64(0, 0) == 1, "the 08:00 summary carried news' m6")
+
+        func kinds(_ app: String) throws -> [String] {
+            let r = try Self.herald(["explain", "--database-url", server.url, app, "m6", "--json"])
+            #expect(r.status == 0, "\(r)")
+            let doc = try JSONValue.parse(r.stdout)
+            let deliveries = doc["recipients"]?.arrayValue?.first?["deliveries"]?.arrayValue ?? []
+            return deliveries.compactMap { $0["kind"]?.stringValue }
+        }
+        #expect(try kinds("com.example.mail") == ["alert"], "not news' summary, which carried another app's m6")
+        let news = try kinds("com.example.news")
+        #expect(news.last == "summary" && !news.contains("alert"), "\(news)")
+    }
+
+    @Test func unknownUsersAndNotificationsAreErrorsSayingTheyHaveNoEvents() throws {
+        let url = try Self.aliceLog()
+        let cases: [([String], String)] = [
+            (["state", "nobody"], "user “nobody” has no events in the log"),
+            (["pending", "--user", "nobody"], "user “nobody” has no events in the log"),
+            (["replay", "--users", "nobody"], "user “nobody” has no events in the log"),
+            (["replay", "--users", "alice,nobody,zed"], "users “nobody”, “zed” have no events in the log"),
+            (["replay", "--what-if", #"{"op":"settings","user":"nobody","app":"com.example.mail","delivery":"summary"}"#],
+             "user “nobody” has no events in the log"),
+            (["explain", "com.nope", "m1"], "notification “m1” of app “com.nope” has no events in the log"),
+            (["explain", "com.example.mail", "m2"], "notification “m2” of app “com.example.mail” has no events in the log"),
+        ]
+        for (arguments, message) in cases {
+            let r = try Self.herald(arguments + ["--database-url", url])
+            #expect(r.status == 2, "\(arguments): \(r)")
+            #expect(r.stderr.contains(message), "\(arguments): \(r)")
+            #expect(r.stdout.isEmpty, "\(arguments): \(r)")
+        }
+        // Known names: unchanged.
+        let state = try Self.herald(["state", "alice", "--json", "--database-url", url])
+        #expect(state.status == 0 && (try? JSONValue.parse(state.stdout))?["user"] == "alice", "\(state)")
+        let pending = try Self.herald(["pending", "--user", "alice", "--database-url", url])
+        #expect(pending.status == 0 && pending.stderr.isEmpty, "\(pending)")
+        let explain = try Self.herald(["explain", "com.example.mail", "m1", "--database-url", url])
+        #expect(explain.status == 0 && explain.stdout.contains("com.example.mail m1 → alice"), "\(explain)")
+        let replay = try Self.herald(["replay", "--users", "alice", "--database-url", url])
+        #expect(replay.status == 0 && replay.stdout.contains("0 differences"), "\(replay)")
+    }
+
+    @Test func usageErrorsExitTwoLikeEveryOtherErrorAndNeverOne() throws {
+        let url = try Self.aliceLog()
+        let cases: [[String]] = [
+            ["state", "alice", "--at", "yesterday"],
+            ["state", "alice", "--at=-3"],
+            ["replay", "--rules-version", "9"],
+            ["replay", "--until", "-3"],
+            ["replay", "--until=-3"],
+            ["replay", "--until", "tomorrow"],
+            ["replay", "--what-if", "notjson"],
+            ["replay", "--what-if", #"{"op":"settings","user":"alice","app":"com.example.mail","delivery":"bogus"}"#],
+            ["replay", "--what-if", #"{"op":"registerApp","app":"com.example.x","entitlements":[]}"#],
+            ["replay", "--no-such-option"],
+            ["explain", "com.example.mail"],
+        ]
+        for arguments in cases {
+            let r = try Self.herald(arguments + ["--database-url", url])
+            #expect(r.status == 2, "\(arguments): \(r)")
+            #expect(!r.stderr.isEmpty, "\(arguments) says why: \(r)")
+        }
+        #expect(try Self.herald(["replay", "--help"]).status == 0)
+    }
+
+    @Test func oneShotCommandsSayWhatToDoAboutADatabaseTheyCannotUse() throws {
+        // Unreachable: a port nothing listens on. A one-shot command gives up at once.
+        let closed = "host=127.0.0.1 port=\(LocalClusterPort.free()) user=postgres dbname=herald connect_timeout=5"
+        let unreachable = try Self.herald(["state", "alice", "--database-url", closed])
+        #expect(unreachable.status == 2, "\(unreachable)")
+        #expect(unreachable.stderr.contains("unreachable") && !unreachable.stderr.contains("retries"), "\(unreachable)")
+        #expect(StoreError.unavailable("x").description.contains("Herald retries by itself"), "serve keeps its wording")
+
+        // The server answers, but the database is not there (3D000): not "unreachable".
+        let missingName = "herald_missing_\(getpid())"
+        let missing = try Self.herald(["replay", "--database-url", TestPostgres.cluster().connectionString(database: missingName)])
+        #expect(missing.status == 2, "\(missing)")
+        #expect(missing.stderr.contains("“\(missingName)” does not exist") && missing.stderr.contains("createdb \(missingName)")
+                && !missing.stderr.contains("unreachable") && !missing.stderr.contains("retries"), "\(missing)")
+
+        // A database without Herald's tables (42P01): run herald migrate, or check the name.
+        let empty = try TestPostgres.freshDatabase(migrated: false)
+        for arguments in [["state", "alice"], ["replay"], ["explain", "com.example.mail", "m1"], ["export"]] {
+            let r = try Self.herald(arguments + ["--database-url", empty])
+            #expect(r.status == 2, "\(arguments): \(r)")
+            #expect(r.stderr.contains("no Herald schema") && r.stderr.contains("herald migrate"), "\(arguments): \(r)")
+        }
+    }
+}
