@@ -48,6 +48,34 @@ import Testing
         return server.url
     }
 
+    /// SPEC §10 "every scheduled decision (deferred, queued for a summary, held, Focus and mute
+    /// ends) is listable per user and overall (`herald pending`)": the Focus in force with its
+    /// next change and the mutes not over are listed, as of the log's latest instant; `state`
+    /// shows them too. A mute that ended is not.
+    @Test func pendingListsTheFocusInForceAndTheMutesNotOver() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        let c = try server.client()
+        let mail = "com.example.mail", chat = "com.example.chat"
+        for app in [mail, chat] {
+            _ = try c.call(["op": "authorization", "user": "bob", "app": .string(app), "status": "authorized", "options": ["alert"]])
+        }
+        _ = try c.call(["op": "focusDefine", "user": "bob", "focus": "Work"])
+        _ = try c.call(["op": "focusOn", "user": "bob", "focus": "Work", "until": "2026-03-27T16:00:00Z"])
+        _ = try c.call(["op": "mute", "user": "bob", "app": .string(mail), "until": "2026-03-27T12:00:00Z"])
+        _ = try c.call(["op": "mute", "user": "bob", "app": .string(chat), "until": "2026-03-27T08:00:00Z"])
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T09:00:00Z"])
+        server.stop()
+        let pending = try Self.herald(["pending", "--database-url", server.url, "--json"])
+        #expect(pending.status == 0, "\(pending)")
+        let line = try JSONValue.parse(pending.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(line["user"] == "bob")
+        #expect(line["activeFocus"] == ["focus": "Work", "manual": true, "nextChange": "2026-03-27T16:00:00Z"], "\(pending)")
+        #expect(line["mutes"] == [["app": .string(mail), "until": "2026-03-27T12:00:00Z"]], "\(pending)")
+        let state = try Self.herald(["state", "bob", "--database-url", server.url, "--json"])
+        let s = try JSONValue.parse(state.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(s["at"] == "2026-03-27T09:00:00Z" && s["activeFocus"]?["focus"] == "Work" && s["mutes"]?.arrayValue?.count == 1, "\(state)")
+    }
+
     @Test func aWhatIfAtThatIsNotRFC3339IsAnErrorNamingTheValueAndTheForm() throws {
         let url = try Self.aliceLog()
         let bad = try Self.herald(["replay", "--database-url", url, "--what-if",

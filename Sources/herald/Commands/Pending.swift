@@ -20,15 +20,23 @@ struct Pending: ParsableCommand {
             if let user, try !LogNames.usersWithoutEvents(conn, [user]).isEmpty { throw noEvents("user “\(user)”") }
             let users = try user.map { [$0] } ?? UserHistory.users(conn)
             for u in users {
-                let state = try UserHistory.fold(conn, user: u, limit: .everything).state.json
+                let folded = try UserHistory.fold(conn, user: u, limit: .everything)
+                let state = folded.state.json(at: folded.at)
                 let pending = state["pending"]?.arrayValue ?? []
                 let snoozes = state["snoozes"]?.arrayValue ?? []
-                if pending.isEmpty && snoozes.isEmpty && state["nextWake"] == nil { continue }
+                // Focus and mute ends are scheduled decisions too (SPEC §10): the Focus in force
+                // (and its next change) and the mutes not over, as of the log's latest instant.
+                let focus = state["activeFocus"]
+                let mutes = state["mutes"]?.arrayValue ?? []
+                if pending.isEmpty && snoozes.isEmpty && mutes.isEmpty && focus == nil && state["nextWake"] == nil { continue }
                 if json {
                     print(JSONValue.object(["user": .string(u), "pending": .array(pending), "snoozes": .array(snoozes),
+                                            "activeFocus": focus ?? .null, "mutes": .array(mutes),
                                             "nextWake": state["nextWake"] ?? .null]).canonicalString)
                 } else {
                     print("\(u)  next wake \(state["nextWake"]?.stringValue ?? "-")")
+                    if let focus { print("  focus " + focus.canonicalString) }
+                    for m in mutes { print("  mute " + m.canonicalString) }
                     for p in pending + snoozes { print("  " + p.canonicalString) }
                 }
             }

@@ -20,7 +20,8 @@ struct State: ParsableCommand {
             let conn = try PGConnection.connect(location.url)
             guard try LogNames.usersWithoutEvents(conn, [user]).isEmpty else { throw noEvents("user “\(user)”") }
             let folded = try UserHistory.fold(conn, user: user, limit: limit)
-            printJSON(folded.state.json, pretty: !json && isatty(1) == 1)
+            // As of the instant the fold reached: with the Focus in force and the mutes not over.
+            printJSON(folded.state.json(at: folded.at), pretty: !json && isatty(1) == 1)
         }
     }
 }
