@@ -76,6 +76,29 @@ import Testing
         #expect(s["at"] == "2026-03-27T09:00:00Z" && s["activeFocus"]?["focus"] == "Work" && s["mutes"]?.arrayValue?.count == 1, "\(state)")
     }
 
+    /// `herald explain` shows "the user's state then": for a decision made after the submit (here
+    /// a deferred one, quieted by a mute set in between) the state of the decision's instant, not
+    /// only the state before the submit, which knew no mute.
+    @Test func explainOfADeferredDecisionShowsTheStateItMet() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        let c = try server.client()
+        let mail = "com.example.mail"
+        _ = try c.call(["op": "authorization", "user": "alice", "app": .string(mail), "status": "authorized", "options": ["alert"]])
+        _ = try c.call(["op": "submit", "id": "m2", "app": .string(mail), "user": "alice", "title": "T", "body": "B",
+                        "hiddenPreviewsBodyPlaceholder": "x", "deliverAt": "2026-03-27T10:00:00Z"])
+        _ = try c.call(["op": "mute", "user": "alice", "app": .string(mail), "until": "2026-03-27T12:00:00Z"])
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T11:00:00Z"])
+        server.stop()
+        let out = try Self.herald(["explain", mail, "m2", "--database-url", server.url, "--json"])
+        #expect(out.status == 0, "\(out)")
+        let story = try JSONValue.parse(out.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["recipients"]?.arrayValue?.first
+        let decision = story?["deliveries"]?.arrayValue?.first
+        #expect(decision?["reason"] == "muted" && decision?["delivery"]?["at"] == "2026-03-27T10:00:00Z", "\(out)")
+        #expect(story?["stateBefore"]?["apps"]?[mail]?["mutedUntil"] == nil)
+        #expect(decision?["stateMet"]?["mutes"] == [["app": .string(mail), "until": "2026-03-27T12:00:00Z"]], "\(out)")
+        #expect(decision?["stateMet"]?["pending"]?.arrayValue?.first?["notification"] == "m2", "still to be decided then")
+    }
+
     @Test func aWhatIfAtThatIsNotRFC3339IsAnErrorNamingTheValueAndTheForm() throws {
         let url = try Self.aliceLog()
         let bad = try Self.herald(["replay", "--database-url", url, "--what-if",

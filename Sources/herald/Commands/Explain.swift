@@ -37,11 +37,20 @@ struct Explain: ParsableCommand {
                     """, [user, id, app])
                 var deliveries: [JSONValue] = []
                 for j in 0..<d.rowCount {
-                    deliveries.append(.object([
+                    let delivery = (try? JSONValue.parse(d.string(j, 3) ?? "null")) ?? .null
+                    var o: [String: JSONValue] = [
                         "cursor": .int(d.int64(j, 0) ?? 0), "kind": .string(d.string(j, 1) ?? ""), "reason": .string(d.string(j, 2) ?? ""),
-                        "delivery": (try? JSONValue.parse(d.string(j, 3) ?? "null")) ?? .null,
+                        "delivery": delivery,
                         "trace": RuleStep.steps(storedTrace: d.string(j, 4) ?? "[]").map { .array($0.map(\.expandedJSON)) } ?? .null,
-                    ]))
+                    ]
+                    // A decision made later than the submit (deferred, a summary, a Focus's digest, a
+                    // snooze, after a mute…) met the state of its own instant, not the submit's: the
+                    // user's events and timers before it (engine times are whole milliseconds).
+                    if let decided = delivery["at"]?.stringValue.flatMap(Instant.init(rfc3339:)), decided > at {
+                        let met = decided.adding(.init(milliseconds: -1))
+                        o["stateMet"] = try UserHistory.fold(conn, user: user, limit: .time(met)).state.json(at: met)
+                    }
+                    deliveries.append(.object(o))
                 }
                 stories.append(.object([
                     "seq": .int(seq), "user": .string(user), "acceptedAt": .string(at.rfc3339),
@@ -61,8 +70,9 @@ struct Explain: ParsableCommand {
                         print("      \(step["rule"]?.stringValue ?? "?"): \(step["outcome"]?.stringValue ?? "?")")
                     }
                     if let focus = d["delivery"]?["focus"]?.stringValue { print("      Focus: \(focus)") }
+                    if let met = d["stateMet"] { print("      state it met: " + met.canonicalString) }
                 }
-                print("  state before: " + (s["stateBefore"]?.canonicalString ?? ""))
+                print("  state before the submit: " + (s["stateBefore"]?.canonicalString ?? ""))
             }
         }
     }
