@@ -33,7 +33,23 @@ public final class WireClient: @unchecked Sendable {
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &addr.sin_addr)
+        if inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &addr.sin_addr) != 1 {
+            // A host name (`herald tail --connect herald.internal:7411`): its first IPv4 address.
+            // Without this an unresolvable name was tried as 0.0.0.0 and read "Connection refused".
+            var hints = addrinfo()
+            hints.ai_family = AF_INET
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            var found: UnsafeMutablePointer<addrinfo>?
+            let status = getaddrinfo(host, nil, &hints, &found)
+            guard status == 0, let first = found, let address = first.pointee.ai_addr else {
+                if status == 0 { freeaddrinfo(found) }
+                Glibc.close(fd)
+                fd = -1
+                throw .connect("\(host):\(port): cannot resolve the host name (\(String(cString: gai_strerror(status)))); check the name, or give an IPv4 address")
+            }
+            addr.sin_addr = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+            freeaddrinfo(found)
+        }
         let rc = withUnsafePointer(to: &addr) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }

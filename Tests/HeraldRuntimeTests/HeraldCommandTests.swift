@@ -99,6 +99,13 @@ import Testing
         #expect(decision?["stateMet"]?["pending"]?.arrayValue?.first?["notification"] == "m2", "still to be decided then")
     }
 
+    /// `herald tail --connect` takes a host name; one that does not resolve is said so (it was
+    /// tried as 0.0.0.0 and reported "Connection refused").
+    @Test func tailSaysWhenItCannotResolveTheHostName() throws {
+        let out = try Self.herald(["tail", "--connect", "no-such-host.invalid:7411", "--idle-exit", "1"])
+        #expect(out.status == 2 && out.stderr.contains("cannot resolve the host name"), "\(out)")
+    }
+
     @Test func aWhatIfAtThatIsNotRFC3339IsAnErrorNamingTheValueAndTheForm() throws {
         let url = try Self.aliceLog()
         let bad = try Self.herald(["replay", "--database-url", url, "--what-if",
