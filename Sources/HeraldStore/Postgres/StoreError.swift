@@ -93,17 +93,9 @@ extension StoreError {
 
     /// The name in libpq's `database "NAME" does not exist` (the server's 3D000 at connection time).
     static func missingDatabaseName(in message: String) -> String? {
-        let prefix = Array("database \"".utf8), suffix = Array("\" does not exist".utf8)
-        let bytes = Array(message.utf8)
-        guard bytes.count >= prefix.count + suffix.count else { return nil }
-        for end in stride(from: bytes.count - suffix.count, through: prefix.count, by: -1)
-        where bytes[end..<end + suffix.count].elementsEqual(suffix) {
-            for start in stride(from: end - prefix.count, through: 0, by: -1)
-            where bytes[start..<start + prefix.count].elementsEqual(prefix) {
-                return String(decoding: bytes[(start + prefix.count)..<end], as: UTF8.self)
-            }
-        }
-        return nil
+        guard let start = message.firstRange(of: "database \"")?.upperBound,
+              let end = message[start...].firstRange(of: "\" does not exist")?.lowerBound else { return nil }
+        return String(message[start..<end])
     }
 }
 
