@@ -54,6 +54,35 @@ import Testing
         #expect(before.state.json["pending"]?.arrayValue?.first?["stage"] == "deferred")
     }
 
+    /// `herald state alice --at SEQ` where SEQ is someone else's later event: alice's deferred
+    /// decision due before it had fired (the fold advances to the log's instant at that seq, not
+    /// to alice's own last event), as `replay --until SEQ` sees it.
+    @Test func stateAtAnotherUsersLaterSeqShowsTimersThatHadFired() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        let c = try server.client()
+        let mail = "com.example.mail"
+        for u in ["alice", "bob"] {
+            _ = try c.call(["op": "authorization", "user": .string(u), "app": .string(mail), "status": "authorized", "options": ["alert"]])
+        }
+        _ = try c.call(["op": "submit", "id": "a1", "app": .string(mail), "user": "alice", "title": "T", "body": "B",
+                        "hiddenPreviewsBodyPlaceholder": "x", "deliverAt": "2026-03-27T10:00:00Z"])
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T13:00:00Z"])
+        let bobs = try c.call(["op": "settings", "user": "bob", "app": .string(mail), "sound": false])
+        let first = try c.call(["op": "settings", "user": "bob", "app": .string(mail), "badge": false])
+        server.stop()
+        let conn = try PGConnection.connect(server.url)
+        let seq = try #require(bobs["seq"]?.intValue)
+        #expect(first["ok"] == true)
+        let then = try UserHistory.fold(conn, user: "alice", limit: .seq(seq))
+        #expect(then.state.json["pending"] == [], "a1 fired at 10:00, before seq \(seq) at 13:00")
+        #expect(then.deliveries.last?.notification?.id == "a1")
+        // Up to the submit (seq 3): before the clock's move (seq 4, to 13:00) was folded; timers
+        // due by an event's instant fire before it, as the engine orders them, so a1 had fired.
+        #expect(try UserHistory.fold(conn, user: "alice", limit: .seq(3)).state.json["pending"] == [])
+        let nine = try UserHistory.fold(conn, user: "alice", limit: .time(Instant(rfc3339: "2026-03-27T09:00:00Z")!))
+        #expect(nine.state.json["pending"]?.arrayValue?.count == 1, "at 09:00 a1 was still to come")
+    }
+
     @Test func explainOfANotificationHeldByFocusNamesTheFocusAndTheRule() throws {
         let server = try TestServer(start: "2026-03-27T23:00:00Z")
         let c = try server.client()

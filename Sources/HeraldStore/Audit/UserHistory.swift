@@ -35,11 +35,18 @@ public enum UserHistory {
         // move included) or this user's latest decision. Under the system clock no event records
         // time passing, so a deferred decision fired after the user's last event is known only
         // by its delivery; without it, `state` and `pending` listed it as still to come.
+        // Up to seq s: the log as it stood before event s + 1 (whoever's it was) was folded —
+        // timers due by its instant had fired, as `herald replay --until s` compares.
         switch limit {
         case .time(let t): last = t
         case .everything:
             if let reached = try latestInstant(connection, user: user) { last = max(last ?? reached, reached) }
-        case .seq: break
+        case .seq(let s):
+            if let next = try LogStream.engineTime(ofSeq: s + 1, connection) {
+                last = max(last ?? next, next)
+            } else if let reached = try latestInstant(connection, user: user) {
+                last = max(last ?? reached, reached)
+            }
         }
         if let horizon = last {
             deliveries += engine.advance(&state, to: horizon, apps: apps).deliveries
