@@ -215,6 +215,11 @@ import Testing
         #expect(missing.stderr.contains("“\(missingName)” does not exist") && missing.stderr.contains("createdb \(missingName)")
                 && !missing.stderr.contains("unreachable") && !missing.stderr.contains("retries"), "\(missing)")
 
+        // `serve` at start-up alike: it exits, so it must not promise to retry either.
+        let serve = try Self.herald(["serve", "--database-url", TestPostgres.cluster().connectionString(database: missingName),
+                                     "--listen", "127.0.0.1:\(LocalClusterPort.free())"])
+        #expect(serve.status == 2 && serve.stderr.contains("“\(missingName)” does not exist") && !serve.stderr.contains("retries"), "\(serve)")
+
         // A database without Herald's tables (42P01): run herald migrate, or check the name.
         let empty = try TestPostgres.freshDatabase(migrated: false)
         for arguments in [["state", "alice"], ["replay"], ["explain", "com.example.mail", "m1"], ["export"]] {

@@ -68,9 +68,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 extension StoreError {
-    /// The same error told to someone who ran a one-shot command (`replay`, `state`, `import`, …):
-    /// such a command gives up at once, so it must not promise that Herald retries (that is the
-    /// service's wording, `description`). It also tells a database that does not exist, and one
+    /// The same error told when the command ends with it (`replay`, `state`, `import`, … and `serve`
+    /// failing to start): it gives up at once, so it must not promise that Herald retries (that is
+    /// the running service's reconnect wording, `description`). It also tells a database that does not exist, and one
     /// without Herald's tables, apart from a server that cannot be reached.
     public var oneShotDescription: String {
         switch self {

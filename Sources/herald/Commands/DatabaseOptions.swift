@@ -38,14 +38,15 @@ extension ExitCode {
     static let error = ExitCode(2)
 }
 
-/// Runs `body`, turning store errors into a readable message on stderr and exit code 2. A one-shot
-/// command gives up at once and says what to do; only `serve` (`service: true`) keeps the service's
-/// wording, which says that Herald retries by itself.
-func reportingErrors(service: Bool = false, _ body: () throws -> Void) throws {
+/// Runs `body`, turning store errors into a readable message on stderr and exit code 2. The process
+/// then ends, so the message says what to do and never that Herald retries (the running service's
+/// own reconnect messages say that: `StoreError.description`). `serve` too: an error that reaches
+/// here ended its start-up or its loop.
+func reportingErrors(_ body: () throws -> Void) throws {
     do {
         try body()
     } catch let error as StoreError {
-        Log.info("error: \(service ? error.description : error.oneShotDescription)")
+        Log.info("error: \(error.oneShotDescription)")
         throw ExitCode.error
     }
 }

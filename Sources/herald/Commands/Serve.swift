@@ -40,7 +40,7 @@ struct Serve: ParsableCommand {
             Log.info("error: --listen must be HOST:PORT, e.g. 127.0.0.1:7411")
             throw ExitCode.error
         }
-        try reportingErrors(service: true) {
+        try reportingErrors {
             let location = try database.resolve()
             defer { location.close() }
             var config = ServiceConfiguration(databaseURL: location.url)
