@@ -97,9 +97,11 @@ public struct RulesHistory: Sendable, Equatable {
     /// The version that decides a request that is not in the log, injected at `t` right after the
     /// event at `seq` (a what-if's change, `herald replay --what-if`): the event's version, unless
     /// a build took over right after that event (`fromSeq == seq + 1`) at or before `t` — a request
-    /// sent then would have met the new build, as the next event in the log did.
+    /// sent then would have met the new build, as the next event in the log did. A change recorded
+    /// on the empty log (`fromSeq == 1`) governs a request injected before the first event too
+    /// (`--what-if` without "at"), as it governs every timer.
     public func version(forInjectionAfter seq: Int64, at t: Instant) -> String {
-        changes.last(where: { $0.fromSeq <= seq || ($0.fromSeq == seq + 1 && $0.at <= t) })?.version ?? initial
+        changes.last(where: { $0.fromSeq <= seq || ($0.fromSeq == seq + 1 && ($0.at <= t || $0.fromSeq == 1)) })?.version ?? initial
     }
 
     /// The version that decides a timer due at `t`.

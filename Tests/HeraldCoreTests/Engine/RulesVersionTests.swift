@@ -112,6 +112,9 @@ import Testing
         #expect(RulesHistory.only("1").version(forInjectionAfter: 10, at: t2) == "1")
         let twice = RulesHistory(changes: [.init(fromSeq: 10, at: t1, version: "2"), .init(fromSeq: 10, at: t2, version: "3")])
         #expect(twice.version(forInjectionAfter: 9, at: t1.adding(.minutes(1))) == "2", "the second take-over came later")
+        let fresh = RulesHistory(changes: [.init(fromSeq: 1, at: t1, version: "2")])
+        #expect(fresh.version(forInjectionAfter: 0, at: .earliestRepresentable) == "2",
+                "before the first event of a log one version served from the start (--what-if without \"at\")")
 
         // The engine: a snooze of content no longer kept, injected after the last event (decided
         // by "1") and after a take-over by "2", is read back (version 2's rule), not ignored.
