@@ -30,24 +30,22 @@ public enum UserHistory {
                 deliveries += engine.apply(event, to: &state, apps: &apps).deliveries
             }
         }
-        // Timers fire up to the limit's instant, or, for the whole log, up to the latest instant
-        // the log shows the service reached, as it had: any event's engine time (a manual-clock
-        // move included) or this user's latest decision. Under the system clock no event records
-        // time passing, so a deferred decision fired after the user's last event is known only
-        // by its delivery; without it, `state` and `pending` listed it as still to come.
-        // Up to seq s: the log as it stood before event s + 1 (whoever's it was) was folded —
-        // timers due by its instant had fired, as `herald replay --until s` compares.
+        // Timers fire up to the instant the limit ends at, as the live service had fired them:
+        // - a time: that instant;
+        // - seq s: the log as it stood before event s + 1 (whoever's it was) was folded — timers
+        //   due by its instant had fired, as `herald replay --until s` compares;
+        // - the whole log (or s at the head): the latest instant the log shows the service
+        //   reached (`latestInstant`). Under the system clock no event records time passing, so a
+        //   deferred decision fired after the user's last event is known only by its delivery.
+        let reached: Instant?
         switch limit {
-        case .time(let t): last = t
-        case .everything:
-            if let reached = try latestInstant(connection, user: user) { last = max(last ?? reached, reached) }
+        case .time(let t): reached = t
         case .seq(let s):
-            if let next = try LogStream.engineTime(ofSeq: s + 1, connection) {
-                last = max(last ?? next, next)
-            } else if let reached = try latestInstant(connection, user: user) {
-                last = max(last ?? reached, reached)
-            }
+            // (Not `??`: its autoclosure would throw an untyped error.)
+            if let next = try LogStream.engineTime(ofSeq: s + 1, connection) { reached = next } else { reached = try latestInstant(connection, user: user) }
+        case .everything: reached = try latestInstant(connection, user: user)
         }
+        if let reached { last = max(last ?? reached, reached) }
         if let horizon = last {
             deliveries += engine.advance(&state, to: horizon, apps: apps).deliveries
         }
