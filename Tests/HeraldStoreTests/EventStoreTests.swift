@@ -59,7 +59,7 @@ import Testing
         #expect(indexes == [
             "deliveries.deliveries_pkey",                     // consumers and catch-up, by cursor
             "deliveries.deliveries_user_id_user_index_key",   // per-user order; explain, restore, the views
-            "events.events_notification",                     // (app, id, user) unique forever; withdraw's recipients
+            "events.events_notification_once",                // (app, id) unique forever; withdraw's recipients
             "events.events_pkey",                             // the log, by seq
         ])
     }

@@ -70,7 +70,7 @@ extension RequestError {
 
     public static func lineTooLong(limit: Int) -> RequestError {
         RequestError(code: "line_too_long", title: "A request line exceeded \(limit / 1024) KiB",
-                     detail: "Lines are limited to \(limit) bytes. The connection is closed because the rest of the line cannot be parsed; shorten the request and reconnect: a notification may be at most 4 KiB, and a fan-out whose “users” list does not fit in one line must be split into several submits.")
+                     detail: "Lines are limited to \(limit) bytes. The connection is closed because the rest of the line cannot be parsed; shorten the request and reconnect: a notification may be at most 4 KiB, and a fan-out whose “users” list does not fit in one line must be split into several submits, each with an id of its own (an id is used once).")
     }
 
     public static let notAnObject = RequestError(

@@ -21,10 +21,16 @@ extension HeraldService {
         append(accepted, request: request, at: at, reply: reply)
     }
 
-    /// Finds the recipients of (app, id) — committed, or in flight — and withdraws it for each.
+    /// Finds the recipients of (app, id) and withdraws it for each. A submit of (app, id) still in
+    /// flight is waited for (the withdraw is then admitted afresh): its recipients are in the log
+    /// once it committed.
     func resolveWithdraw(_ request: ClientSession.Request, accepted: AcceptedRequest, reply: Reply) {
         guard let draft = accepted.events.first, let app = draft.app, let id = draft.notificationId else { return }
-        let inFlight = inFlightKeys.keys.filter { $0.app == app && $0.id == id }.map(\.user)
+        let key = InFlightKey(app: app, id: id)
+        if inFlightKeys[key] != nil {
+            inFlightKeys[key]!.append { [unretained] in unretained.object?.submitEvent(request, reply: reply) }
+            return
+        }
         reader.query("SELECT DISTINCT user_id FROM events WHERE app = $1 AND notification_id = $2 AND type = 'submit' ORDER BY 1",
                      [app, id]) { [unretained] result in
             guard let self = unretained.object else { return }
@@ -32,7 +38,7 @@ extension HeraldService {
             case .failure(let error):
                 reply(WireReply.error(rid: request.rid, self.requestError(error)))
             case .success(let r):
-                let users = Set((0..<r.rowCount).compactMap { r.string($0, 0) } + inFlight).sorted()
+                let users = (0..<r.rowCount).compactMap { r.string($0, 0) }
                 guard !users.isEmpty else {
                     reply(WireReply.error(rid: request.rid, RequestError(
                         code: "unknown_notification", title: "No notification “\(id)” from \(app) was submitted",
@@ -55,14 +61,16 @@ extension HeraldService {
             appendOne(accepted, request: request, at: at, reply: reply)
             return
         }
-        let rows = accepted.events.map { Self.row($0, at: at) }
+        // A fan-out's rows are numbered 0 … n-1 among its recipients (the store's key, schema/017).
+        var rows = accepted.events.map { Self.row($0, at: at) }
+        for i in rows.indices where rows[i].notificationId != nil { rows[i].recipientIndex = Int32(i) }
         let warnings = accepted.warnings
         let rid = request.rid
 
         // A re-send racing its original (an idempotency key already in flight) waits for it and is
         // then admitted afresh: the store answers it as a duplicate (or conflict) of the committed
         // original, and its engine time is taken then, so it never lands behind fired timers.
-        let keys = accepted.events.compactMap(InFlightKey.init)
+        let keys = Array(Set(accepted.events.compactMap(InFlightKey.init)))
         if let busy = keys.first(where: { inFlightKeys[$0] != nil }) {
             inFlightKeys[busy]!.append { [unretained] in unretained.object?.submitEvent(request, reply: reply) }
             return
@@ -229,13 +237,14 @@ extension HeraldService {
         }
     }
 
-    /// The in-flight key of a submit: (app, id, user). Other events carry none. Three fields, not
-    /// one joined `String`: joining them allocated twice per submit (docs/service-profile.md, session 6).
-    /// The three strings are hashed once, when the key is made: the key is looked up, inserted
-    /// and removed again, and each hashed all three strings (~2,600 instructions a submit).
+    /// The in-flight key of a submit: (app, id), unique forever whoever the recipients (SPEC §3;
+    /// a fan-out has one key). Other events carry none. Two fields, not one joined `String`:
+    /// joining them allocated twice per submit (docs/service-profile.md, session 6).
+    /// The strings are hashed once, when the key is made: the key is looked up, inserted
+    /// and removed again, and each hashed all its strings (~2,600 instructions a submit).
     /// The hash is over the strings' UTF-8 bytes, as the store's unique index tells keys apart
     /// (PostgreSQL compares bytes): `String.hash(into:)` checked each string's normalization first
-    /// (~730 instructions for the three, session 17). It is a multiply-fold hash (wyhash's mixing)
+    /// (~730 instructions for three, session 17). It is a multiply-fold hash (wyhash's mixing)
     /// seeded at random per process, and the dictionary mixes it with its seed by one multiply
     /// (`_rawHashValue`): the seeded `Hasher` (SipHash) over the bytes and once more over the
     /// result cost ~800 instructions a submit (session 18). The keys are those in flight only,
@@ -244,7 +253,6 @@ extension HeraldService {
     struct InFlightKey: Hashable {
         let app: String
         let id: String
-        let user: String
         private let hash: Int
 
         private static let seed = UInt64.random(in: .min ... .max)
@@ -283,7 +291,7 @@ extension HeraldService {
         /// Equal hashes (of the bytes) first, so equal keys always hash alike; then `String ==`,
         /// which for the short ids in keys compares their inline bits.
         static func == (a: InFlightKey, b: InFlightKey) -> Bool {
-            a.hash == b.hash && a.user == b.user && a.id == b.id && a.app == b.app
+            a.hash == b.hash && a.id == b.id && a.app == b.app
         }
 
         func hash(into h: inout Hasher) { h.combine(hash) }
@@ -297,6 +305,10 @@ extension HeraldService {
 }
 
 extension HeraldService.InFlightKey {
+    init(app: String, id: String) {
+        self.init(app: app, id: id, hash: Self.hashOf(app: app, id: id))
+    }
+
     init?(_ draft: borrowing EventDraft) {
         guard let key = withUnsafePointer(to: draft, { Self(draftAt: $0) }) else { return nil }
         self = key
@@ -307,14 +319,13 @@ extension HeraldService.InFlightKey {
     /// by the memberwise initializer: one that set the fields one by one copied the key whole
     /// (see `InPlace` in HeraldCore).
     init?(draftAt d: UnsafePointer<EventDraft>) {
-        guard d.pointee.type == "submit", let id = d.pointee.notificationId, let app = d.pointee.app,
-              let user = d.pointee.user else { return nil }
-        self.init(app: app, id: id, user: user, hash: Self.hashOf(app: app, id: id, user: user))
+        guard d.pointee.type == "submit", let id = d.pointee.notificationId, let app = d.pointee.app else { return nil }
+        self.init(app: app, id: id, hash: Self.hashOf(app: app, id: id))
     }
 
-    private static func hashOf(app: String, id: String, user: String) -> Int {
+    private static func hashOf(app: String, id: String) -> Int {
         var h = seed
-        mix(app, into: &h); mix(id, into: &h); mix(user, into: &h)
+        mix(app, into: &h); mix(id, into: &h)
         return Int(truncatingIfNeeded: fold(h, 0x2D35_8DCC_AA6C_78A5))
     }
 }
@@ -322,6 +333,10 @@ extension HeraldService.InFlightKey {
 extension HeraldService {
     func replyFor(outcomes: [AppendOutcome], rid: JSONValue?, warnings: [RequestWarning]) -> [UInt8] {
         guard let first = outcomes.first else { return WireReply.ok(rid: rid, ["warnings": .array(warnings.map(\.json))]) }
+        // A fan-out is stored whole or not at all (schema/017): one conflicting row is the request's answer.
+        if let conflict = outcomes.first(where: { if case .conflict = $0 { return true } else { return false } }) {
+            return replyFor(outcome: conflict, rid: rid, warnings: warnings)
+        }
         if outcomes.count > 1 {
             let warnings: JSONValue = .array(warnings.map(\.json))
             let appended = outcomes.filter { if case .appended = $0 { return true } else { return false } }.count
@@ -341,8 +356,8 @@ extension HeraldService {
             return WireReply.ok(rid: rid, ["seq": .int(seq), "duplicate": true, "warnings": .array([])])
         case .conflict(let seq):
             return WireReply.error(rid: rid, RequestError(
-                code: "conflict", title: "This notification id was already used with a different payload",
-                detail: "The (app, id) pair is unique forever; the event stored at seq \(seq) is unchanged. Use a new id for new content, or re-send the original payload to get its acknowledgement."))
+                code: "conflict", title: "This notification id was already used with a different payload or other recipients",
+                detail: "The (app, id) pair is unique forever, whoever the users; the submit stored at seq \(seq) is unchanged and nothing was stored. Use a new id for new content or other users, or re-send the original request (same users, same payload) to get its acknowledgement."))
         }
     }
 

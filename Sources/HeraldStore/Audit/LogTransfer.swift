@@ -98,9 +98,13 @@ public enum LogTransfer {
                         throw ImportError.badLine(number, "event seq \(seq) comes after seq \(lastSeq); an export lists events in seq order, each once")
                     }
                     lastSeq = seq
+                    // The recipient index is not exported: it is the row's place among the rows of
+                    // its (app, id) in seq order (one request's recipients, schema/017), so it is
+                    // counted here, and an export written before 017 imports as 017 numbered it.
                     try connection.execute("""
-                        INSERT INTO events (seq, user_id, type, app, notification_id, body, engine_time)
-                        VALUES ($1, $2, $3, $4, $5, $6::json, $7)
+                        INSERT INTO events (seq, user_id, type, app, notification_id, body, engine_time, recipient_index)
+                        VALUES ($1, $2, $3, $4, $5, $6::json, $7,
+                                (SELECT count(*) FROM events WHERE app = $4 AND notification_id = $5))
                         """, [String(seq), e["user"]?.stringValue, type, e["app"]?.stringValue, e["notificationId"]?.stringValue, body, at])
                     events += 1
                 } else if let d = v["delivery"] {

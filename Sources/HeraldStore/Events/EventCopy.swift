@@ -8,7 +8,7 @@ import HeraldCore
 /// no longer parses it as JSON (Herald's parser accepted the request, its encoder wrote the bytes).
 public enum EventCopy {
     /// The COPY's column list, in the order `encode` writes the fields.
-    public static let columns = "seq, user_id, type, app, notification_id, body, engine_time"
+    public static let columns = "seq, user_id, type, app, notification_id, body, engine_time, recipient_index"
 
     /// The simple query that opens a COPY transaction for `count` rows: claims the positions, then
     /// starts the COPY. With `commit`, COMMIT follows the COPY in the same query (the server runs
@@ -39,14 +39,14 @@ public enum EventCopy {
     private static func encode(_ rs: UnsafeBufferPointer<EventRow>, base: Int64) -> CopyData {
         var total = BinaryCopy.framingSize
         for i in rs.indices {
-            total += 2 + 7 * 4 + 8 + 8 + rs[i].bodyBytes.count + rs[i].type.utf8.count
+            total += 2 + 8 * 4 + 8 + 8 + 4 + rs[i].bodyBytes.count + rs[i].type.utf8.count
                 + (rs[i].user?.utf8.count ?? 0) + (rs[i].app?.utf8.count ?? 0) + (rs[i].notificationId?.utf8.count ?? 0)
         }
         return BinaryCopy.data(total: total, rows: rs.count) { w, positions in
             var seq = base
             for i in rs.indices {
                 seq += 1
-                w.be16(7)
+                w.be16(8)
                 w.position(seq, notingIn: &positions)
                 w.text(rs[i].user)
                 w.text(rs[i].type)
@@ -54,6 +54,7 @@ public enum EventCopy {
                 w.text(rs[i].notificationId)
                 w.text(bytes: rs[i].bodyBytes)
                 w.timestamptz(rs[i].engineTime)
+                w.int4(rs[i].recipientIndex)
             }
         }
     }

@@ -19,7 +19,8 @@ public enum EventReader {
             StoredEventRow(seq: r.int64(i, 0) ?? 0, row: EventRow(
                 user: r.string(i, 1), type: r.string(i, 2) ?? "", app: r.string(i, 3),
                 notificationId: r.string(i, 4), bodyBytes: r.bytes(i, 5) ?? [],
-                engineTime: Instant(millisecondsSinceEpoch: r.int64(i, 6) ?? 0)))
+                engineTime: Instant(millisecondsSinceEpoch: r.int64(i, 6) ?? 0),
+                recipientIndex: Int32(truncatingIfNeeded: r.int64(i, 7) ?? 0)))
         }
     }
 

@@ -293,17 +293,14 @@ public final class GroupCommitWriter {
 
     // MARK: Requests
 
-    /// Appends events. More rows than `maxRowsPerTransaction` go in several transactions; the
-    /// completion then runs once, with every outcome, or with the first failure (rows of earlier
-    /// parts may be committed: a retry finds them as duplicates).
+    /// Appends events, all in one transaction, even past `maxRowsPerTransaction` (which only
+    /// bounds how many requests join one): a fan-out's rows are stored together or not at all, so
+    /// a re-sent one is a duplicate or a conflict as a whole (schema/017). A fan-out has at most
+    /// 10,000 rows (SPEC §10).
     public func append(events rows: [EventRow], completion: @escaping EventsCompletion) {
         if isBroken, let broken { completion(.failure(broken)); return }
         if rows.isEmpty { completion(.success([])); return }
-        if rows.count <= limits.maxRowsPerTransaction {
-            queue.append(.events(rows, completion))  // not through `split`: a generic closure is a thunk per request
-        } else {
-            for (part, done) in Self.split(rows, by: limits.maxRowsPerTransaction, completion) { queue.append(.events(part, done)) }
-        }
+        queue.append(.events(rows, completion))
         pump()
     }
 
@@ -983,7 +980,7 @@ enum EventBatch {
     static func parameters(_ rows: [EventRow]) -> PGBinaryParameters {
         var capacity = 120
         for r in rows { capacity += r.bodyBytes.count + (r.user?.utf8.count ?? 0) + (r.app?.utf8.count ?? 0)
-                                    + (r.notificationId?.utf8.count ?? 0) + r.type.utf8.count + 40 }
+                                    + (r.notificationId?.utf8.count ?? 0) + r.type.utf8.count + 48 }
         var p = PGBinaryParameters(capacity: capacity)
         p.appendText(rows.lazy.map(\.user))
         p.appendText(rows.lazy.map(\.type))
@@ -991,6 +988,7 @@ enum EventBatch {
         p.appendText(rows.lazy.map(\.notificationId))
         p.appendText(bytes: rows.lazy.map(\.bodyBytes))
         p.appendTimestamptz(rows.lazy.map(\.engineTime.millisecondsSinceEpoch))
+        p.appendInt32(rows.lazy.map(\.recipientIndex))
         return p
     }
 }

@@ -36,6 +36,7 @@ struct PGBinaryParameters {
     /// Element type OIDs (pg_type.h); the server checks them against the `$n::type[]` casts.
     static let textOID: UInt32 = 25
     static let int8OID: UInt32 = 20
+    static let int4OID: UInt32 = 23
     static let timestamptzOID: UInt32 = 1184
 
     /// 2000-01-01T00:00:00Z in milliseconds since the Unix epoch: PostgreSQL's timestamp origin.
@@ -106,6 +107,17 @@ struct PGBinaryParameters {
         for value in values {
             be32(8)
             be64(UInt64(bitPattern: value))
+        }
+        ranges.append(start..<bytes.count)
+    }
+
+    /// `integer[]`.
+    mutating func appendInt32<C: Collection>(_ values: C) where C.Element == Int32 {
+        let start = bytes.count
+        header(count: values.count, hasNull: false, element: Self.int4OID)
+        for value in values {
+            be32(4)
+            be32(UInt32(bitPattern: value))
         }
         ranges.append(start..<bytes.count)
     }

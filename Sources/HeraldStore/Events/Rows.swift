@@ -11,6 +11,10 @@ public struct EventRow: Sendable, Hashable {
     public var notificationId: String?
     public var bodyBytes: [UInt8]
     public var engineTime: Instant
+    /// The row's place among its submit's recipients: 0 for a single-user submit, 0 … n-1 for a
+    /// fan-out, whose rows are appended together in one call (schema/017: (app, notification id,
+    /// recipient index) is unique, so a used (app, id) collides on its first row whoever the user).
+    public var recipientIndex: Int32 = 0
     /// No size: the public initializers build the row in place through the memberwise one (`InPlace`).
     var inPlace = InPlace()
 
@@ -22,14 +26,17 @@ public struct EventRow: Sendable, Hashable {
 }
 
 extension EventRow {
-    public init(user: String?, type: String, app: String? = nil, notificationId: String? = nil, body: String, engineTime: Instant) {
-        self.init(user: user, type: type, app: app, notificationId: notificationId, bodyBytes: Array(body.utf8), engineTime: engineTime)
+    public init(user: String?, type: String, app: String? = nil, notificationId: String? = nil, body: String, engineTime: Instant,
+                recipientIndex: Int32 = 0) {
+        self.init(user: user, type: type, app: app, notificationId: notificationId, bodyBytes: Array(body.utf8), engineTime: engineTime,
+                  recipientIndex: recipientIndex)
     }
 
     /// One whose body is already canonical JSON bytes (the service: the draft's `storedBody`).
-    public init(user: String?, type: String, app: String? = nil, notificationId: String? = nil, bodyBytes: [UInt8], engineTime: Instant) {
+    public init(user: String?, type: String, app: String? = nil, notificationId: String? = nil, bodyBytes: [UInt8], engineTime: Instant,
+                recipientIndex: Int32 = 0) {
         self.init(user: user, type: type, app: app, notificationId: notificationId, bodyBytes: bodyBytes,
-                  engineTime: engineTime, inPlace: InPlace())
+                  engineTime: engineTime, recipientIndex: recipientIndex, inPlace: InPlace())
     }
 }
 
@@ -50,9 +57,11 @@ public struct StoredEventRow: Sendable, Hashable {
 public enum AppendOutcome: Sendable, Hashable {
     /// Stored at this global position.
     case appended(seq: Int64)
-    /// A submit whose idempotency key (app, notification id, user) was already stored with the same body.
+    /// A submit whose (app, notification id) was already stored by a request with the same rows
+    /// (same recipients, same bodies): its original row's position.
     case duplicate(seq: Int64)
-    /// The idempotency key was already stored with a *different* body: nothing stored.
+    /// The (app, notification id) was already stored with a *different* body or other
+    /// recipients: nothing stored; the position of the stored request's first row.
     case conflict(seq: Int64)
 
     public var seq: Int64 {

@@ -4,7 +4,7 @@ enum StoreSQL {
     /// Names of the writer's prepared statements (prepared once per connection by `GroupCommitWriter`).
     static let appendEventsName = "herald_append_events"
     static let appendDeliveriesName = "herald_append_deliveries"
-    static let appendEventsParameterCount = 6
+    static let appendEventsParameterCount = 7
     static let appendDeliveriesParameterCount = 11
 
     /// Session settings of the writer connection, sent once before its first transaction.
@@ -14,16 +14,17 @@ enum StoreSQL {
     /// for 510 rows). These statements are all row-at-a-time OLTP work, which JIT never speeds up.
     static let writerSessionSetup = "SET jit = off"
 
-    /// Appends a batch of events through `herald_append_events` (schema/009_idempotency_by_notification.sql; the
-    /// writer's fast path is COPY, `EventCopy`, and this is its fallback when a key is stored).
-    /// Rows whose (user, app, notification id) is stored (or repeats inside the batch) are not inserted and are
-    /// reported as duplicates (same body) or conflicts (different body). Fresh rows take consecutive positions from
-    /// `event_head`, bumped in the same transaction, so a rolled-back batch leaves no gap and
-    /// positions follow commit order. Returns (ord, seq, outcome) per input row, ordered by ord,
+    /// Appends a batch of events through `herald_append_events` (schema/017_idempotency_per_notification.sql;
+    /// the writer's fast path is COPY, `EventCopy`, and this is its fallback when a key is stored).
+    /// A request (a submit's rows, recipient index 0 … n-1) whose (app, notification id) is stored, or
+    /// used by an earlier request of the batch, stores none of its rows: they are reported as
+    /// duplicates (the stored request's rows repeated exactly) or conflicts (anything else). Fresh
+    /// rows take consecutive positions from `event_head`, bumped in the same transaction, so a
+    /// rolled-back batch leaves no gap and positions follow commit order. Returns (ord, seq, outcome) per input row, ordered by ord,
     /// or the single row (0, base, 'batch') when every row was appended at base + ord.
     static let appendEvents = """
         SELECT r_ord, r_seq, r_outcome
-        FROM herald_append_events($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
+        FROM herald_append_events($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::integer[])
         """
 
     /// Appends a batch of deliveries through `herald_append_deliveries` (schema/002_fast_append.sql).
@@ -44,13 +45,15 @@ enum StoreSQL {
         """
 
     static let readEvents = """
-        SELECT seq, user_id, type, app, notification_id, body, (extract(epoch FROM engine_time) * 1000)::bigint
+        SELECT seq, user_id, type, app, notification_id, body, (extract(epoch FROM engine_time) * 1000)::bigint,
+               recipient_index
         FROM events WHERE seq > $1 ORDER BY seq LIMIT $2
         """
 
     /// As `readEvents`, for one user ($3) and the global events (user_id NULL).
     static let readUserEvents = """
-        SELECT seq, user_id, type, app, notification_id, body, (extract(epoch FROM engine_time) * 1000)::bigint
+        SELECT seq, user_id, type, app, notification_id, body, (extract(epoch FROM engine_time) * 1000)::bigint,
+               recipient_index
         FROM events WHERE seq > $1 AND (user_id = $3 OR user_id IS NULL) ORDER BY seq LIMIT $2
         """
 

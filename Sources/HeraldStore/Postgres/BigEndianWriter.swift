@@ -45,6 +45,11 @@ extension BigEndianWriter {
         bytes.withUnsafeBytes { be32(UInt32($0.count)); copy($0) }
     }
 
+    /// An `int4` field: its length (4) and the value.
+    mutating func int4(_ value: Int32) {
+        be32(4); be32(UInt32(bitPattern: value))
+    }
+
     /// An `int8` field: its length (8) and the value.
     mutating func int8(_ value: Int64) {
         be32(8); be64(UInt64(bitPattern: value))

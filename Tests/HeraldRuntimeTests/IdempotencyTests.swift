@@ -1,0 +1,104 @@
+// SPEC §3 "Idempotency" over TCP and PostgreSQL: (app, notification id) is unique forever,
+// whoever the recipients — a used id for another user, a fan-out re-sent, ids racing in flight.
+import HeraldCore
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+@Suite struct IdempotencyTests {
+    static let mail = "com.example.mail"
+
+    static func submit(_ id: String, user: String? = nil, users: [String]? = nil, body: String = "World") -> JSONValue {
+        var o: [String: JSONValue] = ["op": "submit", "id": .string(id), "app": .string(mail), "title": "Hello",
+                                      "body": .string(body), "hiddenPreviewsBodyPlaceholder": "A message"]
+        if let user { o["user"] = .string(user) }
+        if let users { o["users"] = .array(users.map(JSONValue.string)) }
+        return .object(o)
+    }
+
+    static func authorize(_ c: WireClient, _ users: [String]) throws {
+        for user in users {
+            #expect(try c.call(["op": "authorization", "user": .string(user), "app": .string(mail), "status": "authorized",
+                                "options": ["alert"]])["ok"] == true)
+        }
+    }
+
+    static func submitsStored(_ server: TestServer, id: String) throws -> [String] {
+        let r = try PGConnection.connect(server.url).execute(
+            "SELECT user_id FROM events WHERE type = 'submit' AND notification_id = $1 ORDER BY seq", [id])
+        return (0..<r.rowCount).compactMap { r.string($0, 0) }
+    }
+
+    @Test func idempotency_aUsedIdForAnotherUserIsAConflictAndNothingIsStoredOrDelivered() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.authorize(c, ["alice", "bob"])
+        let first = try c.call(Self.submit("n1", user: "alice"))
+        #expect(first["ok"] == true)
+        let other = try c.call(Self.submit("n1", user: "bob"))
+        #expect(other["ok"] == false && other["error"]?["code"] == "conflict", "\(other.canonicalString)")
+        #expect(other["error"]?["detail"]?.stringValue?.contains("seq \(first["seq"]?.intValue ?? -1)") == true,
+                "the conflict names the stored submit: \(other.canonicalString)")
+        #expect(try Self.submitsStored(server, id: "n1") == ["alice"])
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T08:00:00Z"])
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "push", "from": "earliest"])
+        #expect(try consumer.deliveries(1).map { $0["user"]?.stringValue } == ["alice"])
+        #expect(throws: WireClient.Failure.self, "bob gets nothing") { _ = try consumer.deliveries(1, timeoutMilliseconds: 1000) }
+    }
+
+    @Test func idempotency_aFanOutReSentIsADuplicateAndWithOtherRecipientsAConflict() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.authorize(c, ["alice", "bob", "carol"])
+        let fan = try c.call(Self.submit("n1", users: ["alice", "bob"]))
+        #expect(fan["ok"] == true && fan["events"] == 2 && fan["appended"] == 2)
+        let again = try c.call(Self.submit("n1", users: ["alice", "bob"]))
+        #expect(again["ok"] == true && again["duplicate"] == true && again["seq"] == fan["seq"] && again["appended"] == 0,
+                "\(again.canonicalString)")
+        for (what, request) in [("a recipient more", Self.submit("n1", users: ["alice", "bob", "carol"])),
+                                ("one of its recipients alone", Self.submit("n1", user: "bob")),
+                                ("a recipient it did not have", Self.submit("n1", user: "carol")),
+                                ("other content", Self.submit("n1", users: ["alice", "bob"], body: "Changed"))] {
+            let r = try c.call(request)
+            #expect(r["ok"] == false && r["error"]?["code"] == "conflict", "\(what): \(r.canonicalString)")
+        }
+        #expect(try Self.submitsStored(server, id: "n1") == ["alice", "bob"])
+    }
+
+    /// Two connections send one id for two users before either is answered: the second waits for
+    /// the first (one key in flight per (app, id)) and is refused; one row is stored.
+    @Test func idempotency_oneIdRacingForTwoUsersStoresOneAndRefusesTheOther() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        try Self.authorize(server.client(), ["alice", "bob"])
+        let a = try server.client(), b = try server.client()
+        try a.send(Self.submit("race", user: "alice").canonicalString)
+        try b.send(Self.submit("race", user: "bob").canonicalString)
+        let replies = [try a.readJSON(), try b.readJSON()]
+        #expect(replies.filter { $0["ok"] == true }.count == 1, "\(replies.map(\.canonicalString))")
+        #expect(replies.filter { $0["error"]?["code"] == "conflict" }.count == 1)
+        #expect(try Self.submitsStored(server, id: "race").count == 1)
+    }
+
+    /// A withdraw without a user sent right behind its fan-out (pipelined, before the submit's
+    /// COMMIT) waits for it and then reaches every recipient.
+    @Test func idempotency_aWithdrawRightBehindItsFanOutWaitsForItAndReachesEveryRecipient() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.authorize(c, ["alice", "bob"])
+        _ = try c.call(["op": "focusOn", "user": "alice", "focus": "Work"])
+        _ = try c.call(["op": "focusOn", "user": "bob", "focus": "Work"])
+        try c.send(Self.submit("n1", users: ["alice", "bob"]).canonicalString)
+        try c.send(JSONValue.object(["op": "withdraw", "app": .string(Self.mail), "id": "n1"]).canonicalString)
+        let submitted = try c.readJSON(), withdrawn = try c.readJSON()
+        #expect(submitted["ok"] == true && withdrawn["ok"] == true, "\(withdrawn.canonicalString)")
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "push", "from": "earliest"])
+        let kinds = try consumer.deliveries(4).map { "\($0["user"]?.stringValue ?? "") \($0["kind"]?.stringValue ?? "")" }
+        #expect(Set(kinds) == ["alice held", "bob held", "alice withdrawn", "bob withdrawn"], "\(kinds)")
+    }
+}
