@@ -176,6 +176,40 @@ import Testing
         }
     }
 
+    /// The end line (session 27): an export cut after a whole line — even right after its last
+    /// event, where no gap shows — is refused, as is one whose end line does not match or has
+    /// lines after it; `allowMissingEnd` takes an export written before there was an end line.
+    @Test func importRefusesAnExportCutAfterAWholeLineOrWithAnEndLineThatDoesNotMatch() throws {
+        let url = try ReplayTests.recordHistory()
+        var lines: [String] = []
+        let counts = try LogTransfer.export(PGConnection.connect(url)) { lines.append($0) }
+        #expect(lines.last == #"{"end":{"deliveries":\#(counts.deliveries),"events":\#(counts.events)}}"#)
+        let lastEvent = try #require(lines.lastIndex { $0.hasPrefix(#"{"event""#) })
+        let cases: [([String], [String])] = [
+            (Array(lines[...lastEvent]), ["ends without its end line", "--allow-missing-end"]),
+            (Array(lines.dropLast()), ["ends without its end line"]),
+            (lines.dropLast() + [#"{"end":{"deliveries":\#(counts.deliveries),"events":\#(counts.events + 1)}}"#],
+             ["counts \(counts.events + 1) events", "holds \(counts.events)"]),
+            (lines + [lines[lastEvent]], ["Line \(lines.count + 1)", "after the end line"]),
+        ]
+        for (input, phrases) in cases {
+            let copy = try TestPostgres.freshDatabase()
+            let before = try Self.importedRows(copy)
+            do {
+                _ = try LogTransfer.import(PGConnection.connect(copy), lines: input)
+                Issue.record("imported: \(phrases)")
+            } catch {
+                for phrase in phrases { #expect("\(error)".contains(phrase), "\(error)") }
+                #expect("\(error)".contains("Nothing was imported"), "\(error)")
+            }
+            #expect(try Self.importedRows(copy) == before, "nothing imported: \(phrases)")
+        }
+        // An export from before the end line: taken as it is when asked.
+        let old = try TestPostgres.freshDatabase()
+        let imported = try LogTransfer.import(PGConnection.connect(old), lines: lines.dropLast(), allowMissingEnd: true)
+        #expect(imported.events == counts.events && imported.deliveries == counts.deliveries)
+    }
+
     @Test func aTruncatedImportSaysNothingWasImported() throws {
         let url = try ReplayTests.recordHistory()
         var lines: [String] = []

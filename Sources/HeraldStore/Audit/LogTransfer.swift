@@ -4,10 +4,28 @@ import HeraldCore
 /// One line per stored row: `{"rules":{fromSeq,at,version}}` (first: where each rules version
 /// took over, schema/015), `{"event":{seq,user,type,app,notificationId,engineTime,body}}` or
 /// `{"delivery":{cursor,user,userIndex,causeSeq,kind,app,notificationId,reason,at,rulesVersion,trace,body}}`,
-/// with `body` and `trace` as the exact stored text. Import restores positions and bytes, so
-/// replay on the copy gives the same result as on the original.
+/// with `body` and `trace` as the exact stored text, and last `{"end":{"events":N,"deliveries":M}}`
+/// (since session 27): an export cut after any whole line — even right after its last event —
+/// lacks it. Import restores positions and bytes, so replay on the copy gives the same result as
+/// on the original.
 public enum LogTransfer {
+    /// Writes the log as of one snapshot (a read-only repeatable-read transaction): a service
+    /// appending meanwhile adds nothing half-way, and every delivery's cause is in the export.
     public static func export(_ connection: PGConnection, write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
+        try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        do {
+            let counts = try exportRows(connection, write: write)
+            write(JSONValue.object(["end": .object(["events": .int(Int64(counts.events)),
+                                                    "deliveries": .int(Int64(counts.deliveries))])]).canonicalString)
+            try connection.execute("COMMIT")
+            return counts
+        } catch {
+            _ = try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private static func exportRows(_ connection: PGConnection, write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
         var after: Int64 = 0, events = 0, deliveries = 0
         for c in try RulesVersionStore.history(connection).changes {
             write(JSONValue.object(["rules": .object(["fromSeq": .int(c.fromSeq), "at": .string(c.at.rfc3339),
@@ -49,6 +67,10 @@ public enum LogTransfer {
 
     public enum ImportError: Error, CustomStringConvertible {
         case notEmpty, badLine(Int, String), store(StoreError)
+        /// No end line: the export was cut after a whole line, or written before session 27.
+        case noEnd(lines: Int)
+        /// The end line's counts differ from the rows before it.
+        case endMismatch(line: Int, expected: (events: Int64, deliveries: Int64), found: (events: Int, deliveries: Int))
         /// Positions must be gap-free (SPEC §7): line `line` holds `found` where `expected` was due.
         case gap(line: Int, what: String, expected: Int64, found: Int64)
         /// A delivery names a cause past the export's last event.
@@ -67,12 +89,22 @@ public enum LogTransfer {
                 return "Line \(n): delivery \(cursor) was caused by event seq \(cause), but the export's events end at seq \(last). "
                     + "The export lacks its last events: export the log again. \(nothing)"
             case .store(let e): return "\(e.oneShotDescription) \(nothing)"
+            case .noEnd(let lines):
+                return "The export ends without its end line (after \(lines) lines): it was cut, so its last events or deliveries may be "
+                    + "missing. Export the log again; an export written by a Herald before session 27 has no end line, and "
+                    + "`herald import --allow-missing-end` takes it as it is. \(nothing)"
+            case .endMismatch(let n, let expected, let found):
+                return "Line \(n), the end line, counts \(expected.events) events and \(expected.deliveries) deliveries, but the export "
+                    + "holds \(found.events) and \(found.deliveries): it was edited. Export the log again. \(nothing)"
             }
         }
     }
 
     /// Imports exported lines into an empty migrated database, keeping every position and byte.
-    public static func `import`(_ connection: PGConnection, lines: some Sequence<String>) throws(ImportError) -> (events: Int, deliveries: Int) {
+    /// The export must end with its end line, unless `allowMissingEnd` (exports written before
+    /// session 27 have none).
+    public static func `import`(_ connection: PGConnection, lines: some Sequence<String>,
+                                allowMissingEnd: Bool = false) throws(ImportError) -> (events: Int, deliveries: Int) {
         // Not under a running service (it would not see the rows, and its own rules version row
         // is replaced below): the instance lock, held for the import only (given up after any
         // ROLLBACK below: in an aborted transaction the unlock itself would fail).
@@ -86,11 +118,20 @@ public enum LogTransfer {
             var events = 0, deliveries = 0, number = 0
             // Export writes events in seq order from 1, then deliveries in cursor order from 1.
             var lastSeq: Int64 = 0, lastCursor: Int64 = 0
+            var ended = false
             for line in lines {
                 number += 1
                 if line.isEmpty { continue }
                 guard let v = try? JSONValue.parse(line) else { throw ImportError.badLine(number, "not JSON") }
-                if let e = v["event"] {
+                guard !ended else { throw ImportError.badLine(number, "a line after the end line; an export ends with it") }
+                if let end = v["end"] {
+                    guard let e = end["events"]?.intValue, let d = end["deliveries"]?.intValue
+                    else { throw ImportError.badLine(number, "an end line needs events and deliveries") }
+                    guard e == Int64(events), d == Int64(deliveries) else {
+                        throw ImportError.endMismatch(line: number, expected: (e, d), found: (events, deliveries))
+                    }
+                    ended = true
+                } else if let e = v["event"] {
                     guard let seq = e["seq"]?.intValue, let type = e["type"]?.stringValue, let body = e["body"]?.stringValue,
                           let at = e["engineTime"]?.stringValue else { throw ImportError.badLine(number, "an event needs seq, type, body, engineTime") }
                     guard seq == lastSeq + 1 else {
@@ -130,9 +171,10 @@ public enum LogTransfer {
                     else { throw ImportError.badLine(number, "a rules line needs fromSeq, at, version") }
                     try connection.execute("INSERT INTO rules_versions (from_seq, at, version) VALUES ($1, $2, $3)", [String(from), at, version])
                 } else {
-                    throw ImportError.badLine(number, "neither an event, a delivery nor a rules version")
+                    throw ImportError.badLine(number, "neither an event, a delivery, a rules version nor the end line")
                 }
             }
+            guard ended || allowMissingEnd else { throw ImportError.noEnd(lines: number) }
             try connection.execute("UPDATE event_head SET seq = (SELECT coalesce(max(seq), 0) FROM events)")
             try connection.execute("UPDATE delivery_head SET cursor = (SELECT coalesce(max(cursor), 0) FROM deliveries)")
             try connection.execute("COMMIT")

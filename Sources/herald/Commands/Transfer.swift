@@ -20,6 +20,8 @@ struct Export: ParsableCommand {
 struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Load an export from stdin into an empty database (migrated first).")
     @OptionGroup var database: DatabaseOptions
+    @Flag(help: "Import an export that has no end line (written by a Herald before session 27). Without it such an export is refused: it may have been cut.")
+    var allowMissingEnd = false
 
     func run() throws {
         try reportingErrors {
@@ -28,7 +30,7 @@ struct Import: ParsableCommand {
             let conn = try PGConnection.connect(location.url)
             try Migrator.migrate(conn)
             do {
-                let counts = try LogTransfer.import(conn, lines: AnyIterator { readLine(strippingNewline: true) })
+                let counts = try LogTransfer.import(conn, lines: AnyIterator { readLine(strippingNewline: true) }, allowMissingEnd: allowMissingEnd)
                 Log.info("imported \(counts.events) events and \(counts.deliveries) deliveries")
             } catch {
                 Log.info("error: \(error)")
