@@ -263,6 +263,42 @@ import Testing
     }
 }
 
+@Suite struct OneOrderedStreamTests {
+    /// SPEC §10 "One ordered stream per user": a withdraw without a user reads its recipients
+    /// from PostgreSQL first; the requests sent after it on its connection wait, so they are
+    /// stored — and decided — after it. (Before session 27 they overtook it: a submit pipelined
+    /// behind collapsed into the withdrawn notification, and 130 of them pushed it out of the
+    /// remembered deliveries, so the acknowledged withdraw did nothing.)
+    @Test func oneOrderedStreamPerUser_requestsSentAfterAWithdrawWithoutAUserAreStoredAfterIt() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let c = try server.client()
+        _ = try c.call(["op": "authorization", "user": "alice", "app": "com.example.mail", "status": "authorized", "options": ["alert", "badge"]])
+        func submit(_ id: String) -> String {
+            JSONValue.object(["op": "submit", "id": .string(id), "app": "com.example.mail", "user": "alice", "title": "T", "body": "B",
+                              "collapseId": "K", "hiddenPreviewsBodyPlaceholder": "x"]).canonicalString
+        }
+        let first = try c.call(try JSONValue.parse(submit("a")))
+        #expect(first["ok"] == true)
+        // Pipelined: the withdraw, then 130 submits of the same user (the first collapses with "a").
+        try c.send(JSONValue.object(["op": "withdraw", "app": "com.example.mail", "id": "a"]).canonicalString)
+        for i in 0..<130 { try c.send(submit("b\(i)")) }
+        let withdrawn = try c.readJSON()
+        var seqs: [Int64] = []
+        for _ in 0..<130 { seqs.append(try #require(c.readJSON()["seq"]?.intValue)) }
+        let w = try #require(withdrawn["seq"]?.intValue)
+        #expect(seqs.allSatisfy { $0 > w }, "the withdraw (seq \(w)) is stored before the submits sent after it: \(seqs.prefix(3))…")
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "c", "from": "earliest"])
+        let ds = try consumer.deliveries(3)
+        #expect(ds[0]["kind"] == "alert" && ds[0]["notification"] == "a")
+        #expect(ds[1]["kind"] == "withdrawn" && ds[1]["notification"] == "a" && ds[1]["presentation"]?["badge"] == 0,
+                "\(ds[1].canonicalString)")
+        #expect(ds[2]["notification"] == "b0" && ds[2]["kind"] == "alert" && ds[2]["replaces"] == nil,
+                "b0 no longer collapses into the withdrawn a: \(ds[2].canonicalString)")
+    }
+}
+
 @Suite struct EveryOpTests {
     /// Every state-changing op of SPEC §5 over TCP, and the delivery kinds the other tests do not reach.
     @Test func remainingOpsAndDeliveryKindsEndToEnd() throws {

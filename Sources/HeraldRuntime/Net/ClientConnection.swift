@@ -22,6 +22,9 @@ public final class ClientConnection {
     private var delegate: (any ConnectionDelegate)? { delegateRef.delegate }
     public private(set) var isClosing = false
     private var readPaused = false
+    /// Set while the service resolves a request before appending it (`holdDispatch`): the
+    /// connection's later requests wait, so they are stored after it.
+    private var dispatchHeld = false
     private var finished = false
     /// TLS connections only: whether the client's certificate has been looked at (after the handshake).
     private var peerChecked: Bool
@@ -235,7 +238,7 @@ public final class ClientConnection {
         guard let bev, !isClosing else { return }
         if !peerChecked { peerHandshakeCompleted() }
         let input = bufferevent_get_input(bev)
-        while !isClosing && !readPaused {
+        while !isClosing && !readPaused && !dispatchHeld {
             let length = evbuffer_get_length(input)
             if length == 0 { break }
             var vector = iovec()  // evbuffer_iovec is a macro for struct iovec
@@ -305,6 +308,29 @@ public final class ClientConnection {
         performPending()
     }
 
+    /// Holds this connection's later requests (those read and those still to read) until
+    /// `releaseDispatch`: the service calls it when a request must be resolved asynchronously
+    /// before it is appended — a withdraw without a user reads its recipients from PostgreSQL —
+    /// so that requests sent after it are stored after it (SPEC §10: a withdraw never overtakes
+    /// a submit, and decisions follow the user's order; §5: requests are handled in order).
+    func holdDispatch() {
+        guard !dispatchHeld, !isClosing, let bev else { return }
+        dispatchHeld = true
+        bufferevent_disable(bev, Int16(EV_READ))
+    }
+
+    /// Ends `holdDispatch`: the held requests are dispatched in order, then reading resumes
+    /// (unless backpressure or another hold stops it again).
+    func releaseDispatch() {
+        guard dispatchHeld else { return }
+        dispatchHeld = false
+        guard !isClosing, let bev else { return }
+        performPending()
+        guard !dispatchHeld, !isClosing, !readPaused else { return }
+        bufferevent_enable(bev, Int16(EV_READ))
+        readable()
+    }
+
     /// See `ClientSession.shareApp(_:)`.
     func shareApp(_ app: String) { session.shareApp(app) }
 
@@ -312,7 +338,7 @@ public final class ClientConnection {
     /// `for action in actions` over an array copied each one, a request's strings and arrays
     /// retained and released once more (session 18).
     private func performPending() {
-        while let action = pendingActions.popFirst() {
+        while !dispatchHeld, let action = pendingActions.popFirst() {
             switch action {
             case .send(let bytes): send(bytes)
             case .dispatch(let request): delegate?.handle(request, from: self)

@@ -11,6 +11,7 @@ extension HeraldService {
                 requestsRejected += 1
                 reply(WireReply.error(rid: request.rid, error))
             }
+            reply.connection.releaseDispatch()  // a withdraw admitted again after a wait, now refused
             return
         }
         // A withdraw that names no user applies to every recipient of the original submit.
@@ -24,8 +25,11 @@ extension HeraldService {
     /// Finds the recipients of (app, id) and withdraws it for each. A submit of (app, id) still in
     /// flight is waited for (the withdraw is then admitted afresh): its recipients are in the log
     /// once it committed.
+    /// The connection's later requests are held meanwhile (`ClientConnection.holdDispatch`), so
+    /// they are stored after this withdraw, as sent.
     func resolveWithdraw(_ request: ClientSession.Request, accepted: AcceptedRequest, reply: Reply) {
         guard let draft = accepted.events.first, let app = draft.app, let id = draft.notificationId else { return }
+        reply.connection.holdDispatch()
         let key = InFlightKey(app: app, id: id)
         if inFlightKeys[key] != nil {
             inFlightKeys[key]!.append { [unretained] in unretained.object?.submitEvent(request, reply: reply) }
@@ -34,6 +38,8 @@ extension HeraldService {
         reader.query("SELECT DISTINCT user_id FROM events WHERE app = $1 AND notification_id = $2 AND type = 'submit' ORDER BY 1",
                      [app, id]) { [unretained] result in
             guard let self = unretained.object else { return }
+            // Appended (or answered) first, then the connection's next requests go.
+            defer { reply.connection.releaseDispatch() }
             switch result {
             case .failure(let error):
                 reply(WireReply.error(rid: request.rid, self.requestError(error)))
