@@ -263,6 +263,33 @@ import Testing
     }
 }
 
+@Suite struct DurableConsumerTests {
+    /// SPEC §5: delivery is at least once from the last acked cursor, and the consumer's name is
+    /// durable. A new name is stored at its starting cursor when it subscribes, so one that
+    /// reconnects "committed" before ever acking resumes there; before session 27 it resumed at
+    /// the head and skipped what was delivered while it was away.
+    @Test func aConsumerThatNeverAckedResumesWhereItStartedAndMissesNothing() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let p = try server.client()
+        try ServiceTests.setUpAlice(p)
+        _ = try p.call(ServiceTests.submit("a"))
+        let first = try server.client()
+        let subscribed = try first.call(["op": "subscribe", "consumer": "k", "from": "earliest"])
+        #expect(subscribed["ok"] == true && subscribed["cursor"] == 0)
+        #expect(try first.deliveries(1).map { $0["notification"]?.stringValue } == ["a"])
+        first.close()   // no ack
+        _ = try p.call(ServiceTests.submit("b"))
+        _ = try p.call(["op": "clock", "advanceTo": "2026-03-27T07:00:01Z"])   // b's delivery committed
+        let again = try server.client()
+        let resumed = try again.call(["op": "subscribe", "consumer": "k"])
+        #expect(resumed["cursor"] == 0, "\(resumed.canonicalString)")
+        #expect(try again.deliveries(2).map { $0["notification"]?.stringValue } == ["a", "b"], "a again (never acked), and b")
+        let stored = try PGConnection.connect(server.url).execute("SELECT acked FROM consumers WHERE name = 'k'")
+        #expect(stored.rowCount == 1 && stored.int64(0, 0) == 0)
+    }
+}
+
 @Suite struct OneOrderedStreamTests {
     /// SPEC §10 "One ordered stream per user": a withdraw without a user reads its recipients
     /// from PostgreSQL first; the requests sent after it on its connection wait, so they are

@@ -72,14 +72,34 @@ extension HeraldService {
                 acked = r.rowCount > 0 ? r.int64(0, 0) : nil
             }
             let start = explicit ?? acked ?? self.deliveryHead
-            if let old = self.consumers[name], let c = old.connection, c !== connection {
-                c.close(reason: "consumer \(name) subscribed again on another connection")
+            guard acked == nil else {
+                self.startStream(name, on: connection, at: start, rid: rid, reply: reply)
+                return
             }
-            let stream = ConsumerStream(name: name, connection: connection, position: start)
-            self.consumers[name] = stream
-            reply(WireReply.ok(rid: rid, ["op": "subscribe", "consumer": .string(name), "cursor": .int(start)]))
-            self.pump(stream)
+            // A new name is made durable at its starting cursor before anything is streamed: a
+            // consumer that reconnects "committed" before its first ack resumes there, not at the
+            // head — deliveries made meanwhile are not skipped (at least once from its start).
+            guard let writer = self.writerOrRefuse(rid: rid, reply: reply) else { return }
+            writer.ack(consumer: name, cursor: start) { [unretained] result in
+                guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
+                switch result {
+                case .success: self.startStream(name, on: connection, at: start, rid: rid, reply: reply)
+                case .failure(let error): reply(WireReply.error(rid: rid, self.requestError(error)))
+                }
+            }
+            self.store.kick()
         }
+    }
+
+    /// Answers a subscribe and streams from `start` (another connection of the same name is closed).
+    private func startStream(_ name: String, on connection: ClientConnection, at start: Int64, rid: JSONValue?, reply: Reply) {
+        if let old = consumers[name], let c = old.connection, c !== connection {
+            c.close(reason: "consumer \(name) subscribed again on another connection")
+        }
+        let stream = ConsumerStream(name: name, connection: connection, position: start)
+        consumers[name] = stream
+        reply(WireReply.ok(rid: rid, ["op": "subscribe", "consumer": .string(name), "cursor": .int(start)]))
+        pump(stream)
     }
 
     func ack(_ request: ClientSession.Request, reply: Reply) {
