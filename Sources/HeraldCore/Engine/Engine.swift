@@ -98,7 +98,7 @@ public struct Outcome: Hashable, Sendable {
 /// included) is an argument, every output a return value.
 public struct Engine: Sendable {
     /// The version of the rules this build implements; recorded in every delivery.
-    public static let currentRulesVersion = "2"
+    public static let currentRulesVersion = "3"
     /// How many delivered notifications per (user, app) are remembered for collapse,
     /// snooze, `opened` and `withdraw`.
     public static let recentLimit = 64
@@ -113,8 +113,9 @@ public struct Engine: Sendable {
     public static var defaultSummaryCalendar: SummaryCalendar { SummaryCalendar.defaultSchedule }
 
     /// Every rules version this build can decide by (`RulesHistory`): "1" ignores a snooze of a
-    /// notification whose content the state no longer keeps; "2" (session 25) has it read back.
-    public static let knownRulesVersions = ["1", "2"]
+    /// notification whose content the state no longer keeps; "2" (session 25) has it read back;
+    /// "3" (session 27) follows SPEC §3/§10 where a review found "2" did not (`followsRulesThree`).
+    public static let knownRulesVersions = ["1", "2", "3"]
 
     /// Which version decides each event and timer of the log being folded. A reference, so an
     /// engine copies as one word and a small string, and the service can adopt the log's history
@@ -148,6 +149,13 @@ public struct Engine: Sendable {
 
     /// Version "1" ignored a snooze whose content was not among the last deliveries kept.
     var readsBackSnoozedContent: Bool { rulesVersion != "1" }
+
+    /// Version "3" (session 27; docs/engine.md "Rules versions"): an allowed critical banner
+    /// counts toward the attention budget; a provisional app kept for the summary is judged as a
+    /// summary app (Time Sensitive and communication are not queued, a mute makes it quiet); a
+    /// snooze that ends expired or suppressed carries the lowered badge; an `opened` of an id
+    /// not remembered as counting (withdrawn, suppressed, long forgotten) lowers nothing.
+    var followsRulesThree: Bool { rulesVersion != "1" && rulesVersion != "2" }
 
     /// Apply one committed event (with its global seq and the engine time it was accepted
     /// at). First advances the user's own timers to `event.at` (a timer due at exactly

@@ -115,7 +115,10 @@ extension Engine {
         case .opened:
             guard let app = event.target?.app ?? b["app"]?.stringValue else { return }
             let id = event.target.map({ $0.id }) ?? b["id"]?.stringValue
-            var lower = true
+            // Rules "3": an id not remembered as counting (withdrawn, suppressed, never sent, or
+            // older than the records kept) lowers nothing; "1"/"2" lowered by one (a withdraw
+            // racing the user's tap lowered the badge twice).
+            var lower = id == nil || !followsRulesThree
             if let id, let was = state.withRecent(app, { list -> Bool? in
                 guard let i = list.lastIndex(where: { $0.id == id }) else { return nil }
                 defer { list[i].counted = false }

@@ -105,6 +105,12 @@ extension Engine {
         var level = n.level
         if criticalAllowed {
             trace.append(.critical, .decided)
+            // Exempt from the attention budget, but counted (SPEC §10; rules "3").
+            if followsRulesThree, state.global.attentionBudget != nil {
+                let windowStart = t.adding(.hours(-1))
+                state.bannerTimes.removeAll { $0 <= windowStart }
+                state.bannerTimes.append(t)
+            }
             let p = Presentation(banner: true, sound: true, lockScreen: true, notificationCenter: true, overrideSilent: true)
             land(n, seq: seq, kind: .alert, reason: Reason.critical, presentation: p, at: t, trace: trace,
                  replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false,
@@ -127,8 +133,14 @@ extension Engine {
 
         let quietPresentation = Presentation(notificationCenter: app.flags.contains(.notificationCenter))
 
-        // 6. Provisional.
-        if app.status == .provisional {
+        // 6. Provisional. Under rules "3", Keep → Deliver in Scheduled Summary puts the app in the
+        // summary (SPEC §3 rule 6): it goes on to rules 7–11 as a summary app, so a mute makes it
+        // quiet, and Time Sensitive and communication are not queued (rules 8 and 9).
+        var keptInSummary = false
+        if app.status == .provisional && app.provisionalChoice == .keptSummary && followsRulesThree {
+            trace.append(.provisional, .applied)
+            keptInSummary = true
+        } else if app.status == .provisional {
             trace.append(.provisional, .decided)
             switch app.provisionalChoice {
             case .undecided:
@@ -145,8 +157,9 @@ extension Engine {
                      replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false, state: &state, out: &out)
             }
             return
+        } else {
+            trace.append(.provisional, .pass)
         }
-        trace.append(.provisional, .pass)
 
         // 7. Muted until m > t.
         if let m = app.mutedUntil, m > t {
@@ -177,9 +190,10 @@ extension Engine {
         trace.append(.communication, isCommunication ? .applied : .pass)
 
         // 9. Scheduled Summary (passive/active only; Time Sensitive overrides).
-        if !isCommunication && app.flags.contains(.summaryDelivery) && (level == .passive || level == .active) {
+        if !isCommunication && (app.flags.contains(.summaryDelivery) || keptInSummary) && (level == .passive || level == .active) {
             trace.append(.summary, .decided)
-            land(n, seq: seq, kind: .queued, reason: Reason.summaryQueued, presentation: quietPresentation, at: t,
+            land(n, seq: seq, kind: .queued, reason: keptInSummary ? Reason.provisionalKeptSummary : Reason.summaryQueued,
+                 presentation: quietPresentation, at: t,
                  trace: trace, replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false,
                  state: &state, out: &out)
             return

@@ -102,7 +102,12 @@ extension Engine {
             // Not delivered again (expired, suppressed…): it no longer counts toward the badge.
             if rec.counted, let last = out.last, out.count > before,
                [.suppressed, .expired, .withdrawn].contains(last.kind) {
-                state.withApp(app) { $0.badge = max(0, $0.badge - 1) }
+                let badgeOn = state.withApp(app) { a -> Bool in
+                    a.badge = max(0, a.badge - 1)
+                    return a.flags.contains(.badge)
+                }
+                // Rules "3": the delivery that lowered the count carries it (SPEC §3 Badge).
+                if badgeOn && followsRulesThree { out[out.count - 1].presentation = Presentation(badge: Int(state.apps[app]!.badge)) }
             }
             for k in before..<out.count { out[k].causeSeq = s.causeSeq }
         }
