@@ -59,8 +59,11 @@ import Testing
         let first = try c.call(Self.submit("n1"))
         let again = try c.call(Self.submit("n1"))
         #expect(again["ok"] == true && again["duplicate"] == true && again["seq"] == first["seq"])
-        let conflict = try c.call(Self.submit("n1", extra: ["body": "Different"]))
-        #expect(conflict["ok"] == false && conflict["error"]?["code"] == "conflict")
+        // SPEC §3: a re-send is acknowledged as a duplicate whatever it carries; one that
+        // differs says so in a warning, and is neither stored nor delivered.
+        let differs = try c.call(Self.submit("n1", extra: ["body": "Different"]))
+        #expect(differs["ok"] == true && differs["duplicate"] == true && differs["seq"] == first["seq"]
+                && differs["warnings"]?.arrayValue?.first?["code"] == "duplicate_differs", "\(differs.canonicalString)")
     }
 
     /// One name in two Unicode spellings would be one key to the service and two to PostgreSQL

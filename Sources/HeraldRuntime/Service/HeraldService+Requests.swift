@@ -339,16 +339,16 @@ extension HeraldService.InFlightKey {
 extension HeraldService {
     func replyFor(outcomes: [AppendOutcome], rid: JSONValue?, warnings: [RequestWarning]) -> [UInt8] {
         guard let first = outcomes.first else { return WireReply.ok(rid: rid, ["warnings": .array(warnings.map(\.json))]) }
-        // A fan-out is stored whole or not at all (schema/017): one conflicting row is the request's answer.
-        if let conflict = outcomes.first(where: { if case .conflict = $0 { return true } else { return false } }) {
-            return replyFor(outcome: conflict, rid: rid, warnings: warnings)
-        }
         if outcomes.count > 1 {
-            let warnings: JSONValue = .array(warnings.map(\.json))
+            // A fan-out is stored whole or not at all (schema/017): all appended, or none.
             let appended = outcomes.filter { if case .appended = $0 { return true } else { return false } }.count
             var fields: [String: JSONValue] = ["seq": .int(first.seq), "events": .int(Int64(outcomes.count)),
-                                               "appended": .int(Int64(appended)), "warnings": warnings]
-            if appended == 0 { fields["duplicate"] = true }
+                                               "appended": .int(Int64(appended)), "warnings": .array(warnings.map(\.json))]
+            if appended == 0 {
+                fields["duplicate"] = true
+                let differs = outcomes.contains { if case .conflict = $0 { return true } else { return false } }
+                fields["warnings"] = .array(differs ? [Self.duplicateDiffers(seq: first.seq).json] : [])
+            }
             return WireReply.ok(rid: rid, fields)
         }
         return replyFor(outcome: first, rid: rid, warnings: warnings)
@@ -361,10 +361,15 @@ extension HeraldService {
         case .duplicate(let seq):
             return WireReply.ok(rid: rid, ["seq": .int(seq), "duplicate": true, "warnings": .array([])])
         case .conflict(let seq):
-            return WireReply.error(rid: rid, RequestError(
-                code: "conflict", title: "This notification id was already used with a different payload or other recipients",
-                detail: "The (app, id) pair is unique forever, whoever the users; the submit stored at seq \(seq) is unchanged and nothing was stored. Use a new id for new content or other users, or re-send the original request (same users, same payload) to get its acknowledgement."))
+            // SPEC §3: re-submitting a used id is acknowledged as a duplicate, whatever it carries;
+            // the warning says the stored request differs (nothing of this one was kept).
+            return WireReply.ok(rid: rid, ["seq": .int(seq), "duplicate": true, "warnings": .array([Self.duplicateDiffers(seq: seq).json])])
         }
+    }
+
+    /// The warning of a re-sent id whose payload or recipients differ from the stored request's.
+    static func duplicateDiffers(seq: Int64) -> RequestWarning {
+        RequestWarning(code: "duplicate_differs", message: "This id was already used (app and id are unique forever, whoever the users): the submit stored at seq \(seq) stands, and this one — whose payload or recipients differ — was neither stored nor delivered. Use a new id for new content or other users.")
     }
 
     func requestError(_ error: StoreError) -> RequestError {
