@@ -120,6 +120,17 @@ import Testing
         #expect(always.stdout.contains("com.example.mail m1") && always.stdout.contains("what-if: "), "\(always)")
     }
 
+    /// `replay --until` past the last event replays the whole log (exit 0 on a clean one) and says
+    /// so on stderr, so a mistyped seq does not pass for a prefix.
+    @Test func replayUntilPastTheLastEventSaysTheWholeLogWasReplayed() throws {
+        let url = try Self.aliceLog()
+        let head = try EventReader.head(PGConnection.connect(url))
+        let past = try Self.herald(["replay", "--database-url", url, "--until", String(head + 50)])
+        #expect(past.status == 0 && past.stderr.contains("is past the log's last event (seq \(head))"), "\(past)")
+        let within = try Self.herald(["replay", "--database-url", url, "--until", String(head)])
+        #expect(within.status == 0 && !within.stderr.contains("past the log's last event"), "\(within)")
+    }
+
     @Test func explainListsOnlyTheDeliveriesThatCarriedThisAppsNotification() throws {
         let server = try TestServer(start: "2026-03-27T07:00:00Z")
         let c = try server.client()

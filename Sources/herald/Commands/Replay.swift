@@ -51,6 +51,10 @@ struct Replay: ParsableCommand {
             }
             let report = try replayer.run(conn) { Date().timeIntervalSince1970 }
             if tty { FileHandle.standardError.write(Data("\n".utf8)) }
+            // A seq past the log's end replays all of it: said, so a typo does not pass for a prefix.
+            if case .seq(let s) = replayer.limit, let head = try? EventReader.head(conn), s > head {
+                FileHandle.standardError.write(Data("note: --until \(s) is past the log's last event (seq \(head)): the whole log was replayed\n".utf8))
+            }
             if !whatIf.isEmpty || rulesVersion != nil {
                 for c in report.changes {
                     print("\(c.user) \(c.subject): \(c.stored.joined(separator: ", ").ifEmpty("(nothing)")) → \(c.derived.joined(separator: ", ").ifEmpty("(nothing)"))")
