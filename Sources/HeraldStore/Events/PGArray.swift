@@ -102,22 +102,21 @@ struct PGBinaryParameters {
 
     /// `bigint[]`.
     mutating func appendInt64<C: Collection>(_ values: C) where C.Element == Int64 {
-        let start = bytes.count
-        header(count: values.count, hasNull: false, element: Self.int8OID)
-        for value in values {
-            be32(8)
-            be64(UInt64(bitPattern: value))
-        }
-        ranges.append(start..<bytes.count)
+        appendIntegers(values, element: Self.int8OID)
     }
 
     /// `integer[]`.
     mutating func appendInt32<C: Collection>(_ values: C) where C.Element == Int32 {
+        appendIntegers(values, element: Self.int4OID)
+    }
+
+    /// An array of fixed-width integers: each element its byte length and its big-endian bytes.
+    private mutating func appendIntegers<C: Collection>(_ values: C, element: UInt32) where C.Element: FixedWidthInteger {
         let start = bytes.count
-        header(count: values.count, hasNull: false, element: Self.int4OID)
+        header(count: values.count, hasNull: false, element: element)
         for value in values {
-            be32(4)
-            be32(UInt32(bitPattern: value))
+            be32(UInt32(MemoryLayout<C.Element>.size))
+            withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
         }
         ranges.append(start..<bytes.count)
     }
