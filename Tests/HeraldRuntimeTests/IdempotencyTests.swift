@@ -74,6 +74,22 @@ import Testing
         #expect(try Self.submitsStored(server, id: "n1") == ["alice", "bob"])
     }
 
+    /// docs/service.md: a fan-out's reply carries `events` and `appended` — also a fan-out of one
+    /// user (it was answered as a plain submit), and its re-send (`appended: 0`).
+    @Test func idempotency_aFanOutOfOneUserIsAnsweredWithItsCounts() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.authorize(c, ["alice"])
+        let fan = try c.call(Self.submit("n1", users: ["alice"]))
+        #expect(fan["ok"] == true && fan["events"] == 1 && fan["appended"] == 1, "\(fan.canonicalString)")
+        let again = try c.call(Self.submit("n1", users: ["alice"]))
+        #expect(again["duplicate"] == true && again["events"] == 1 && again["appended"] == 0 && again["seq"] == fan["seq"],
+                "\(again.canonicalString)")
+        let single = try c.call(Self.submit("n1", user: "alice"))
+        #expect(single["duplicate"] == true && single["seq"] == fan["seq"] && single["warnings"] == [], "the same request: \(single.canonicalString)")
+    }
+
     /// Two connections send one id for two users before either is answered: the second waits for
     /// the first (one key in flight per (app, id)) and is a duplicate that differs; one row is stored.
     @Test func idempotency_oneIdRacingForTwoUsersStoresOneAndTheOtherIsADuplicate() throws {

@@ -293,6 +293,35 @@ import Testing
     }
 }
 
+@Suite struct SubscribeOrderTests {
+    /// SPEC §5: replies come in request order, and `subscribe` is answered "→ then" delivery lines.
+    /// A known consumer's subscribe pipelined behind a submit not yet committed: the submit's
+    /// reply, the subscribe reply, then the lines (they used to go out first: the stream wrote
+    /// to the socket past the replies still owed).
+    @Test func deliveryLinesWaitForTheSubscribeReplyAndEveryEarlierReply() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let p = try server.client()
+        try ServiceTests.setUpAlice(p)
+        _ = try p.call(ServiceTests.submit("a"))
+        let known = try server.client()
+        _ = try known.call(["op": "subscribe", "consumer": "c", "from": "earliest"])
+        _ = try known.deliveries(1)
+        known.close()
+        for round in 0..<5 {
+            let c = try server.client()
+            let submit = ServiceTests.submit("b\(round)", extra: ["rid": "r1"]).canonicalString
+            let subscribe = JSONValue.object(["op": "subscribe", "consumer": "c", "from": "earliest", "rid": "r2"]).canonicalString
+            try c.sendRaw(Array((submit + "\n" + subscribe + "\n").utf8))
+            let first = try c.readJSON(), second = try c.readJSON(), third = try c.readJSON()
+            #expect(first["rid"] == "r1" && first["ok"] == true, "round \(round): \(first.canonicalString)")
+            #expect(second["rid"] == "r2" && second["op"] == "subscribe", "round \(round): \(second.canonicalString)")
+            #expect(third["op"] == "delivery" && third["cursor"] == 1, "round \(round): \(third.canonicalString)")
+            c.close()
+        }
+    }
+}
+
 @Suite struct OneOrderedStreamTests {
     /// SPEC §10 "One ordered stream per user": a withdraw without a user reads its recipients
     /// from PostgreSQL first; the requests sent after it on its connection wait, so they are

@@ -11,8 +11,12 @@ public enum Admission: Hashable, Sendable {
 public struct AcceptedRequest: Hashable, Sendable {
     public var events: [EventDraft]
     public var warnings: [RequestWarning]
+    /// A submit with `users` (SPEC §10 fan-out), even of one user: its reply counts the events.
+    public var fanOut = false
     /// Creates one from its fields.
-    public init(events: [EventDraft], warnings: [RequestWarning]) { self.events = events; self.warnings = warnings }
+    public init(events: [EventDraft], warnings: [RequestWarning], fanOut: Bool = false) {
+        self.events = events; self.warnings = warnings; self.fanOut = fanOut
+    }
 }
 
 /// An event to append: the store gives it a seq and the engine time, and hands it back

@@ -115,8 +115,10 @@ extension Engine {
             guard case .object = d else { throw f.wrongType("data", expected: "an object", got: d) }
             n.data = d
         }
-        return try finishSubmit(n, users: users, warnings: warnings, unknownFields: f.unknown(Engine.submitFields),
-                                apps: apps, now: now)
+        var accepted = try finishSubmit(n, users: users, warnings: warnings, unknownFields: f.unknown(Engine.submitFields),
+                                        apps: apps, now: now)
+        accepted.fanOut = many != nil
+        return accepted
     }
 
     /// A submit read straight from its line (`SubmitLine`): only what the general path reads
@@ -228,7 +230,7 @@ extension Engine {
         var events: [EventDraft] = []
         events.reserveCapacity(users.count)
         for u in users { events.append(draft(for: u)) }
-        return AcceptedRequest(events: events, warnings: warnings)
+        return AcceptedRequest(events: events, warnings: warnings, fanOut: true)
     }
 
     /// False when the title's last byte is ASCII, not whitespace and not one of `.!?,;:` — then

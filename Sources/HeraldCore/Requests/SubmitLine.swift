@@ -229,7 +229,9 @@ extension JSONParser {
             guard Self.isIdentifier(u) else { return nil }
             recipients = [u]
         case (nil, let us?):
-            guard !us.isEmpty, us.count <= Engine.maxFanOutUsers else { return nil }
+            // A fan-out of one user takes the general path, which marks it a fan-out (its reply
+            // counts events); two or more are marked by `finishSubmit` on either path.
+            guard us.count > 1, us.count <= Engine.maxFanOutUsers else { return nil }
             for u in us where !Self.isIdentifier(u) { return nil }
             if us.count > 1 {
                 var distinct = Set<String>(minimumCapacity: us.count)

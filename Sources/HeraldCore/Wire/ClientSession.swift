@@ -72,6 +72,9 @@ public struct ClientSession: Sendable {
     /// Requests received and not yet answered (for backpressure).
     public var outstanding: Int { Int(nextTicket - nextToSend) }
 
+    /// Whether the reply to `ticket` has been handed to the socket (every earlier one too).
+    public func replySent(_ ticket: UInt64) -> Bool { ticket < nextToSend }
+
     /// Makes `app` (equal to the last plain submit's app, e.g. the app registry's string for it)
     /// the string the next submits share (`SubmitLine.read(_:knownApp:)`).
     public mutating func shareApp(_ app: String) {

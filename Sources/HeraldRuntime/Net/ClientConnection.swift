@@ -25,6 +25,8 @@ public final class ClientConnection {
     /// Set while the service resolves a request before appending it (`holdDispatch`): the
     /// connection's later requests wait, so they are stored after it.
     private var dispatchHeld = false
+    /// Work waiting for a reply to go out (`whenReplySent`).
+    private var afterReplies: [(ticket: UInt64, work: () -> Void)] = []
     private var finished = false
     /// TLS connections only: whether the client's certificate has been looked at (after the handshake).
     private var peerChecked: Bool
@@ -170,7 +172,27 @@ public final class ClientConnection {
     public func complete(ticket: UInt64, reply: [UInt8]) {
         guard !isClosing || bev != nil else { return }
         if let bytes = session.releaseReply(ticket: ticket, reply: reply) { send(bytes) }
+        runAfterReplies()
         resumeReadingIfCaughtUp()
+    }
+
+    /// Runs `work` once the reply to `ticket` has been sent (at once if it has): a consumer's
+    /// delivery lines start only after its subscribe reply, which waits for every earlier reply
+    /// of the connection (SPEC §5: replies in request order, subscribe "→ then" delivery lines).
+    public func whenReplySent(ticket: UInt64, _ work: @escaping () -> Void) {
+        if session.replySent(ticket) { work() } else { afterReplies.append((ticket, work)) }
+    }
+
+    /// The `whenReplySent` work whose reply has gone out, in the order it was asked for.
+    private func runAfterReplies() {
+        guard !afterReplies.isEmpty else { return }
+        var due: [() -> Void] = []
+        afterReplies.removeAll { entry in
+            guard session.replySent(entry.ticket) else { return false }
+            due.append(entry.work)
+            return true
+        }
+        for work in due { work() }
     }
 
     /// `complete(ticket:reply:)` for bytes the caller keeps (libevent copies them): sent at once
@@ -179,6 +201,7 @@ public final class ClientConnection {
         guard !isClosing || bev != nil else { return }
         if session.releaseReplyInPlace(ticket: ticket) {
             send(bytes)
+            runAfterReplies()
             resumeReadingIfCaughtUp()
         } else {
             complete(ticket: ticket, reply: Array(bytes))

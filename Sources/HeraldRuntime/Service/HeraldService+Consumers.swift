@@ -15,6 +15,8 @@ final class ConsumerStream {
     var position: Int64
     /// A catch-up read from PostgreSQL is in flight.
     var reading = false
+    /// Set once the subscribe reply has gone out: no delivery line goes before it.
+    var started = false
     /// The last page read from PostgreSQL and its first row not yet sent: sent a batch at a time as
     /// the consumer drains, instead of being read again (memory: the consumer buffer plus this page).
     var page: PGResult?
@@ -99,7 +101,12 @@ extension HeraldService {
         let stream = ConsumerStream(name: name, connection: connection, position: start)
         consumers[name] = stream
         reply(WireReply.ok(rid: rid, ["op": "subscribe", "consumer": .string(name), "cursor": .int(start)]))
-        pump(stream)
+        // The reply waits for the connection's earlier replies; the lines wait for the reply.
+        connection.whenReplySent(ticket: reply.ticket) { [unretained, weak stream] in
+            guard let self = unretained.object, let stream else { return }
+            stream.started = true
+            self.pump(stream)
+        }
     }
 
     func ack(_ request: ClientSession.Request, reply: Reply) {
@@ -137,6 +144,7 @@ extension HeraldService {
     /// Sends what the consumer has not seen, while its socket buffer has room.
     func pump(_ stream: ConsumerStream) {
         guard let connection = stream.connection, !connection.isClosing else { consumers[stream.name] = nil; return }
+        guard stream.started else { return }
         // A page read from PostgreSQL is in flight: its completion pumps again. A second read from
         // the same position (e.g. a drain callback armed earlier) would send that page twice and
         // the stream would go backwards (found by experiment 6, docs/reliability.md).

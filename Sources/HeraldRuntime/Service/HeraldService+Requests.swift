@@ -63,7 +63,7 @@ extension HeraldService {
     /// Appends admitted events; on COMMIT folds them, answers, and commits their deliveries.
     func append(_ accepted: AcceptedRequest, request: ClientSession.Request, at: Instant, reply: Reply) {
         let reply = configuration.acknowledgeBeforeCommitForTesting ? acknowledgeNowForTesting(request, reply) : reply
-        if accepted.events.count == 1 {
+        if accepted.events.count == 1 && !accepted.fanOut {
             appendOne(accepted, request: request, at: at, reply: reply)
             return
         }
@@ -103,7 +103,7 @@ extension HeraldService {
                         self.applyCommitted(StoredEvent(accepted.events[i], seq: seq, at: at))
                     }
                 }
-                reply(self.replyFor(outcomes: outcomes, rid: rid, warnings: warnings))
+                reply(self.replyFor(outcomes: outcomes, rid: rid, warnings: warnings, counted: accepted.fanOut))
                 // Not `flushDeliveries()` here: a committed batch completes its requests one by
                 // one, and the first request's deliveries would go alone. The writer calls
                 // `afterCompletions` once the batch is complete (installed in `start`).
@@ -337,9 +337,11 @@ extension HeraldService.InFlightKey {
 }
 
 extension HeraldService {
-    func replyFor(outcomes: [AppendOutcome], rid: JSONValue?, warnings: [RequestWarning]) -> [UInt8] {
+    /// The reply to a request of several events, or to a fan-out (`counted`, even of one user):
+    /// the first seq, `events` and `appended`.
+    func replyFor(outcomes: [AppendOutcome], rid: JSONValue?, warnings: [RequestWarning], counted: Bool = false) -> [UInt8] {
         guard let first = outcomes.first else { return WireReply.ok(rid: rid, ["warnings": .array(warnings.map(\.json))]) }
-        if outcomes.count > 1 {
+        if outcomes.count > 1 || counted {
             // A fan-out is stored whole or not at all (schema/017): all appended, or none.
             let appended = outcomes.filter { if case .appended = $0 { return true } else { return false } }.count
             var fields: [String: JSONValue] = ["seq": .int(first.seq), "events": .int(Int64(outcomes.count)),
