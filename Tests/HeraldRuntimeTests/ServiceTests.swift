@@ -210,6 +210,11 @@ import Testing
         let first = try consumer.deliveries(1)
         let negative = try consumer.call(["op": "ack", "consumer": "push", "cursor": -3])
         HostileClientTests.expectAlert(negative, code: "invalid_field", titleHas: "Cursor -3 is negative", detailHas: "last delivery")
+        // A name subscribe would refuse is refused by ack too: no row is made for it.
+        let long = String(repeating: "x", count: 201)
+        HostileClientTests.expectAlert(try consumer.call(["op": "ack", "consumer": .string(long), "cursor": 1]),
+                                       code: "invalid_field", titleHas: "1–200 bytes", detailHas: "subscribe")
+        #expect(try PGConnection.connect(server.url).execute("SELECT count(*) FROM consumers WHERE length(name) > 200").int64(0, 0) == 0)
         // The next delivery reaches it: nothing was skipped.
         _ = try c.call(Self.submit("n2"))
         let next = try consumer.deliveries(1)

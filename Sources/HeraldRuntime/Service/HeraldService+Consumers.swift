@@ -115,6 +115,11 @@ extension HeraldService {
                 detail: "Send {\"op\":\"ack\",\"consumer\":\"<name>\",\"cursor\":<last cursor processed>}: a string and an integer.")))
             return
         }
+        guard !name.isEmpty, name.utf8.count <= 200 else {
+            reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "ack needs a consumer name of 1–200 bytes",
+                detail: "Ack with the durable name the consumer subscribed with; subscribe refuses any other, so no stream has this one.")))
+            return
+        }
         guard cursor >= 0 else {
             reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "Cursor \(cursor) is negative",
                 detail: "Cursors start at 1; ack the cursor of the last delivery line processed (0 acknowledges none).")))
