@@ -215,7 +215,7 @@ public final class ClientConnection {
     }
 
     private func resumeReadingIfCaughtUp() {
-        guard readPaused, !isClosing, let bev,
+        guard readPaused, !dispatchHeld, !isClosing, let bev,
               session.outstanding < Self.maxOutstanding / 2, outputBytes <= limits.maxUnsentBytes / 2 else { return }
         readPaused = false
         bufferevent_enable(bev, Int16(EV_READ))
@@ -349,7 +349,9 @@ public final class ClientConnection {
         dispatchHeld = false
         guard !isClosing, let bev else { return }
         performPending()
-        guard !dispatchHeld, !isClosing, !readPaused else { return }
+        guard !dispatchHeld, !isClosing else { return }
+        // Paused for backpressure meanwhile: reading resumes as that pause ends (not before).
+        if readPaused { resumeReadingIfCaughtUp(); return }
         bufferevent_enable(bev, Int16(EV_READ))
         readable()
     }
