@@ -107,8 +107,7 @@ extension Engine {
             trace.append(.critical, .decided)
             // Exempt from the attention budget, but counted (SPEC §10; rules "3").
             if followsRulesThree, state.global.attentionBudget != nil {
-                let windowStart = t.adding(.hours(-1))
-                state.bannerTimes.removeAll { $0 <= windowStart }
+                state.forgetBanners(before: t)
                 state.bannerTimes.append(t)
             }
             let p = Presentation(banner: true, sound: true, lockScreen: true, notificationCenter: true, overrideSilent: true)
@@ -245,8 +244,7 @@ extension Engine {
         }
         var kind = DeliveryKind.alert
         if p.banner, let budget = state.global.attentionBudget {
-            let windowStart = t.adding(.hours(-1))
-            state.bannerTimes.removeAll { $0 <= windowStart }
+            state.forgetBanners(before: t)
             if level == .active && state.bannerTimes.count >= Int(budget) {
                 trace.append(.attentionBudget, .decided)
                 kind = .quiet

@@ -320,6 +320,13 @@ extension UserState {
         get { rare.box?.values.bannerTimes ?? [] }
         _modify { yield &rare.values.bannerTimes }
     }
+
+    /// Drops the banner instants outside the attention budget's hour ending at `t`: a banner at
+    /// b counts for (b, b + 1 h], so those at or before t − 1 h no longer do.
+    mutating func forgetBanners(before t: Instant) {
+        let windowStart = t.adding(.hours(-1))
+        bannerTimes.removeAll { $0 <= windowStart }
+    }
     var tombstones: [NotificationKey] {
         get { rare.box?.values.tombstones ?? [] }
         _modify { yield &rare.values.tombstones }

@@ -33,7 +33,7 @@ final class ConsumerStream {
 
 extension HeraldService {
     func subscribe(_ request: ClientSession.Request, connection: ClientConnection, reply: Reply) {
-        guard let name = request.body["consumer"]?.stringValue, !name.isEmpty, name.utf8.count <= 200 else {
+        guard let name = request.body["consumer"]?.stringValue, Self.isConsumerName(name) else {
             reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "subscribe needs a consumer name",
                 detail: "Send {\"op\":\"subscribe\",\"consumer\":\"<durable name>\"}; the name (1–200 bytes) keys the acknowledged cursor.")))
             return
@@ -109,13 +109,16 @@ extension HeraldService {
         }
     }
 
+    /// A durable consumer name: 1–200 bytes (what `subscribe` and `ack` both take).
+    static func isConsumerName(_ name: String) -> Bool { !name.isEmpty && name.utf8.count <= 200 }
+
     func ack(_ request: ClientSession.Request, reply: Reply) {
         guard let name = request.body["consumer"]?.stringValue, let cursor = request.body["cursor"]?.intValue else {
             reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "ack needs consumer and cursor",
                 detail: "Send {\"op\":\"ack\",\"consumer\":\"<name>\",\"cursor\":<last cursor processed>}: a string and an integer.")))
             return
         }
-        guard !name.isEmpty, name.utf8.count <= 200 else {
+        guard Self.isConsumerName(name) else {
             reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "ack needs a consumer name of 1–200 bytes",
                 detail: "Ack with the durable name the consumer subscribed with; subscribe refuses any other, so no stream has this one.")))
             return
