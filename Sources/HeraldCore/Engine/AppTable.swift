@@ -24,13 +24,13 @@ struct AppTable: Hashable, Sendable {
 
         /// Counts a notification that reached the user toward this app's badge: drops the delivered
         /// one it `replaces` (collapse, lowering the badge if that one counted), then counts the new
-        /// one unless badges are off or it is provisional (a snoozed one keeps its `carriedCount`).
+        /// one unless badges are off or it is not `badged` (provisional; a snoozed one keeps its `carriedCount`).
         /// Returns whether it counts, and the badge to present (nil with badges off).
-        mutating func count(replacing replaces: DeliveredRecord?, carriedCount: Bool?, provisional: Bool) -> (counted: Bool, badge: Int?) {
+        mutating func count(replacing replaces: DeliveredRecord?, carriedCount: Bool?, badged: Bool) -> (counted: Bool, badge: Int?) {
             if let old = replaces, let i = recent.firstIndex(where: { $0.seq == old.seq }) {
                 if recent.remove(at: i).counted { state.badge -= 1 }
             }
-            let badgeOn = state.flags.contains(.badge) && !provisional
+            let badgeOn = state.flags.contains(.badge) && badged
             var counted = false
             if let carried = carriedCount {
                 counted = carried

@@ -98,7 +98,7 @@ public struct Outcome: Hashable, Sendable {
 /// included) is an argument, every output a return value.
 public struct Engine: Sendable {
     /// The version of the rules this build implements; recorded in every delivery.
-    public static let currentRulesVersion = "3"
+    public static let currentRulesVersion = "4"
     /// How many delivered notifications per (user, app) are remembered for collapse,
     /// snooze, `opened` and `withdraw`.
     public static let recentLimit = 64
@@ -114,8 +114,9 @@ public struct Engine: Sendable {
 
     /// Every rules version this build can decide by (`RulesHistory`): "1" ignores a snooze of a
     /// notification whose content the state no longer keeps; "2" (session 25) has it read back;
-    /// "3" (session 27) follows SPEC §3/§10 where a review found "2" did not (`followsRulesThree`).
-    public static let knownRulesVersions = ["1", "2", "3"]
+    /// "3" (session 27) follows SPEC §3/§10 where a review found "2" did not (`followsRulesThree`);
+    /// "4" (session 28) likewise where a review found "3" did not (`followsRulesFour`).
+    public static let knownRulesVersions = ["1", "2", "3", "4"]
 
     /// Which version decides each event and timer of the log being folded. A reference, so an
     /// engine copies as one word and a small string, and the service can adopt the log's history
@@ -156,6 +157,14 @@ public struct Engine: Sendable {
     /// snooze that ends expired or suppressed carries the lowered badge; an `opened` of an id
     /// not remembered as counting (withdrawn, suppressed, long forgotten) lowers nothing.
     var followsRulesThree: Bool { rulesVersion != "1" && rulesVersion != "2" }
+
+    /// Version "4" (session 28; docs/engine.md "Rules versions"): a notification stopped by rules
+    /// 1–4 (withdrawn, expired, not authorized, silenced, marketing without consent) replaces no
+    /// pending one; an `opened` without an id marks the newest counted notification as opened; a
+    /// summary or Focus digest leaves out, as `suppressed`, the items of apps no longer authorized
+    /// and, under silence all, those of apps without `government`; a provisional app kept for
+    /// immediate delivery delivers quietly without a badge; a blank placeholder is no placeholder.
+    var followsRulesFour: Bool { followsRulesThree && rulesVersion != "3" }
 
     /// Apply one committed event (with its global seq and the engine time it was accepted
     /// at). First advances the user's own timers to `event.at` (a timer due at exactly

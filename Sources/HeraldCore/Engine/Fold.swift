@@ -74,14 +74,14 @@ extension Engine {
                 allowedApps: (b["allowedApps"]?.arrayValue ?? []).compactMap(\.stringValue),
                 allowTimeSensitive: b["allowTimeSensitive"]?.boolValue ?? true,
                 calendar: calendar))
-            focusChanged(&state, at: t, seq: event.seq, out: &out)
+            focusChanged(&state, at: t, seq: event.seq, apps: apps, out: &out)
         case .focusOn:
             guard let name = b["focus"]?.stringValue else { return }
             if state.focus.definition(name) == nil { state.focus.define(FocusDefinition(name: name)) }
             state.focus.manual = name
             state.focus.manualUntil = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:))
             state.focus.offUntil[name] = nil
-            focusChanged(&state, at: t, seq: event.seq, out: &out)
+            focusChanged(&state, at: t, seq: event.seq, apps: apps, out: &out)
         case .focusOff:
             guard let name = b["focus"]?.stringValue else { return }
             if state.focus.manual == name {
@@ -91,7 +91,7 @@ extension Engine {
             if let cal = state.focus.definition(name)?.calendar, cal.isActive(at: t), let end = cal.activeUntil(t) {
                 state.focus.offUntil[name] = end
             }
-            focusChanged(&state, at: t, seq: event.seq, out: &out)
+            focusChanged(&state, at: t, seq: event.seq, apps: apps, out: &out)
         case .mute:
             guard let app = b["app"]?.stringValue.map(apps.sharedName) else { return }
             let until = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:))
@@ -128,6 +128,19 @@ extension Engine {
             } else if let id, let p = state.pending.first(where: { $0.app == app && $0.id == id }) {
                 lower = p.counted  // opened from "upcoming summary" or while held
                 state.setCounted(false) { $0.app == app && $0.id == id }
+            } else if id == nil && followsRulesFour {
+                // Rules "4": the newest counted notification (delivered, queued or held) is the one
+                // opened, so a later withdraw or expiry of it does not lower the count again ("3"
+                // lowered the count without marking one).
+                let delivered = state.recent(app).last(where: \.counted)?.seq ?? -1
+                let pending = state.pending.last(where: { $0.app == app && $0.counted })?.seq ?? -1
+                if delivered > pending {
+                    state.withRecent(app) { list in
+                        if let i = list.lastIndex(where: { $0.seq == delivered }) { list[i].counted = false }
+                    }
+                } else if pending >= 0 {
+                    state.setCounted(false) { $0.seq == pending }
+                }
             }
             if lower { state.withApp(app) { $0.badge = max(0, $0.badge - 1) } }
         case .badgeClear:
@@ -156,8 +169,9 @@ extension Engine {
            state.pending.contains(where: { $0.seq != seq && $0.id == n.id && $0.app == n.app }) {
             return
         }
-        // Collapse: a pending notification with the same (user, app, collapseId) is replaced now.
-        if let cid = n.collapseId {
+        // Collapse: a pending notification with the same (user, app, collapseId) is replaced now,
+        // under rules "4" only by one that reaches the user (`stopsAtArrival`).
+        if let cid = n.collapseId, !(followsRulesFour && stopsAtArrival(n, at: t, state: state, apps: apps)) {
             var i = 0
             while i < state.pending.count {
                 let p = state.pending[i]
@@ -176,6 +190,17 @@ extension Engine {
             return
         }
         decide(n, seq: seq, at: t, carriedCount: nil, state: &state, apps: apps, out: &out)
+    }
+
+    /// Whether rules 1–4 or silence all stop `n` at its arrival `t`: then it is never presented and
+    /// replaces nothing (SPEC §3 Collapse, "one thing, one notification"). A deferred one is judged
+    /// at `deliverAt`, so at arrival only an earlier withdraw of it stops it.
+    func stopsAtArrival(_ n: SubmittedNotification, at t: Instant, state: UserState, apps: AppRegistry) -> Bool {
+        if let da = n.deliverAt, da > t { return state.tombstones.contains(NotificationKey(app: n.app, id: n.id)) }
+        let app = AppView(state.apps.index(of: n.app).map { state.apps[at: $0].state })
+        let ents = apps.entitlements(of: n.app)
+        let criticalAllowed = app.allowsCritical(n, ents)
+        return gate(n, at: t, app: app, ents: ents, criticalAllowed: criticalAllowed, state: state) != nil
     }
 
     func foldWithdraw(app: String, id: String, seq: Int64, at t: Instant, state: inout UserState, out: inout [Delivery]) {
@@ -202,10 +227,11 @@ extension Engine {
         }
     }
 
-    /// Emits the end of a pending (or delivered) notification: replaced, withdrawn, expired.
+    /// Emits the end of a pending (or delivered) notification: replaced, withdrawn, expired
+    /// (or suppressed, `screen`; `rule` names the deciding rule when the reason does not).
     /// Lowers the badge if it counted, and carries the new count.
     func emitRemoval(_ p: PendingItem, kind: DeliveryKind, reason: String, at t: Instant, causeSeq: Int64,
-                     state: inout UserState, out: inout [Delivery]) {
+                     state: inout UserState, out: inout [Delivery], rule: RuleCode? = nil) {
         let badgeOn = state.withApp(p.app) { a -> Bool in
             if p.counted { a.badge = max(0, a.badge - 1) }
             return a.flags.contains(.badge)
@@ -213,8 +239,32 @@ extension Engine {
         var d = Delivery(kind: kind, user: state.user, app: p.app, notificationId: p.id,
                          at: t, reason: reason, rulesVersion: rulesVersion, causeSeq: causeSeq)
         if badgeOn && p.counted { d.presentation = Presentation(badge: Int(state.apps[p.app]!.badge)) }
-        d.ruleTrace = RuleTrace(reason == Reason.expired ? .expired : (kind == .replaced ? .collapse : .withdrawn), .decided)
+        d.ruleTrace = RuleTrace(rule ?? (reason == Reason.expired ? .expired : (kind == .replaced ? .collapse : .withdrawn)), .decided)
         out.append(d)
+    }
+
+    /// Rules "4": the queued or held `items` a summary or Focus digest may still carry. An item
+    /// whose app the user no longer authorizes (denied, Turn Off) or, under silence all, whose app
+    /// lacks `government`, leaves it with a `suppressed` delivery (rule 3's or silence all's
+    /// reason; the client removes it from "upcoming summary" or Notification Center), lowering the
+    /// badge if it counted. Rules "1"–"3" kept every item.
+    func screen(_ items: [PendingItem], at t: Instant, state: inout UserState, apps: AppRegistry,
+                out: inout [Delivery]) -> [PendingItem] {
+        guard followsRulesFour else { return items }
+        return items.filter { p in
+            let status = state.apps.index(of: p.app).map { state.apps[at: $0].state.status } ?? .notDetermined
+            let rule: RuleCode
+            if status == .notDetermined || status == .denied {
+                rule = .notAuthorized
+            } else if !state.global.allowNotifications && !apps.entitlements(of: p.app).contains(.government) {
+                rule = .silenceAll
+            } else {
+                return true
+            }
+            emitRemoval(p, kind: .suppressed, reason: rule == .notAuthorized ? Reason.notAuthorized : Reason.notificationsDisabled,
+                        at: t, causeSeq: p.seq, state: &state, out: &out, rule: rule)
+            return false
+        }
     }
 
     /// Clears summary / Focus bookkeeping when no queued / held items remain.
@@ -260,15 +310,16 @@ extension Engine {
 
     /// After a Focus event or a Focus transition: if the Focus holding items is no longer
     /// the active one, emit its digest; else re-arm the check.
-    func focusChanged(_ state: inout UserState, at t: Instant, seq: Int64?, out: inout [Delivery]) {
+    func focusChanged(_ state: inout UserState, at t: Instant, seq: Int64?, apps: AppRegistry, out: inout [Delivery]) {
         guard let holding = state.heldFocus else { return }
         if state.focusInForce(at: t)?.name == holding {
             state.focusCheckAt = state.focus.nextChange(after: t)
             return
         }
-        let held = state.removePending(stage: .held)
+        let removed = state.removePending(stage: .held)
         state.heldFocus = nil
         state.focusCheckAt = nil
+        let held = screen(removed, at: t, state: &state, apps: apps, out: &out)
         guard !held.isEmpty else { return }
         var d = Delivery(kind: .focusDigest, user: state.user, app: nil, notificationId: nil, at: t,
                          reason: Reason.focusEnded, rulesVersion: rulesVersion,

@@ -52,48 +52,23 @@ extension Engine {
             out.append(d)
         }
 
-        // 1. Withdrawn before t (a pending one is withdrawn by the withdraw event itself;
-        // here: a withdraw that arrived before its submit).
-        if let i = state.tombstones.firstIndex(of: NotificationKey(app: n.app, id: n.id)) {
-            state.tombstones.remove(at: i)
-            trace.append(.withdrawn, .decided)
-            finish(.withdrawn, Reason.withdrawnBeforeArrival)
+        // Rules 1–4 and silence all (`gate`): the first that stops n decides.
+        let criticalAllowed = app.allowsCritical(n, ents)
+        let stopped = gate(n, at: t, app: app, ents: ents, criticalAllowed: criticalAllowed, state: state)
+        for step in Gate.allCases {
+            guard step == stopped else { trace.append(step.code, .pass); continue }
+            trace.append(step.code, .decided)
+            switch step {
+            case .withdrawn:
+                if let i = state.tombstones.firstIndex(of: NotificationKey(app: n.app, id: n.id)) { state.tombstones.remove(at: i) }
+                finish(.withdrawn, Reason.withdrawnBeforeArrival)
+            case .expired: finish(.expired, Reason.expired)
+            case .notAuthorized: finish(.suppressed, Reason.notAuthorized)
+            case .silenced: finish(.suppressed, Reason.notificationsDisabled)
+            case .marketing: finish(.suppressed, Reason.marketingNotConsented)
+            }
             return
         }
-        trace.append(.withdrawn, .pass)
-
-        // 2. Expired: t > expiresAt.
-        if let e = n.expiresAt, t > e {
-            trace.append(.expired, .decided)
-            finish(.expired, Reason.expired)
-            return
-        }
-        trace.append(.expired, .pass)
-
-        // 3. Not authorized, with the critical exception.
-        let criticalAllowed = n.level == .critical && ents.contains(.critical) && app.options.contains(.criticalAlert)
-        if (app.status == .notDetermined || app.status == .denied) && !criticalAllowed {
-            trace.append(.notAuthorized, .decided)
-            finish(.suppressed, Reason.notAuthorized)
-            return
-        }
-        trace.append(.notAuthorized, .pass)
-
-        // Silence all: allowNotifications false lets only allowed critical and government through.
-        if !state.global.allowNotifications && !criticalAllowed && !ents.contains(.government) {
-            trace.append(.silenceAll, .decided)
-            finish(.suppressed, Reason.notificationsDisabled)
-            return
-        }
-        trace.append(.silenceAll, .pass)
-
-        // 4. Marketing without consent.
-        if n.marketing && !app.flags.contains(.marketingConsent) {
-            trace.append(.marketing, .decided)
-            finish(.suppressed, Reason.marketingNotConsented)
-            return
-        }
-        trace.append(.marketing, .pass)
 
         // Collapse onto an already delivered notification: found now, applied below.
         var replacesRecord: DeliveredRecord?
@@ -147,9 +122,11 @@ extension Engine {
                      presentation: Presentation(notificationCenter: true), at: t, trace: trace,
                      replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: true, state: &state, out: &out)
             case .keptImmediate:
+                // Rules "4": delivered quietly as rule 6 defines quiet, without a badge (it does not count).
                 land(n, seq: seq, kind: .quiet, reason: Reason.provisionalKept,
                      presentation: quietPresentation, at: t, trace: trace,
-                     replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false, state: &state, out: &out)
+                     replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false, state: &state, out: &out,
+                     badged: !followsRulesFour)
             case .keptSummary:
                 land(n, seq: seq, kind: .queued, reason: Reason.provisionalKeptSummary,
                      presentation: quietPresentation, at: t, trace: trace,
@@ -266,17 +243,37 @@ extension Engine {
              state: &state, out: &out, timeSensitiveIntro: intro)
     }
 
+    /// The first of rules 1–4 and silence all that stops `n` at `t` (nil: none does). Pure: `decide`
+    /// acts on the answer, and a submit asks it before replacing a pending one (rules "4").
+    func gate(_ n: SubmittedNotification, at t: Instant, app: AppView, ents: Entitlements, criticalAllowed: Bool,
+              state: UserState) -> Gate? {
+        // 1. Withdrawn before t (a pending one is withdrawn by the withdraw event itself;
+        // here: a withdraw that arrived before its submit).
+        if state.tombstones.contains(NotificationKey(app: n.app, id: n.id)) { return .withdrawn }
+        // 2. Expired: t > expiresAt.
+        if let e = n.expiresAt, t > e { return .expired }
+        // 3. Not authorized, with the critical exception.
+        if (app.status == .notDetermined || app.status == .denied) && !criticalAllowed { return .notAuthorized }
+        // Silence all: allowNotifications false lets only allowed critical and government through.
+        if !state.global.allowNotifications && !criticalAllowed && !ents.contains(.government) { return .silenced }
+        // 4. Marketing without consent.
+        if n.marketing && !app.flags.contains(.marketingConsent) { return .marketing }
+        return nil
+    }
+
     /// Records a notification that reached the user (alert, quiet, queued, held): badge,
-    /// collapse bookkeeping, pending or recent lists, and the delivery itself.
+    /// collapse bookkeeping, pending or recent lists, and the delivery itself. `badged: false`
+    /// (like `provisional`): it neither counts toward the badge nor carries it.
     func land(_ n: SubmittedNotification, seq: Int64, kind: DeliveryKind, reason: String, presentation: Presentation,
               at t: Instant, trace: RuleTrace, replaces: DeliveredRecord?, appIndex: Int?, carriedCount: Bool?, provisional: Bool,
-              state: inout UserState, out: inout [Delivery], focus: String? = nil, timeSensitiveIntro: Bool = false) {
+              state: inout UserState, out: inout [Delivery], focus: String? = nil, timeSensitiveIntro: Bool = false,
+              badged: Bool = true) {
         var p = presentation
         let user = state.user
         let previews = state.global.showPreviews
         // `decide` found the entry (nil: created here, with every default); nothing in between adds apps.
         let ai = appIndex ?? state.apps.slot(n.app)
-        let (counted, badge) = state.apps[at: ai].count(replacing: replaces, carriedCount: carriedCount, provisional: provisional)
+        let (counted, badge) = state.apps[at: ai].count(replacing: replaces, carriedCount: carriedCount, badged: badged && !provisional)
         if let badge { p.badge = badge }
         if kind == .alert || kind == .quiet {
             state.apps[at: ai].remember(DeliveredRecord(n, seq: seq, counted: counted))
@@ -308,6 +305,22 @@ extension Engine {
     }
 }
 
+/// Rules 1–4 and silence all, in the order `decide` checks them: each stops a notification
+/// before anything is presented.
+enum Gate: CaseIterable {
+    case withdrawn, expired, notAuthorized, silenced, marketing
+
+    var code: RuleCode {
+        switch self {
+        case .withdrawn: .withdrawn
+        case .expired: .expired
+        case .notAuthorized: .notAuthorized
+        case .silenced: .silenceAll
+        case .marketing: .marketing
+        }
+    }
+}
+
 /// The scalar settings of one app for one user, copied out for a decision.
 struct AppView {
     var status: AuthorizationStatus = .notDetermined
@@ -320,6 +333,12 @@ struct AppView {
         guard let a else { return }
         status = a.status; options = a.options; flags = a.flags
         provisionalChoice = a.provisionalChoice; mutedUntil = a.mutedUntil
+    }
+
+    /// Rule 3's exception and rule 5's condition: `n` is critical, the app has the entitlement
+    /// and the user granted `criticalAlert`.
+    func allowsCritical(_ n: SubmittedNotification, _ ents: Entitlements) -> Bool {
+        n.level == .critical && ents.contains(.critical) && options.contains(.criticalAlert)
     }
 }
 

@@ -64,12 +64,12 @@ extension Engine {
             emitRemoval(p, kind: .expired, reason: Reason.expired, at: t, causeSeq: p.seq, state: &state, out: &out)
             afterPendingRemoval(&state, at: t)
         case .focusChange:
-            focusChanged(&state, at: t, seq: nil, out: &out)
+            focusChanged(&state, at: t, seq: nil, apps: apps, out: &out)
             if state.focusCheckAt == t { state.focusCheckAt = nil }  // never loop on one instant
         case .summary:
             state.summaryDue = nil
             // In seq (arrival) order, as `pending` keeps them: remembered in that order below.
-            let queued = state.removePending(stage: .queued)
+            let queued = screen(state.removePending(stage: .queued), at: t, state: &state, apps: apps, out: &out)
             guard let lastSeq = queued.last?.seq else { return }
             let previews = state.global.showPreviews
             var d = Delivery(kind: .summary, user: state.user, app: nil, notificationId: nil, at: t,

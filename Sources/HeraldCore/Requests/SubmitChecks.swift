@@ -186,7 +186,14 @@ extension Engine {
                     message: "Action \(i + 1) title “\(clipped(a.title))” contains the app's name; the notification already shows it."))
             }
         }
-        if n.hiddenPreviewsBodyPlaceholder == nil {
+        if let placeholder = n.hiddenPreviewsBodyPlaceholder {
+            // A visible ASCII first byte settles it without walking the characters (the usual case).
+            let visibleStart = placeholder.utf8.first.map { $0 > 0x20 && $0 < 0x7F } ?? false
+            if !visibleStart && placeholder.allSatisfy(\.isWhitespace) {
+                warnings.append(RequestWarning(code: "blank_hidden_previews_placeholder",
+                    message: "hiddenPreviewsBodyPlaceholder is blank: users who hide previews will see an empty notification. Give a short text such as “New message”, or leave the field out to show “Notification”."))
+            }
+        } else {
             warnings.append(RequestWarning(code: "missing_hidden_previews_placeholder",
                 message: "No hiddenPreviewsBodyPlaceholder: users who hide previews will see just “Notification”. Add a short text such as “New message”."))
         }

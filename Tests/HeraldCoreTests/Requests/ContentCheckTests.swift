@@ -236,6 +236,15 @@ import Testing
         #expect(warnings(#"{"id":"n","app":"a","user":"u"}"#) == ["missing_hidden_previews_placeholder"])
     }
 
+    /// SPEC §3 Hidden previews: "Notification" when the app gave none; a blank placeholder would
+    /// show an empty notification, so the ack says so (the request is stored as sent).
+    @Test func check_warning_blankHiddenPreviewsPlaceholder() {
+        #expect(warnings(#"{"id":"n","app":"a","user":"u","hiddenPreviewsBodyPlaceholder":""}"#) == ["blank_hidden_previews_placeholder"])
+        #expect(warnings(#"{"id":"n","app":"a","user":"u","hiddenPreviewsBodyPlaceholder":" \u00a0\t"}"#) == ["blank_hidden_previews_placeholder"])
+        #expect(warnings(#"{"id":"n","app":"a","user":"u","hiddenPreviewsBodyPlaceholder":" New message"}"#) == [])
+        #expect(warnings(#"{"id":"n","app":"a","user":"u","hiddenPreviewsBodyPlaceholder":"Nouveau"}"#) == [])
+    }
+
     @Test func check_warning_timeSensitiveMoreThanAnHourAway() {
         #expect(warnings(submit(#""interruptionLevel":"timeSensitive","deliverAt":"2026-01-05T13:00:01Z""#)) == ["time_sensitive_far_off"])
         #expect(warnings(submit(#""interruptionLevel":"timeSensitive","relevantAt":"2026-01-05T14:00:00Z""#)) == ["time_sensitive_far_off"])
