@@ -80,9 +80,13 @@ extension UserState {
     public func json(at now: Instant?) -> JSONValue {
         guard let now, case .object(var o) = json else { return json }
         o["at"] = .string(now.rfc3339)
+        // A manual Focus whose `until` has passed is over, though the state keeps its name until
+        // the next Focus event (a scheduled window of the same name may be what is in force).
+        let manual = focus.manual(at: now)
+        if manual == nil { o["manualFocus"] = nil }
         if let f = focusInForce(at: now) {
             o["activeFocus"] = .object([
-                "focus": .string(f.name), "manual": .bool(focus.manual == f.name),
+                "focus": .string(f.name), "manual": .bool(manual == f.name),
                 "nextChange": focus.nextChange(after: now).map { .string($0.rfc3339) } ?? .null,
             ])
         }

@@ -171,10 +171,16 @@ struct FocusState: Hashable, Sendable {
         }
     }
 
+    /// The Focus turned on by hand and still on at `t` (its `until`, if any, not reached).
+    func manual(at t: Instant) -> String? {
+        guard let m = manual, manualUntil.map({ t < $0 }) ?? true else { return nil }
+        return m
+    }
+
     /// The Focus active at `t`: the manual one while on, else the first (by name)
     /// scheduled one whose window contains `t` and that was not turned off by hand.
     func active(at t: Instant) -> FocusDefinition? {
-        if let m = manual, manualUntil.map({ t < $0 }) ?? true, let d = definition(m) { return d }
+        if let m = manual(at: t), let d = definition(m) { return d }
         for d in definitions {
             guard let cal = d.calendar, cal.isActive(at: t) else { continue }
             if let off = offUntil[d.name], t < off { continue }
@@ -190,7 +196,7 @@ struct FocusState: Hashable, Sendable {
         // years over a daily schedule, holding notifications, woke the user twice a day, each
         // wake-up finding nothing to do (found by the fuzz target advancing to the end of time:
         // 1.5M wake-ups, 28 s).
-        if let m = manual, manualUntil.map({ t < $0 }) ?? true, definition(m) != nil { return manualUntil }
+        if let m = manual(at: t), definition(m) != nil { return manualUntil }
         var best: Instant?
         func consider(_ x: Instant?) {
             guard let x, x > t else { return }

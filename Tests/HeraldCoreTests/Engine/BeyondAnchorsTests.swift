@@ -210,6 +210,22 @@ import Testing
         #expect(j.canonicalBytes == h.state().json.canonicalBytes)
     }
 
+    /// SPEC §10 "Pending, visible": a Focus turned on by hand `until` an instant is over then,
+    /// even while a scheduled window of the same Focus keeps it in force (a review found `state`
+    /// and `pending` still showing it as manual, contradicting the `herald_manual_focus_on` view).
+    @Test func pendingVisible_aManualFocusPastItsUntilIsNotShownAsManual() {
+        var h = EngineHarness()
+        h.send("focusDefine", #"{"user":"u","focus":"Sleep","schedule":[{"days":[1,2,3,4,5,6,7],"start":"22:00","end":"07:00"}],"timeZone":"UTC"}"#)
+        h.send("focusOn", #"{"user":"u","focus":"Sleep","until":"2026-01-05T23:00:00Z"}"#)
+        let before = h.state().json(at: at("2026-01-05T22:30:00Z"))
+        #expect(before["activeFocus"]?["manual"] == .bool(true))
+        #expect(before["manualFocus"]?["until"] == .string("2026-01-05T23:00:00Z"))
+        let after = h.state().json(at: at("2026-01-06T03:00:00Z"))
+        #expect(after["activeFocus"]?["focus"] == .string("Sleep") && after["activeFocus"]?["manual"] == .bool(false))
+        #expect(after["activeFocus"]?["nextChange"] == .string("2026-01-06T07:00:00Z"))
+        #expect(after["manualFocus"] == nil)
+    }
+
     /// SPEC §10 "Pending, visible" (Focus and mute ends): as of an instant, the state says which
     /// Focus is in force and when that changes, and which mutes are not over yet.
     @Test func pendingVisible_stateAtAnInstantShowsTheActiveFocusAndTheMutesNotOver() {
