@@ -321,13 +321,16 @@ extension Engine {
         state.focusCheckAt = nil
         let held = screen(removed, at: t, state: &state, apps: apps, out: &out)
         guard !held.isEmpty else { return }
-        var d = Delivery(kind: .focusDigest, user: state.user, app: nil, notificationId: nil, at: t,
-                         reason: Reason.focusEnded, rulesVersion: rulesVersion,
-                         causeSeq: seq ?? held.map(\.seq).max()!)
-        d.focus = holding
-        d.items = held.map { DeliveryItem(notification: $0.notification, seq: $0.seq, previews: state.global.showPreviews) }
-        d.ruleTrace = RuleTrace(.focus, .ended)
-        out.append(d)
+        let items = held.map { DeliveryItem(notification: $0.notification, seq: $0.seq, previews: state.global.showPreviews) }
+        for part in lineSizedParts(items) {
+            var d = Delivery(kind: .focusDigest, user: state.user, app: nil, notificationId: nil, at: t,
+                             reason: Reason.focusEnded, rulesVersion: rulesVersion,
+                             causeSeq: seq ?? part.map(\.seq).max()!)
+            d.focus = holding
+            d.items = Array(part)
+            d.ruleTrace = RuleTrace(.focus, .ended)
+            out.append(d)
+        }
         for h in held { state.remember(h) }
     }
 }

@@ -72,15 +72,19 @@ extension Engine {
             let queued = screen(state.removePending(stage: .queued), at: t, state: &state, apps: apps, out: &out)
             guard let lastSeq = queued.last?.seq else { return }
             let previews = state.global.showPreviews
-            var d = Delivery(kind: .summary, user: state.user, app: nil, notificationId: nil, at: t,
-                             reason: Reason.summary, rulesVersion: rulesVersion, causeSeq: lastSeq)
-            d.items = queued.map { DeliveryItem(notification: $0.notification, seq: $0.seq, previews: previews) }
-            d.items.sort { a, b in
+            var items = queued.map { DeliveryItem(notification: $0.notification, seq: $0.seq, previews: previews) }
+            items.sort { a, b in
                 let ra = a.notification.relevanceScore ?? 0, rb = b.notification.relevanceScore ?? 0
                 return ra != rb ? ra > rb : a.seq < b.seq
             }
-            d.ruleTrace = RuleTrace(.summary, .fired)
-            out.append(d)
+            for part in lineSizedParts(items) {
+                var d = Delivery(kind: .summary, user: state.user, app: nil, notificationId: nil, at: t,
+                                 reason: Reason.summary, rulesVersion: rulesVersion,
+                                 causeSeq: part.count == items.count ? lastSeq : part.map(\.seq).max()!)
+                d.items = Array(part)
+                d.ruleTrace = RuleTrace(.summary, .fired)
+                out.append(d)
+            }
             for item in queued { state.remember(item) }
         case .deferred:
             guard let i = state.pendingIndex(seq: timer.seq, deferred: true) else { return }
@@ -111,5 +115,42 @@ extension Engine {
             }
             for k in before..<out.count { out[k].causeSeq = s.causeSeq }
         }
+    }
+}
+
+extension Engine {
+    /// SPEC §5: a line is at most 64 KiB, delivery lines included.
+    public static let maxDeliveryLineBytes = 65_536
+    /// What a summary's or digest's items may take of a line: the rest of the line, its envelope
+    /// (`{"cursor":n,"op":"delivery",` … `"user":…}`), is under 4 KiB, as its only unbounded
+    /// members are a user and a Focus name, each at most 256 bytes before escaping.
+    static let itemBytesPerLine = maxDeliveryLineBytes - 4_096
+    /// How many items always fit: one is at most twice a stored notification (its content, and
+    /// its app, id and thread beside it) and a little more.
+    public static let itemsAlwaysFitting = itemBytesPerLine / (2 * maxPayloadBytes + 512)
+
+    /// Rules "4": `items` cut, in order, into runs whose line stays within
+    /// `maxDeliveryLineBytes` (SPEC §5): a summary or digest too long for one line goes out as
+    /// several at the same instant. Measured only past `itemsAlwaysFitting` items, so ordinary
+    /// summaries cost nothing. Rules "1"–"3": one run, whatever its size.
+    func lineSizedParts(_ items: [DeliveryItem]) -> [ArraySlice<DeliveryItem>] {
+        guard followsRulesFour && items.count > Engine.itemsAlwaysFitting else { return [items[...]] }
+        var parts: [ArraySlice<DeliveryItem>] = []
+        var sink = ByteSink(capacity: 2 * Engine.maxPayloadBytes)
+        defer { sink.deallocate() }
+        var start = 0, size = 2  // the brackets
+        for i in items.indices {
+            sink.removeAll()
+            items[i].write(to: &sink)
+            let n = sink.count + 1  // and its comma
+            if i > start && size + n > Engine.itemBytesPerLine {
+                parts.append(items[start..<i])
+                start = i
+                size = 2
+            }
+            size += n
+        }
+        parts.append(items[start...])
+        return parts
     }
 }

@@ -7,6 +7,11 @@ import Testing
     static let mail = "com.example.mail"
     static let news = "com.example.news"
 
+    /// A submit with its own body (`EngineHarness.submit` sends a short one).
+    static func submit(_ h: inout EngineHarness, _ id: String, body: String, _ extra: String = "") {
+        h.send("submit", #"{"id":"\#(id)","app":"com.example.mail","user":"u","title":"Hello","body":"\#(body)","hiddenPreviewsBodyPlaceholder":"New mail"\#(extra)}"#)
+    }
+
     func harness(_ version: String = Engine.currentRulesVersion) -> EngineHarness {
         var h = EngineHarness()
         h.engine = Engine(rulesVersion: version)
@@ -135,5 +140,50 @@ import Testing
             #expect(d.presentation?.badge == badge && d.presentation?.banner == false, "rules \(version)")
             #expect(h.state().badge(of: Self.mail) == (badge ?? 0))
         }
+    }
+
+    /// SPEC §5: "at most 64 KiB a line" — delivery lines too. Forty queued notifications of 3,800
+    /// characters made one 158 kB summary line; now the summary goes out as several at the same
+    /// instant, every line within the limit, the items in summary order across them. The Focus
+    /// digest likewise.
+    @Test func wireLine_aSummaryOrDigestTooLongForOneLineGoesOutAsSeveral() {
+        let long = String(repeating: "x", count: 3_800)
+        for version in ["4", "3"] {
+            var h = harness(version)
+            h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
+            for i in 0..<40 { Self.submit(&h, "s\(i)", body: long, #","relevanceScore":\#(Double(i % 7) / 10)"#) }
+            let summaries = h.advance(to: at("2026-01-05T18:00:00Z"))
+            let lines = summaries.map { $0.bodyBytes.count + 48 }  // the cursor and op the wire adds
+            let items = summaries.flatMap(\.items)
+            #expect(summaries.allSatisfy { $0.kind == .summary && $0.at == at("2026-01-05T18:00:00Z") })
+            #expect(items.count == 40 && items == items.sorted { a, b in
+                let ra = a.notification.relevanceScore ?? 0, rb = b.notification.relevanceScore ?? 0
+                return ra != rb ? ra > rb : a.seq < b.seq
+            })
+            if version == "4" {
+                #expect(summaries.count == 3 && lines.allSatisfy { $0 <= Engine.maxDeliveryLineBytes }, "\(lines)")
+            } else {
+                #expect(summaries.count == 1 && lines[0] > 150_000)
+            }
+
+            h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"immediate"}"#)
+            h.send("focusOn", #"{"user":"u","focus":"Work"}"#)
+            for i in 0..<40 { Self.submit(&h, "h\(i)", body: long) }
+            let digests = h.send("focusOff", #"{"user":"u","focus":"Work"}"#)
+            #expect(digests.flatMap(\.items).map(\.notification.id) == (0..<40).map { "h\($0)" })
+            #expect(digests.count == (version == "4" ? 3 : 1))
+            if version == "4" { #expect(digests.allSatisfy { $0.bodyBytes.count + 48 <= Engine.maxDeliveryLineBytes }) }
+        }
+    }
+
+    /// Ordinary summaries are one line, and cost no measuring: `itemsAlwaysFitting` items of
+    /// nearly the largest notification the door admits fit one line.
+    @Test func wireLine_theLargestNotificationsThatAlwaysFitMakeOneLine() {
+        let body = String(repeating: "y", count: 3_700), thread = String(repeating: "t", count: 200)
+        var h = harness()
+        h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
+        for i in 0..<Engine.itemsAlwaysFitting { Self.submit(&h, "s\(i)", body: body, #","threadId":"\#(thread)""#) }
+        let s = only(h.advance(to: at("2026-01-05T18:00:00Z")))
+        #expect(s.items.count == Engine.itemsAlwaysFitting && s.bodyBytes.count + 48 <= Engine.maxDeliveryLineBytes)
     }
 }
