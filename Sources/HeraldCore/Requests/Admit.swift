@@ -54,7 +54,7 @@ extension Engine {
                 throw RequestError(code: "unknown_op", title: "Unknown op “\(clipped(op))”",
                                    detail: "The ops that change state are: \(Engine.admittedOps.joined(separator: ", ")). Check the spelling.")
             }
-            var (draft, warnings) = try admitOther(f, apps: apps)
+            var (draft, warnings) = try admitOther(f, apps: apps, now: now)
             for u in f.unknown(known) {
                 warnings.append(RequestWarning(code: "unknown_field", message: "Field “\(clipped(u))” is not part of \(op) and was ignored (not stored)."))
             }
@@ -72,7 +72,7 @@ extension Engine {
         }
     }
 
-    private func admitOther(_ f: RequestFields, apps: AppRegistry) throws(RequestError) -> (EventDraft, [RequestWarning]) {
+    private func admitOther(_ f: RequestFields, apps: AppRegistry, now: Instant?) throws(RequestError) -> (EventDraft, [RequestWarning]) {
         let op = f.op
         var warnings: [RequestWarning] = []
         var body: [String: JSONValue] = [:]
@@ -226,7 +226,13 @@ extension Engine {
         case "focusOn", "focusOff":
             try needUser()
             body["focus"] = .string(try f.identifier("focus", "the Focus's name"))
-            if op == "focusOn", let u = try f.instant("until") { body["until"] = .string(u.rfc3339) }
+            if op == "focusOn", let u = try f.instant("until") {
+                body["until"] = .string(u.rfc3339)
+                if let now, u <= now {
+                    warnings.append(RequestWarning(code: "until_not_in_future",
+                        message: "until (\(u.rfc3339)) is not after now (\(now.rfc3339)): no Focus is turned on, and a Focus on by hand is turned off. Send a later until, or check the sender's clock and time zone."))
+                }
+            }
         case "mute":
             try needUser(); try needApp()
             body["until"] = .string(try f.requiredInstant("until", "when the mute ends (a time now or past unmutes)").rfc3339)

@@ -245,6 +245,15 @@ import Testing
         #expect(warnings(#"{"id":"n","app":"a","user":"u","hiddenPreviewsBodyPlaceholder":"Nouveau"}"#) == [])
     }
 
+    /// A `focusOn` whose `until` has passed turns nothing on: the ack says so (a review found it
+    /// silently ended a manual Focus; the usual cause is the sender's clock or zone).
+    @Test func check_warning_focusOnUntilNotInTheFuture() {
+        #expect(warnings(#"{"user":"u","focus":"Work","until":"2026-01-05T11:00:00Z"}"#, op: "focusOn") == ["until_not_in_future"])
+        #expect(warnings(#"{"user":"u","focus":"Work","until":"2026-01-05T12:00:00Z"}"#, op: "focusOn") == ["until_not_in_future"])
+        #expect(warnings(#"{"user":"u","focus":"Work","until":"2026-01-05T12:00:00.001Z"}"#, op: "focusOn") == [])
+        #expect(warnings(#"{"user":"u","focus":"Work"}"#, op: "focusOn") == [])
+    }
+
     @Test func check_warning_timeSensitiveMoreThanAnHourAway() {
         #expect(warnings(submit(#""interruptionLevel":"timeSensitive","deliverAt":"2026-01-05T13:00:01Z""#)) == ["time_sensitive_far_off"])
         #expect(warnings(submit(#""interruptionLevel":"timeSensitive","relevantAt":"2026-01-05T14:00:00Z""#)) == ["time_sensitive_far_off"])
