@@ -45,7 +45,7 @@ enum FuzzHarness {
                     }
                 case .dispatch(let request):
                     admit(request)
-                case .close, .warn:
+                case .close, .closeAfterReplies, .warn:
                     break
                 }
             }

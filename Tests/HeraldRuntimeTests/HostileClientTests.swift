@@ -51,6 +51,44 @@ import Testing
         #expect(try server.client().call(["op": "ping"])["op"] == "pong")
     }
 
+    /// SPEC §5: replies come in request order, and a committed request's ack is owed. Requests
+    /// pipelined before a line too long are answered first; the refusal comes last, then the
+    /// close (a review found it sent at once and the two acks dropped, though both were stored).
+    @Test func lineTooLongComesAfterTheRepliesOwedToTheRequestsBeforeIt() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.setUpAlice(c)
+        var batch: [UInt8] = []
+        for (rid, id) in [(1, "a1"), (2, "a2")] {
+            batch += Array(#"{"op":"submit","rid":\#(rid),"app":"com.example.mail","user":"alice","id":"\#(id)","title":"Hi"}"#.utf8) + [0x0A]
+        }
+        batch += Array(#"{"op":"ping","rid":3,"pad":""#.utf8) + [UInt8](repeating: UInt8(ascii: "x"), count: 70_000) + Array(#""}"#.utf8) + [0x0A]
+        try c.sendRaw(batch)
+        let first = try c.readJSON(), second = try c.readJSON()
+        #expect(first["rid"] == 1 && first["ok"] == true && first["seq"] != nil, "\(first.canonicalString)")
+        #expect(second["rid"] == 2 && second["ok"] == true, "\(second.canonicalString)")
+        Self.expectAlert(try c.readJSON(), code: "line_too_long")
+        #expect(throws: WireClient.Failure.self) { _ = try c.readLine(timeoutMilliseconds: 5_000) }
+        #expect(try Self.eventCount(server.url) == 4, "registerApp, authorization and both submits are stored")
+    }
+
+    /// A client that sends its requests and then closes its sending side (`nc -N`, a batch
+    /// loader) still gets every reply, then the connection closes.
+    @Test func aHalfClosedClientGetsTheRepliesToWhatItSent() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.setUpAlice(c)
+        try c.sendRaw(Array((#"{"op":"submit","rid":1,"app":"com.example.mail","user":"alice","id":"h1","title":"Hi"}"# + "\n"
+            + #"{"op":"ping","rid":2}"# + "\n").utf8))
+        #expect(shutdown(c.fileDescriptor, Int32(SHUT_WR)) == 0)
+        let ack = try c.readJSON(), pong = try c.readJSON()
+        #expect(ack["rid"] == 1 && ack["ok"] == true && pong["rid"] == 2 && pong["op"] == "pong")
+        #expect(throws: WireClient.Failure.self) { _ = try c.readLine(timeoutMilliseconds: 5_000) }
+        #expect(try server.client().call(["op": "ping"])["op"] == "pong")
+    }
+
     @Test func clientStreamingAGibibyteWithoutNewlineIsCutOffOncePastTheLimit() throws {
         let server = try TestServer()
         defer { server.stop() }

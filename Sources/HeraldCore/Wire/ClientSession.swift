@@ -25,6 +25,10 @@ public struct ClientSession: Sendable {
         case dispatch(Request)
         /// Close after sending what is queued; the reason is logged.
         case close(reason: String)
+        /// Read nothing more; once every request read so far is answered, send `finalLine` (if
+        /// any) and close. Requests already read may be committed: their replies are owed
+        /// (SPEC §5), and the last word comes after them, in order.
+        case closeAfterReplies(finalLine: [UInt8]?, reason: String)
         /// Log at warning level: a request was refused for want of rights (a wrong token, a
         /// role or an app the token lacks). Operators audit these; the token itself is never logged.
         case warn(String)
@@ -199,10 +203,8 @@ public struct ClientSession: Sendable {
         if Self.grant(for: credential, in: table) == grant { return [] }
         self.grant = nil
         self.credential = nil
-        return [
-            .send(WireReply.error(rid: nil, .grantRevoked)),
-            .close(reason: "its grant (\(grant.name)) was changed or removed by a reload of the tokens file"),
-        ]
+        return [.closeAfterReplies(finalLine: WireReply.error(rid: nil, .grantRevoked),
+                                   reason: "its grant (\(grant.name)) was changed or removed by a reload of the tokens file")]
     }
 
     private static func grant(for credential: Credential, in table: TokenTable) -> Grant? {

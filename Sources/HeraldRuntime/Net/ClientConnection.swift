@@ -27,6 +27,9 @@ public final class ClientConnection {
     private var dispatchHeld = false
     /// Work waiting for a reply to go out (`whenReplySent`).
     private var afterReplies: [(ticket: UInt64, work: () -> Void)] = []
+    /// Set by `closeAfterReplies`: nothing more is read, and once every request read is answered
+    /// this line (if any) goes out and the connection closes for this reason.
+    private var closing: (finalLine: [UInt8]?, reason: String)?
     private var finished = false
     /// TLS connections only: whether the client's certificate has been looked at (after the handshake).
     private var peerChecked: Bool
@@ -174,6 +177,7 @@ public final class ClientConnection {
         if let bytes = session.releaseReply(ticket: ticket, reply: reply) { send(bytes) }
         runAfterReplies()
         resumeReadingIfCaughtUp()
+        closeIfAnswered()
     }
 
     /// Runs `work` once the reply to `ticket` has been sent (at once if it has): a consumer's
@@ -203,6 +207,7 @@ public final class ClientConnection {
             send(bytes)
             runAfterReplies()
             resumeReadingIfCaughtUp()
+            closeIfAnswered()
         } else {
             complete(ticket: ticket, reply: Array(bytes))
         }
@@ -215,7 +220,7 @@ public final class ClientConnection {
     }
 
     private func resumeReadingIfCaughtUp() {
-        guard readPaused, !dispatchHeld, !isClosing, let bev,
+        guard readPaused, !dispatchHeld, !isClosing, closing == nil, let bev,
               session.outstanding < Self.maxOutstanding / 2, outputBytes <= limits.maxUnsentBytes / 2 else { return }
         readPaused = false
         bufferevent_enable(bev, Int16(EV_READ))
@@ -225,6 +230,25 @@ public final class ClientConnection {
     /// The tokens file was reloaded: re-check this connection's grant (it may be closed).
     public func tokensReloaded(_ table: TokenTable) {
         perform(session.tokensReloaded(table))
+    }
+
+    /// Ends the connection once every request read so far is answered (SPEC §5: replies in
+    /// request order, and an acknowledged request's ack is owed even when the connection ends):
+    /// reads nothing more, then sends `finalLine` after those replies and closes. A line too
+    /// long, a client's half-close and a revoked grant end a connection this way.
+    func closeAfterReplies(_ finalLine: [UInt8]?, reason: String) {
+        guard !isClosing, closing == nil else { return }
+        closing = (finalLine, reason)
+        if let bev { bufferevent_disable(bev, Int16(EV_READ)) }
+        closeIfAnswered()
+    }
+
+    /// `closeAfterReplies`' second half, once nothing read is unanswered.
+    private func closeIfAnswered() {
+        guard let c = closing, session.outstanding == 0, pendingActions.isEmpty else { return }
+        closing = nil
+        if let line = c.finalLine { send(line) }
+        close(reason: c.reason)
     }
 
     /// Ends the connection: stops reading, lets queued output drain, then frees it. The reason is logged.
@@ -261,7 +285,7 @@ public final class ClientConnection {
         guard let bev, !isClosing else { return }
         if !peerChecked { peerHandshakeCompleted() }
         let input = bufferevent_get_input(bev)
-        while !isClosing && !readPaused && !dispatchHeld {
+        while !isClosing && !readPaused && !dispatchHeld && closing == nil {
             let length = evbuffer_get_length(input)
             if length == 0 { break }
             var vector = iovec()  // evbuffer_iovec is a macro for struct iovec
@@ -282,8 +306,9 @@ public final class ClientConnection {
                 deadline?.arm(afterMilliseconds: limits.idleMilliseconds)
             }
             if !ok {
-                send(WireReply.error(rid: nil, .lineTooLong(limit: framer.maxLineBytes)))
-                close(reason: "sent a line over \(framer.maxLineBytes) bytes")
+                // The lines before it were read and may be committed: their replies go first.
+                closeAfterReplies(WireReply.error(rid: nil, .lineTooLong(limit: framer.maxLineBytes)),
+                                  reason: "sent a line over \(framer.maxLineBytes) bytes")
                 return
             }
             if mustPauseReading {
@@ -304,9 +329,10 @@ public final class ClientConnection {
         if what & Int16(BEV_EVENT_CONNECTED) != 0 {
             if !peerChecked { peerHandshakeCompleted() }
         } else if what & Int16(BEV_EVENT_EOF) != 0 {
-            // The peer is gone: nothing queued for it can be delivered any more.
-            close(reason: "client closed the connection")
-            finish(peerGone: true)
+            // The client sent its last byte. It may still read (a half-close: `nc -N`, a batch
+            // loader): what it sent is answered, then the connection closes. A client gone
+            // altogether makes those writes fail, which frees the connection at once (ERROR).
+            closeAfterReplies(nil, reason: "client closed the connection")
         } else if what & Int16(BEV_EVENT_TIMEOUT) != 0 {
             // Only the write timeout is set: output waited `writeMilliseconds` without the peer taking a byte.
             close(reason: "accepted no output for \(limits.writeMilliseconds) ms (stopped reading, or gone without a FIN)")
@@ -349,7 +375,7 @@ public final class ClientConnection {
         dispatchHeld = false
         guard !isClosing, let bev else { return }
         performPending()
-        guard !dispatchHeld, !isClosing else { return }
+        guard !dispatchHeld, !isClosing, closing == nil else { closeIfAnswered(); return }
         // Paused for backpressure meanwhile: reading resumes as that pause ends (not before).
         if readPaused { resumeReadingIfCaughtUp(); return }
         bufferevent_enable(bev, Int16(EV_READ))
@@ -368,6 +394,7 @@ public final class ClientConnection {
             case .send(let bytes): send(bytes)
             case .dispatch(let request): delegate?.handle(request, from: self)
             case .close(let reason): close(reason: reason)
+            case .closeAfterReplies(let line, let reason): closeAfterReplies(line, reason: reason)
             case .warn(let message): delegate?.connectionWarning(self, message)
             }
         }
