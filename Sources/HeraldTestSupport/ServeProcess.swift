@@ -14,6 +14,9 @@ public final class ServeProcess: @unchecked Sendable {
     public var extraArguments: [String]
     /// Variables set (or, with nil, removed) in the child's environment; the rest is inherited.
     public var environmentChanges: [String: String?] = [:]
+    /// Runs the service under this open-file limit, soft and hard (`ulimit -n` in a shell that
+    /// then executes it, keeping the pid), as a host with a low limit would.
+    public var openFileLimit: Int?
     public private(set) var pid: pid_t = 0
     public private(set) var starts = 0
 
@@ -45,8 +48,9 @@ public final class ServeProcess: @unchecked Sendable {
     /// Starts the service and waits until it answers a ping (start-up folds the whole log and fires overdue timers first).
     public func start(timeoutSeconds: Double = 120) throws {
         precondition(pid == 0, "already running")
-        let argv = [binary, "serve", "--database-url", databaseURL, "--listen", "127.0.0.1:\(port)",
+        var argv = [binary, "serve", "--database-url", databaseURL, "--listen", "127.0.0.1:\(port)",
                     "--clock", "manual", "--start", "2026-03-27T07:00:00Z"] + extraArguments
+        if let openFileLimit { argv = ["/bin/sh", "-c", "ulimit -n \(openFileLimit) && exec \"$@\"", "sh"] + argv }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -72,7 +76,7 @@ public final class ServeProcess: @unchecked Sendable {
         var cEnv: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for p in cEnv { free(p) } }
         var child: pid_t = 0
-        let rc = posix_spawn(&child, binary, &actions, &attributes, &cArgs, &cEnv)
+        let rc = posix_spawn(&child, argv[0], &actions, &attributes, &cArgs, &cEnv)
         guard rc == 0 else { throw ExperimentError("could not start \(binary): \(String(cString: strerror(rc)))") }
         pid = child
         starts += 1

@@ -11,8 +11,20 @@ public final class Listener {
     /// The port actually bound (useful when asked for port 0).
     public private(set) var port: Int = 0
 
-    public init(loop: EventLoop, host: String, port: Int, backlog: Int32 = 1024, onAccept: @escaping (Int32) -> Void) throws(ServiceError) {
+    /// Told once per episode of failing `accept` (out of descriptors, memory): the listener then
+    /// pauses for `acceptPauseMilliseconds` instead of being woken for the same error at once.
+    private let onAcceptError: (String) -> Void
+    /// How long the listener rests after `accept` failed (the backlog's clients wait meanwhile).
+    public static let acceptPauseMilliseconds: Int64 = 1_000
+    private var pause: LoopEvent?
+    private var failing = false
+    /// Times `accept` failed (exposed in stats).
+    public private(set) var acceptFailures = 0
+
+    public init(loop: EventLoop, host: String, port: Int, backlog: Int32 = 1024, onAccept: @escaping (Int32) -> Void,
+                onAcceptError: @escaping (String) -> Void = { _ in }) throws(ServiceError) {
         self.onAccept = onAccept
+        self.onAcceptError = onAcceptError
         self.loop = loop
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
@@ -26,12 +38,19 @@ public final class Listener {
         listener = withUnsafePointer(to: &addr) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
                 evconnlistener_new_bind(loop.base, { _, fd, _, _, context in
-                    Unmanaged<Listener>.fromOpaque(context!).takeUnretainedValue().onAccept(fd)
+                    let listener = Unmanaged<Listener>.fromOpaque(context!).takeUnretainedValue()
+                    listener.accepted()
+                    listener.onAccept(fd)
                 }, context, flags, backlog, sa, Int32(MemoryLayout<sockaddr_in>.size))
             }
         }
         guard let listener else {
             throw .configuration("Could not listen on \(host):\(port): \(String(cString: strerror(errno))). Is another process using the port?")
+        }
+        // Without an error callback libevent logs "Error from accept() call" and is woken again at
+        // once: out of descriptors, that is a busy loop writing megabytes of log a second.
+        evconnlistener_set_error_cb(listener) { _, context in
+            Unmanaged<Listener>.fromOpaque(context!).takeUnretainedValue().acceptFailed(errno)
         }
         var bound = sockaddr_in()
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -41,8 +60,38 @@ public final class Listener {
         self.port = Int(UInt16(bigEndian: bound.sin_port))
     }
 
+    /// `accept` failed for a reason retrying at once will not cure (EMFILE, ENFILE, ENOBUFS…):
+    /// rest, say so once, try again later. Connections waiting in the backlog are accepted then.
+    private func acceptFailed(_ code: Int32) {
+        acceptFailures += 1
+        guard let listener else { return }
+        evconnlistener_disable(listener)
+        if !failing {
+            failing = true
+            let why = code == EMFILE || code == ENFILE
+                ? "the process is out of file descriptors (\(String(cString: strerror(code)))); raise its limit (ulimit -n, systemd LimitNOFILE=) or lower --max-connections"
+                : String(cString: strerror(code))
+            onAcceptError("cannot accept connections: \(why). Pausing \(Self.acceptPauseMilliseconds) ms between attempts; existing connections carry on")
+        }
+        if pause == nil {
+            pause = loop.timer { [weak self] in self?.resume() }
+        }
+        pause?.arm(afterMilliseconds: Self.acceptPauseMilliseconds)
+    }
+
+    private func resume() {
+        guard let listener else { return }
+        evconnlistener_enable(listener)
+    }
+
+    /// An `accept` succeeded after failures: the next failure is reported again.
+    func accepted() {
+        if failing { failing = false; onAcceptError("accepting connections again after \(acceptFailures) failed attempts") }
+    }
+
     /// Stops accepting (graceful shutdown) without closing existing connections.
     public func disable() {
+        pause?.disarm()
         if let listener { evconnlistener_disable(listener) }
     }
 

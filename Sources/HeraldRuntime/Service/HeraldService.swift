@@ -59,6 +59,8 @@ public final class HeraldService: ConnectionDelegate {
     let deliveryLinks: [StoreLink]
     let reader: AsyncReader
     var listener: Listener?
+    /// `--max-connections`, or fewer when the open-file limit allows fewer (`limitConnectionsToFileLimit`).
+    var connectionLimit = 0
     /// With TLS: the optional loopback plaintext listener.
     var plaintextListener: Listener?
     /// The TLS context of the main listener, when TLS is configured: each new connection's; SIGHUP
@@ -279,15 +281,17 @@ public final class HeraldService: ConnectionDelegate {
         for link in deliveryStores { link.onReady = { [unretained] in unretained.object?.flushDeliveries() } }
         store.prepareReconnected = { [unretained] connection in unretained.object?.retakeInstanceLock(connection) }
         // The context as last (re)loaded: SIGHUP may replace it (`reloadCertificate`).
-        let listener = try Listener(loop: loop, host: configuration.host, port: configuration.port) { [unretained] fd in
+        limitConnectionsToFileLimit()
+        let acceptError: (String) -> Void = { [unretained] message in unretained.object?.log("warning: \(message)") }
+        let listener = try Listener(loop: loop, host: configuration.host, port: configuration.port, onAccept: { [unretained] fd in
             guard let service = unretained.object else { return }
             service.accept(fd, tls: service.tlsContext)
-        }
+        }, onAcceptError: acceptError)
         self.listener = listener
         if let plain = configuration.plaintextListen {
-            plaintextListener = try Listener(loop: loop, host: plain.host, port: plain.port) { [unretained] fd in
+            plaintextListener = try Listener(loop: loop, host: plain.host, port: plain.port, onAccept: { [unretained] fd in
                 unretained.object?.accept(fd, tls: nil)
-            }
+            }, onAcceptError: acceptError)
         }
         try takeOverRules()
         reaper = loop.timer { [unretained] in unretained.object?.graveyard.removeAll() }
@@ -325,8 +329,21 @@ public final class HeraldService: ConnectionDelegate {
     /// The bound port of the loopback plaintext listener beside TLS, if any.
     public var plaintextPort: Int? { plaintextListener?.port }
 
+    /// Raises the open-file limit to its hard limit and keeps the connections within what it
+    /// allows (`FileLimit`): past it, clients get `busy` like past `--max-connections`, instead of
+    /// waiting in the kernel's backlog while every `accept` fails.
+    func limitConnectionsToFileLimit() {
+        connectionLimit = configuration.maxConnections
+        guard let soft = FileLimit.raiseSoftToHard() else { return }
+        let allowed = FileLimit.connections(allowedBy: soft)
+        if allowed < connectionLimit {
+            connectionLimit = allowed
+            log("warning: --max-connections \(configuration.maxConnections) is more than the open-file limit allows (\(soft) descriptors, \(FileLimit.reserved) of them kept for PostgreSQL and the service): serving at most \(allowed) connections; raise the limit (ulimit -n, systemd LimitNOFILE=) to serve more")
+        }
+    }
+
     func accept(_ fd: Int32, tls: TLSContext?) {
-        if shuttingDown || connections.count >= configuration.maxConnections {
+        if shuttingDown || connections.count >= connectionLimit {
             // Plaintext only: a TLS client could not read a line written outside TLS; it just sees the close.
             if tls == nil {
                 let line = WireReply.error(rid: nil, .busy)
@@ -411,6 +428,8 @@ public final class HeraldService: ConnectionDelegate {
             "timers": .int(Int64(timers.wheel.count)),
             "timerWakeups": .int(Int64(timers.wakeups)),
             "connections": .int(Int64(connections.count)),
+            "connectionLimit": .int(Int64(connectionLimit)),
+            "acceptFailures": .int(Int64((listener?.acceptFailures ?? 0) + (plaintextListener?.acceptFailures ?? 0))),
             "consumers": .int(Int64(consumers.count)),
             // The most output bytes queued in the server for one consumer: bounded by the
             // consumer buffer (plus one batch) however slowly the consumer reads.
