@@ -300,3 +300,16 @@ import Testing
         #expect(try EventStoreTests.appendAll(writer, [submit]) == [.duplicate(seq: 1)], "a re-sent submit is still a duplicate")
     }
 }
+
+/// What a client is told when PostgreSQL is away: one line, libpq's own hints left to the log
+/// (a review found the `store_unavailable` detail nesting libpq's multi-line text and advice).
+@Suite struct StoreErrorClientReasonTests {
+    @Test func aRefusedConnectionIsOneLineForTheClient() {
+        let libpq = "connection to server at \"127.0.0.1\", port 55602 failed: Connection refused\n\tIs the server running on that host and accepting TCP/IP connections?\n"
+        let reason = StoreError.unavailable(libpq).clientReason
+        #expect(reason == "PostgreSQL is unreachable: connection to server at \"127.0.0.1\", port 55602 failed: Connection refused")
+        #expect(!reason.contains("\n") && !reason.contains("retries"))
+        #expect(StoreError.serverUnavailable(sqlstate: "57P03", message: "the database system is starting up\n").clientReason
+                == "PostgreSQL cannot serve right now (SQLSTATE 57P03: the database system is starting up)")
+    }
+}

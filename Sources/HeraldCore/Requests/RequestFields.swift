@@ -9,10 +9,17 @@ struct RequestFields {
     /// The maximum length, in UTF-8 bytes, of ids, app and user names.
     static let maxIdentifierBytes = 256
 
-    func wrongType(_ field: String, expected: String, got: JSONValue) -> RequestError {
-        RequestError(code: "wrong_type",
-                     title: "Field “\(field)” of \(op) is \(article(got.typeName)) \(got.typeName), not \(expected)",
-                     detail: "Herald reads “\(field)” as \(expected). Send it as \(expected), or leave it out if it is optional.")
+    /// `required`: the request cannot go without the field, so the detail does not offer to
+    /// leave it out (nil: the caller does not know).
+    func wrongType(_ field: String, expected: String, got: JSONValue, required: Bool? = nil) -> RequestError {
+        let advice = switch required {
+        case true?: "Send it as \(expected): \(op) needs it."
+        case false?: "Send it as \(expected), or leave it out."
+        case nil: "Send it as \(expected), or leave it out if it is optional."
+        }
+        return RequestError(code: "wrong_type",
+                            title: "Field “\(field)” of \(op) is \(article(got.typeName)) \(got.typeName), not \(expected)",
+                            detail: "Herald reads “\(field)” as \(expected). \(advice)")
     }
 
     func missing(_ field: String, _ what: String) -> RequestError {
@@ -25,14 +32,14 @@ struct RequestFields {
                      detail: "“\(field)” must be one of: \(allowed.joined(separator: ", ")). Use one of those values.")
     }
 
-    func string(_ field: String) throws(RequestError) -> String? {
+    func string(_ field: String, required: Bool = false) throws(RequestError) -> String? {
         guard let v = members[field], v != .null else { return nil }
-        guard case .string(let s) = v else { throw wrongType(field, expected: "a string", got: v) }
+        guard case .string(let s) = v else { throw wrongType(field, expected: "a string", got: v, required: required) }
         return s
     }
 
     func requiredString(_ field: String, _ what: String) throws(RequestError) -> String {
-        guard let s = try string(field) else { throw missing(field, what) }
+        guard let s = try string(field, required: true) else { throw missing(field, what) }
         return s
     }
 

@@ -144,6 +144,9 @@ public struct ClientSession: Sendable {
                 presented = .certificate(certificateNames)
             } else if let token = body["token"]?.stringValue {
                 presented = .token(TokenDigest(token: token))
+            } else if let other = body["token"], other != .null {
+                return refusal("refused hello: the token was \(other.typeName), not a string (invalid_token)")
+                    + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .tokenNotAString(other.typeName)))
             } else {
                 return refusal("refused hello: no token was given (invalid_token)")
                     + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .tokenMissing))

@@ -100,6 +100,12 @@ extension RequestError {
         code: "invalid_token", title: "The hello carried no token",
         detail: "This service requires a token: send {\"op\":\"hello\",\"token\":\"…\"} with the token your operator issued. The connection stays open for another hello.")
 
+    /// A hello whose token is not a string (same code as a wrong one).
+    public static func tokenNotAString(_ typeName: String) -> RequestError {
+        RequestError(code: "invalid_token", title: "The hello's token is \(article(typeName)) \(typeName), not a string",
+                     detail: "Send the token your operator issued as a JSON string: {\"op\":\"hello\",\"token\":\"…\"}. The connection stays open for another hello.")
+    }
+
     public static let grantRevoked = RequestError(
         code: "grant_revoked", title: "This connection's access was changed by the operator",
         detail: "The tokens file was reloaded and no longer grants this connection what its hello did. Reconnect and hello again with a current token or certificate.")
@@ -119,9 +125,10 @@ extension RequestError {
                      detail: "A consumer token lists the durable consumer names it may subscribe and ack as, so one consumer cannot move another's cursor or take its stream. Use the name issued with your token.")
     }
 
+    /// `reason`: one line saying what PostgreSQL did (`StoreError.clientReason`).
     public static func storeUnavailable(_ reason: String) -> RequestError {
-        RequestError(code: "store_unavailable", title: "The request was not stored: PostgreSQL is unavailable",
-                     detail: "Nothing was committed (\(reason)). Herald reconnects by itself; retry the same request, with the same id, in a moment.")
+        RequestError(code: "store_unavailable", title: "The request was not carried out: PostgreSQL is unavailable",
+                     detail: "\(reason). Nothing was stored. Herald reconnects by itself: send the same request again in a moment (a submit re-sent with the same id is stored once).")
     }
 
     public static let busy = RequestError(

@@ -375,7 +375,7 @@ extension HeraldService {
     }
 
     func requestError(_ error: StoreError) -> RequestError {
-        if error.isRetryable { return .storeUnavailable(error.description) }
+        if error.isRetryable { return .storeUnavailable(error.clientReason) }
         return RequestError(code: "store_error", title: "The request could not be stored",
                             detail: "PostgreSQL refused it: \(error). This is a server-side problem; report it with the time of the request.")
     }

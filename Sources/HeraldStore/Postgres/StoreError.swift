@@ -44,6 +44,25 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// What a client is told when a retryable error refused its request: one line, no advice
+    /// meant for the operator (libpq's text runs over several lines with its own hints).
+    public var clientReason: String {
+        switch self {
+        case .unavailable(let m): return "PostgreSQL is unreachable: \(Self.firstLine(of: m))"
+        case .serverUnavailable(let s, let m): return "PostgreSQL cannot serve right now (SQLSTATE \(s): \(Self.firstLine(of: m)))"
+        case .conflict(let m): return "two writers collided in PostgreSQL (\(Self.firstLine(of: m)))"
+        default: return Self.firstLine(of: description)
+        }
+    }
+
+    /// The first line of a libpq message, without its trailing period or spaces.
+    static func firstLine(of message: String) -> String {
+        let line = message.split(whereSeparator: \.isNewline).first.map(String.init) ?? message
+        var trimmed = Substring(line)
+        while let last = trimmed.last, last == "." || last.isWhitespace { trimmed = trimmed.dropLast() }
+        return String(trimmed)
+    }
+
     public var description: String {
         switch self {
         case .unavailable(let m):

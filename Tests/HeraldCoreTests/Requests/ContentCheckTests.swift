@@ -91,6 +91,17 @@ import Testing
         #expect(rejection(#"{"user":"u","attentionBudget":2.5}"#, op: "settings")?.code == "wrong_type")
     }
 
+    /// A required field of the wrong type is not "optional": the detail does not offer to leave it
+    /// out (leaving it out is `missing_field`); an optional one's does.
+    @Test func check_error_wrongTypeDetailSaysWhetherTheFieldMayBeLeftOut() {
+        for json in [#"{"id":"n1","app":5,"user":"u"}"#, #"{"id":5,"app":"a","user":"u"}"#] {
+            let e = rejection(json)
+            #expect(e?.code == "wrong_type" && e?.detail.contains("leave it out") == false, "\(e?.detail ?? "accepted")")
+        }
+        #expect(rejection(#"{"user":5,"app":"a"}"#, op: "badgeClear")?.detail.contains("badgeClear needs it") == true)
+        #expect(rejection(submit(#""threadId":5"#))?.detail.hasSuffix("or leave it out.") == true)
+    }
+
     @Test func check_error_unknownInterruptionLevel() {
         let e = rejection(submit(#""interruptionLevel":"urgent""#))
         #expect(e?.code == "unknown_interruption_level")

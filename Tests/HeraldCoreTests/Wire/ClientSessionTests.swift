@@ -28,6 +28,14 @@ import Testing
         #expect(hello["roles"] == ["producer"] && hello["apps"] == ["com.example.mail"] && hello["server"] == "herald/test")
     }
 
+    /// A token sent as a number is not "no token": the title says what was wrong.
+    @Test func aHelloWithATokenThatIsNotAStringIsToldSo() {
+        var s = ClientSession(tokens: Self.tokens, serverName: "h")
+        let e = sent(s.lineReceived(Array(#"{"op":"hello","token":12345}"#.utf8)))[0]["error"]
+        #expect(e?["code"] == "invalid_token" && e?["title"] == "The hello's token is an integer, not a string")
+        #expect(sent(s.lineReceived(Array(#"{"op":"hello"}"#.utf8)))[0]["error"]?["title"] == "The hello carried no token")
+    }
+
     @Test func devModeGrantsEveryRole() {
         var s = ClientSession(tokens: TokenTable(), serverName: "h")
         #expect(sent(s.lineReceived(Array(#"{"op":"hello"}"#.utf8)))[0]["roles"] == ["producer", "settings", "consumer", "admin"])
