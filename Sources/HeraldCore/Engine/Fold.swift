@@ -251,20 +251,21 @@ extension Engine {
     func screen(_ items: [PendingItem], at t: Instant, state: inout UserState, apps: AppRegistry,
                 out: inout [Delivery]) -> [PendingItem] {
         guard followsRulesFour else { return items }
-        return items.filter { p in
+        func stop(_ p: PendingItem) -> RuleCode? {
             let status = state.apps.index(of: p.app).map { state.apps[at: $0].state.status } ?? .notDetermined
-            let rule: RuleCode
-            if status == .notDetermined || status == .denied {
-                rule = .notAuthorized
-            } else if !state.global.allowNotifications && !apps.entitlements(of: p.app).contains(.government) {
-                rule = .silenceAll
-            } else {
-                return true
-            }
+            if status == .notDetermined || status == .denied { return .notAuthorized }
+            if !state.global.allowNotifications && !apps.entitlements(of: p.app).contains(.government) { return .silenceAll }
+            return nil
+        }
+        // The usual case, every item still allowed, makes no new array (the 08:00 storm).
+        guard items.contains(where: { stop($0) != nil }) else { return items }
+        var kept: [PendingItem] = []
+        for p in items {
+            guard let rule = stop(p) else { kept.append(p); continue }
             emitRemoval(p, kind: .suppressed, reason: rule == .notAuthorized ? Reason.notAuthorized : Reason.notificationsDisabled,
                         at: t, causeSeq: p.seq, state: &state, out: &out, rule: rule)
-            return false
         }
+        return kept
     }
 
     /// Clears summary / Focus bookkeeping when no queued / held items remain.
