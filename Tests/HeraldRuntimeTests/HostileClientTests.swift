@@ -73,6 +73,32 @@ import Testing
         #expect(try Self.eventCount(server.url) == 4, "registerApp, authorization and both submits are stored")
     }
 
+    /// The same when the client reads late: closing a socket with the rest of the long line
+    /// still unread makes the kernel send a reset, which destroyed the acks and the refusal still
+    /// on their way (a review got 2,329 acks of 3,000 committed submits and no `line_too_long`).
+    /// The connection lingers: it sends its FIN after the output and drops what still comes in.
+    @Test func aClientReadingLateStillGetsEveryReplyAndTheRefusalAfterALineTooLong() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.setUpAlice(c)
+        var batch: [UInt8] = []
+        for i in 0..<3_000 {
+            batch += Array(#"{"op":"submit","rid":\#(i),"app":"com.example.mail","user":"alice","id":"late\#(i)","title":"Hi"}"#.utf8) + [0x0A]
+        }
+        batch += Array(#"{"op":"ping","pad":""#.utf8) + [UInt8](repeating: UInt8(ascii: "x"), count: 200_000) + Array(#""}"#.utf8) + [0x0A]
+        try c.sendRaw(batch)
+        usleep(1_000_000)  // a client busy elsewhere: the server has closed meanwhile
+        var acks = 0
+        while let line = try? c.readLine(timeoutMilliseconds: 20_000), let reply = try? JSONValue.parse(line) {
+            if reply["ok"] == true { acks += 1; continue }
+            Self.expectAlert(reply, code: "line_too_long")
+            break
+        }
+        #expect(acks == 3_000, "every committed submit is acknowledged")
+        #expect(throws: WireClient.Failure.self) { _ = try c.readLine(timeoutMilliseconds: 5_000) }
+    }
+
     /// A client that sends its requests and then closes its sending side (`nc -N`, a batch
     /// loader) still gets every reply, then the connection closes.
     @Test func aHalfClosedClientGetsTheRepliesToWhatItSent() throws {

@@ -30,6 +30,14 @@ public final class ClientConnection {
     /// Set by `closeAfterReplies`: nothing more is read, and once every request read is answered
     /// this line (if any) goes out and the connection closes for this reason.
     private var closing: (finalLine: [UInt8]?, reason: String)?
+    /// After the server's close: the output is sent and the FIN with it; what the client still
+    /// sends is read and dropped until it closes too or `lingerMilliseconds` pass (`linger`).
+    private var lingering = false
+    /// How long a closed connection waits for its client's next bytes or close (each arrival
+    /// restarts the wait), and the longest it lingers in all.
+    public static let lingerMilliseconds: Int64 = 5_000
+    public static let lingerAtMostMilliseconds: Int64 = 30_000
+    private var lingerSince: Int64 = 0
     private var finished = false
     /// TLS connections only: whether the client's certificate has been looked at (after the handshake).
     private var peerChecked: Bool
@@ -123,8 +131,9 @@ public final class ClientConnection {
 
     private func deadlinePassed() {
         guard !isClosing else {
-            // Closed, but its output never drained: the peer is not reading. Free it now.
-            finish()
+            // Closed, but its output never drained (the peer is not reading), or the linger is
+            // over: free it now.
+            finish(peerGone: true)
             return
         }
         if !peerChecked {
@@ -267,21 +276,57 @@ public final class ClientConnection {
         }
     }
 
-    /// Frees the connection (once): called when queued output drained after `close`, or at once
-    /// when the peer is gone.
+    /// Frees the connection (once): called when queued output drained after `close` (which
+    /// lingers first), or at once when the peer is gone.
     private func finish(peerGone: Bool = false) {
         guard let bev, !finished else { return }
+        if !peerGone && !lingering { linger(); return }
         finished = true
         deadline?.disarm()
         bufferevent_disable(bev, Int16(EV_READ | EV_WRITE))
-        if !peerGone { TLSContext.sendCloseNotify(bev) }
         shutdown(bufferevent_getfd(bev), Int32(SHUT_RDWR))
         delegate?.connectionClosed(self)
+    }
+
+    /// A lingering close (as web servers do): closing a socket whose client is still sending
+    /// makes the kernel answer with a reset, and a reset destroys the replies and the last error
+    /// line still on their way to the client (a review lost `line_too_long` and thousands of
+    /// acks of committed requests so, with a client reading slowly or still sending). So the
+    /// output goes out with a FIN after it (`SHUT_WR`; TLS: close_notify first), and input is
+    /// read and dropped until the client closes too, or it sends nothing for
+    /// `lingerMilliseconds`, or `lingerAtMostMilliseconds` pass.
+    private func linger() {
+        guard let bev else { return }
+        lingering = true
+        lingerSince = Self.monotonicMilliseconds()
+        TLSContext.sendCloseNotify(bev)
+        shutdown(bufferevent_getfd(bev), Int32(SHUT_WR))
+        dropInput()
+        bufferevent_enable(bev, Int16(EV_READ))
+        deadline?.disarm()
+        deadline?.arm(afterMilliseconds: Self.lingerMilliseconds)
+    }
+
+    /// Lingering: what the client still sends is not read as requests.
+    private func dropInput() {
+        guard let bev else { return }
+        let input = bufferevent_get_input(bev)
+        evbuffer_drain(input, evbuffer_get_length(input))
     }
 
     // MARK: Callbacks
 
     private func readable() {
+        if lingering {
+            dropInput()
+            // Still sending: wait for the next bytes or the close, within the linger's bound.
+            let left = Self.lingerAtMostMilliseconds - (Self.monotonicMilliseconds() - lingerSince)
+            if left > 0 {
+                deadline?.disarm()
+                deadline?.arm(afterMilliseconds: min(Self.lingerMilliseconds, left))
+            }
+            return
+        }
         guard let bev, !isClosing else { return }
         if !peerChecked { peerHandshakeCompleted() }
         let input = bufferevent_get_input(bev)
@@ -328,6 +373,9 @@ public final class ClientConnection {
     private func event(_ what: Int16) {
         if what & Int16(BEV_EVENT_CONNECTED) != 0 {
             if !peerChecked { peerHandshakeCompleted() }
+        } else if lingering {
+            // The client closed too (EOF), or its socket failed: the linger is over.
+            finish(peerGone: true)
         } else if what & Int16(BEV_EVENT_EOF) != 0 {
             // The client sent its last byte. It may still read (a half-close: `nc -N`, a batch
             // loader): what it sent is answered, then the connection closes. A client gone

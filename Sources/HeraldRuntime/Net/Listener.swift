@@ -18,6 +18,8 @@ public final class Listener {
     public static let acceptPauseMilliseconds: Int64 = 1_000
     private var pause: LoopEvent?
     private var failing = false
+    /// Failed attempts in the current episode (reported when accepting works again).
+    private var episodeFailures = 0
     /// Times `accept` failed (exposed in stats).
     public private(set) var acceptFailures = 0
 
@@ -64,6 +66,7 @@ public final class Listener {
     /// rest, say so once, try again later. Connections waiting in the backlog are accepted then.
     private func acceptFailed(_ code: Int32) {
         acceptFailures += 1
+        episodeFailures += 1
         guard let listener else { return }
         evconnlistener_disable(listener)
         if !failing {
@@ -86,7 +89,10 @@ public final class Listener {
 
     /// An `accept` succeeded after failures: the next failure is reported again.
     func accepted() {
-        if failing { failing = false; onAcceptError("accepting connections again after \(acceptFailures) failed attempts") }
+        guard failing else { return }
+        failing = false
+        onAcceptError("accepting connections again after \(episodeFailures) failed attempts")
+        episodeFailures = 0
     }
 
     /// Stops accepting (graceful shutdown) without closing existing connections.
