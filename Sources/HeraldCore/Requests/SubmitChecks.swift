@@ -189,7 +189,7 @@ extension Engine {
         if let placeholder = n.hiddenPreviewsBodyPlaceholder {
             // A visible ASCII first byte settles it without walking the characters (the usual case).
             let visibleStart = placeholder.utf8.first.map { $0 > 0x20 && $0 < 0x7F } ?? false
-            if !visibleStart && placeholder.allSatisfy(\.isWhitespace) {
+            if !visibleStart && placeholder.unicodeScalars.allSatisfy(\.isInvisible) {
                 warnings.append(RequestWarning(code: "blank_hidden_previews_placeholder",
                     message: "hiddenPreviewsBodyPlaceholder is blank: users who hide previews will see an empty notification. Give a short text such as “New message”, or leave the field out to show “Notification”."))
             }
@@ -337,5 +337,13 @@ extension String {
         while let f = s.first, f.isWhitespace { s.removeFirst() }
         while let l = s.last, l.isWhitespace { s.removeLast() }
         return String(s)
+    }
+}
+
+extension Unicode.Scalar {
+    /// White space or an invisible format character (zero-width space and joiners, the byte
+    /// order mark, bidi marks): a text made only of these shows nothing.
+    var isInvisible: Bool {
+        properties.isWhitespace || properties.generalCategory == .format
     }
 }

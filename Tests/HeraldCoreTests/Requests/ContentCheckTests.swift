@@ -252,7 +252,9 @@ import Testing
     @Test func check_warning_blankHiddenPreviewsPlaceholder() {
         #expect(warnings(#"{"id":"n","app":"a","user":"u","hiddenPreviewsBodyPlaceholder":""}"#) == ["blank_hidden_previews_placeholder"])
         #expect(warnings(#"{"id":"n","app":"a","user":"u","hiddenPreviewsBodyPlaceholder":" \u00a0\t"}"#) == ["blank_hidden_previews_placeholder"])
+        #expect(warnings(#"{"id":"n","app":"a","user":"u","hiddenPreviewsBodyPlaceholder":"\u200b\ufeff\u200d"}"#) == ["blank_hidden_previews_placeholder"])
         #expect(warnings(#"{"id":"n","app":"a","user":"u","hiddenPreviewsBodyPlaceholder":" New message"}"#) == [])
+        #expect(warnings(#"{"id":"n","app":"a","user":"u","hiddenPreviewsBodyPlaceholder":"\u200bNeu"}"#) == [])
         #expect(warnings(#"{"id":"n","app":"a","user":"u","hiddenPreviewsBodyPlaceholder":"Nouveau"}"#) == [])
     }
 
