@@ -51,6 +51,15 @@ import Testing
         #expect(try server.client().call(["op": "ping"])["op"] == "pong")
     }
 
+    /// Pipelined submits for alice (rid 1, 2, …) and then a ping padded past the line limit.
+    static func submitsThenALineTooLong(ids: [String], padding: Int) -> [UInt8] {
+        var batch: [UInt8] = []
+        for (i, id) in ids.enumerated() {
+            batch += Array(#"{"op":"submit","rid":\#(i + 1),"app":"com.example.mail","user":"alice","id":"\#(id)","title":"Hi"}"#.utf8) + [0x0A]
+        }
+        return batch + Array(#"{"op":"ping","pad":""#.utf8) + [UInt8](repeating: UInt8(ascii: "x"), count: padding) + Array(#""}"#.utf8) + [0x0A]
+    }
+
     /// SPEC §5: replies come in request order, and a committed request's ack is owed. Requests
     /// pipelined before a line too long are answered first; the refusal comes last, then the
     /// close (a review found it sent at once and the two acks dropped, though both were stored).
@@ -59,12 +68,7 @@ import Testing
         defer { server.stop() }
         let c = try server.client()
         try Self.setUpAlice(c)
-        var batch: [UInt8] = []
-        for (rid, id) in [(1, "a1"), (2, "a2")] {
-            batch += Array(#"{"op":"submit","rid":\#(rid),"app":"com.example.mail","user":"alice","id":"\#(id)","title":"Hi"}"#.utf8) + [0x0A]
-        }
-        batch += Array(#"{"op":"ping","rid":3,"pad":""#.utf8) + [UInt8](repeating: UInt8(ascii: "x"), count: 70_000) + Array(#""}"#.utf8) + [0x0A]
-        try c.sendRaw(batch)
+        try c.sendRaw(Self.submitsThenALineTooLong(ids: ["a1", "a2"], padding: 70_000))
         let first = try c.readJSON(), second = try c.readJSON()
         #expect(first["rid"] == 1 && first["ok"] == true && first["seq"] != nil, "\(first.canonicalString)")
         #expect(second["rid"] == 2 && second["ok"] == true, "\(second.canonicalString)")
@@ -82,12 +86,7 @@ import Testing
         defer { server.stop() }
         let c = try server.client()
         try Self.setUpAlice(c)
-        var batch: [UInt8] = []
-        for i in 0..<3_000 {
-            batch += Array(#"{"op":"submit","rid":\#(i),"app":"com.example.mail","user":"alice","id":"late\#(i)","title":"Hi"}"#.utf8) + [0x0A]
-        }
-        batch += Array(#"{"op":"ping","pad":""#.utf8) + [UInt8](repeating: UInt8(ascii: "x"), count: 200_000) + Array(#""}"#.utf8) + [0x0A]
-        try c.sendRaw(batch)
+        try c.sendRaw(Self.submitsThenALineTooLong(ids: (0..<3_000).map { "late\($0)" }, padding: 200_000))
         usleep(1_000_000)  // a client busy elsewhere: the server has closed meanwhile
         var acks = 0
         while let line = try? c.readLine(timeoutMilliseconds: 20_000), let reply = try? JSONValue.parse(line) {
