@@ -84,6 +84,7 @@ import Testing
         let c = try server.client()
         let mail = "com.example.mail"
         _ = try c.call(["op": "authorization", "user": "alice", "app": .string(mail), "status": "authorized", "options": ["alert"]])
+        _ = try c.call(["op": "focusOn", "user": "alice", "focus": "Work", "until": "2026-03-27T08:00:00Z"])
         _ = try c.call(["op": "submit", "id": "m2", "app": .string(mail), "user": "alice", "title": "T", "body": "B",
                         "hiddenPreviewsBodyPlaceholder": "x", "deliverAt": "2026-03-27T10:00:00Z"])
         _ = try c.call(["op": "mute", "user": "alice", "app": .string(mail), "until": "2026-03-27T12:00:00Z"])
@@ -95,6 +96,8 @@ import Testing
         let decision = story?["deliveries"]?.arrayValue?.first
         #expect(decision?["reason"] == "muted" && decision?["delivery"]?["at"] == "2026-03-27T10:00:00Z", "\(out)")
         #expect(story?["stateBefore"]?["apps"]?[mail]?["mutedUntil"] == nil)
+        // The state before shows the Focus in force at the submit (a review found it left out).
+        #expect(story?["stateBefore"]?["activeFocus"]?["focus"] == "Work" && story?["stateBefore"]?["at"] == "2026-03-27T07:00:00Z", "\(out)")
         #expect(decision?["stateMet"]?["mutes"] == [["app": .string(mail), "until": "2026-03-27T12:00:00Z"]], "\(out)")
         #expect(decision?["stateMet"]?["pending"]?.arrayValue?.first?["notification"] == "m2", "still to be decided then")
     }

@@ -55,7 +55,8 @@ struct Explain: ParsableCommand {
                 stories.append(.object([
                     "seq": .int(seq), "user": .string(user), "acceptedAt": .string(at.rfc3339),
                     "event": (try? JSONValue.parse(events.string(i, 2) ?? "null")) ?? .null,
-                    "stateBefore": before.json, "deliveries": .array(deliveries),
+                    // As of the submit's instant: the Focus in force and the mutes not over then.
+                    "stateBefore": before.json(at: at), "deliveries": .array(deliveries),
                 ]))
             }
             let doc = JSONValue.object(["app": .string(app), "id": .string(id), "recipients": .array(stories)])
