@@ -31,11 +31,11 @@ public final class ClientConnection {
     /// this line (if any) goes out and the connection closes for this reason.
     private var closing: (finalLine: [UInt8]?, reason: String)?
     /// After the server's close: the output is sent and the FIN with it; what the client still
-    /// sends is read and dropped until it closes too or `lingerMilliseconds` pass (`linger`).
+    /// sends is read and dropped until its TCP has acknowledged the output (`linger`).
     private var lingering = false
-    /// How long a closed connection waits for its client's next bytes or close (each arrival
-    /// restarts the wait), and the longest it lingers in all.
-    public static let lingerMilliseconds: Int64 = 5_000
+    /// How often a lingering connection looks whether its client has acknowledged everything.
+    static let lingerCheckMilliseconds: Int64 = 20
+    /// The longest a connection lingers (a client that neither reads nor closes).
     public static let lingerAtMostMilliseconds: Int64 = 30_000
     private var lingerSince: Int64 = 0
     private var finished = false
@@ -131,8 +131,8 @@ public final class ClientConnection {
 
     private func deadlinePassed() {
         guard !isClosing else {
-            // Closed, but its output never drained (the peer is not reading), or the linger is
-            // over: free it now.
+            if lingering { checkLinger(); return }
+            // Closed, but its output never drained: the peer is not reading. Free it now.
             finish(peerGone: true)
             return
         }
@@ -293,8 +293,10 @@ public final class ClientConnection {
     /// line still on their way to the client (a review lost `line_too_long` and thousands of
     /// acks of committed requests so, with a client reading slowly or still sending). So the
     /// output goes out with a FIN after it (`SHUT_WR`; TLS: close_notify first), and input is
-    /// read and dropped until the client closes too, or it sends nothing for
-    /// `lingerMilliseconds`, or `lingerAtMostMilliseconds` pass.
+    /// read and dropped until the client's TCP has acknowledged all of the output and the FIN
+    /// (from then on a reset harms nothing: the client can read what it has), or it closes too,
+    /// or `lingerAtMostMilliseconds` pass. A client reading normally is freed within milliseconds,
+    /// so a lingering connection holds its slot only while its replies are still on their way.
     private func linger() {
         guard let bev else { return }
         lingering = true
@@ -303,8 +305,19 @@ public final class ClientConnection {
         shutdown(bufferevent_getfd(bev), Int32(SHUT_WR))
         dropInput()
         bufferevent_enable(bev, Int16(EV_READ))
+        checkLinger()
+    }
+
+    /// Ends the linger once the output is acknowledged or the linger's time is up; else looks again soon.
+    private func checkLinger() {
+        guard let bev else { return }
+        let unacknowledged = herald_unacknowledged_bytes(bufferevent_getfd(bev))
+        if unacknowledged <= 0 || Self.monotonicMilliseconds() - lingerSince >= Self.lingerAtMostMilliseconds {
+            finish(peerGone: true)
+            return
+        }
         deadline?.disarm()
-        deadline?.arm(afterMilliseconds: Self.lingerMilliseconds)
+        deadline?.arm(afterMilliseconds: Self.lingerCheckMilliseconds)
     }
 
     /// Lingering: what the client still sends is not read as requests.
@@ -317,16 +330,7 @@ public final class ClientConnection {
     // MARK: Callbacks
 
     private func readable() {
-        if lingering {
-            dropInput()
-            // Still sending: wait for the next bytes or the close, within the linger's bound.
-            let left = Self.lingerAtMostMilliseconds - (Self.monotonicMilliseconds() - lingerSince)
-            if left > 0 {
-                deadline?.disarm()
-                deadline?.arm(afterMilliseconds: min(Self.lingerMilliseconds, left))
-            }
-            return
-        }
+        if lingering { dropInput(); return }
         guard let bev, !isClosing else { return }
         if !peerChecked { peerHandshakeCompleted() }
         let input = bufferevent_get_input(bev)

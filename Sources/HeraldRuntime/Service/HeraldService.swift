@@ -81,6 +81,10 @@ public final class HeraldService: ConnectionDelegate {
     var shutdownTimer: LoopEvent?
     var shuttingDown = false
     var closedForShutdown = false
+    var closedForShutdownAt: Int64 = 0
+    /// How long SIGTERM waits for closed connections to deliver their last replies (a client
+    /// that does not read them is let go then).
+    static let shutdownDrainMilliseconds: Int64 = 10_000
     var stopRequest: LoopTrigger?
 
     /// Engine time: manual, or the wall clock never allowed to go backwards.
@@ -533,7 +537,16 @@ public final class HeraldService: ConnectionDelegate {
         }
         if !closedForShutdown {
             closedForShutdown = true
+            closedForShutdownAt = ClientConnection.monotonicMilliseconds()
             for c in connections.values { c.close(reason: "server shutting down") }
+        }
+        // The replies written must reach their clients: wait, within a bound, until every
+        // connection has sent its output and lingered (a process exiting with a client's input
+        // unread makes the kernel reset the connection, destroying acks still on their way).
+        if !connections.isEmpty
+            && ClientConnection.monotonicMilliseconds() - closedForShutdownAt < Self.shutdownDrainMilliseconds {
+            shutdownTimer?.arm(afterMilliseconds: 10)
+            return
         }
         if store.isReady && shutdownSnapshotStep() {
             shutdownTimer?.arm(afterMilliseconds: 5)
