@@ -323,15 +323,8 @@ extension Engine {
         let held = screen(removed, at: t, state: &state, apps: apps, out: &out)
         guard !held.isEmpty else { return }
         let items = held.map { DeliveryItem(notification: $0.notification, seq: $0.seq, previews: state.global.showPreviews) }
-        for part in lineSizedParts(items) {
-            var d = Delivery(kind: .focusDigest, user: state.user, app: nil, notificationId: nil, at: t,
-                             reason: Reason.focusEnded, rulesVersion: rulesVersion,
-                             causeSeq: seq ?? part.map(\.seq).max()!)
-            d.focus = holding
-            d.items = Array(part)
-            d.ruleTrace = RuleTrace(.focus, .ended)
-            out.append(d)
-        }
+        appendItemDeliveries(.focusDigest, reason: Reason.focusEnded, trace: RuleTrace(.focus, .ended), items: items,
+                             at: t, user: state.user, focus: holding, causeSeq: seq, out: &out)
         for h in held { state.remember(h) }
     }
 }

@@ -70,21 +70,15 @@ extension Engine {
             state.summaryDue = nil
             // In seq (arrival) order, as `pending` keeps them: remembered in that order below.
             let queued = screen(state.removePending(stage: .queued), at: t, state: &state, apps: apps, out: &out)
-            guard let lastSeq = queued.last?.seq else { return }
+            guard !queued.isEmpty else { return }
             let previews = state.global.showPreviews
             var items = queued.map { DeliveryItem(notification: $0.notification, seq: $0.seq, previews: previews) }
             items.sort { a, b in
                 let ra = a.notification.relevanceScore ?? 0, rb = b.notification.relevanceScore ?? 0
                 return ra != rb ? ra > rb : a.seq < b.seq
             }
-            for part in lineSizedParts(items) {
-                var d = Delivery(kind: .summary, user: state.user, app: nil, notificationId: nil, at: t,
-                                 reason: Reason.summary, rulesVersion: rulesVersion,
-                                 causeSeq: part.count == items.count ? lastSeq : part.map(\.seq).max()!)
-                d.items = Array(part)
-                d.ruleTrace = RuleTrace(.summary, .fired)
-                out.append(d)
-            }
+            appendItemDeliveries(.summary, reason: Reason.summary, trace: RuleTrace(.summary, .fired), items: items,
+                                 at: t, user: state.user, out: &out)
             for item in queued { state.remember(item) }
         case .deferred:
             guard let i = state.pendingIndex(seq: timer.seq, deferred: true) else { return }
@@ -128,6 +122,20 @@ extension Engine {
     /// How many items always fit: one is at most twice a stored notification (its content, and
     /// its app, id and thread beside it) and a little more.
     public static let itemsAlwaysFitting = itemBytesPerLine / (2 * maxPayloadBytes + 512)
+
+    /// A summary or Focus digest carrying `items`: one delivery per line-sized run of them
+    /// (`lineSizedParts`), each caused by `causeSeq` or else by its newest item.
+    func appendItemDeliveries(_ kind: DeliveryKind, reason: String, trace: RuleTrace, items: [DeliveryItem], at t: Instant,
+                              user: String, focus: String? = nil, causeSeq: Int64? = nil, out: inout [Delivery]) {
+        for part in lineSizedParts(items) {
+            var d = Delivery(kind: kind, user: user, app: nil, notificationId: nil, at: t, reason: reason,
+                             rulesVersion: rulesVersion, causeSeq: causeSeq ?? part.map(\.seq).max()!)
+            d.focus = focus
+            d.items = Array(part)
+            d.ruleTrace = trace
+            out.append(d)
+        }
+    }
 
     /// Rules "4": `items` cut, in order, into runs whose line stays within
     /// `maxDeliveryLineBytes` (SPEC §5): a summary or digest too long for one line goes out as
