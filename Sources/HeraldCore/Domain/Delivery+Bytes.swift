@@ -10,8 +10,8 @@ extension Delivery {
 
     /// Appends `bodyBytes` to `out` (e.g. after `{"op":"delivery","cursor":n,` — see `writeBody(to:prefix:)`).
     ///
-    /// Keys in UTF-8 order: app, at, causeSeq, content, focus, items, kind, notification,
-    /// presentation, provisional, reason, replaces, rulesVersion, snoozed, summaryAt,
+    /// Keys in UTF-8 order: app, at, causeSeq, content, focus, items, kind, notification, part,
+    /// parts, presentation, provisional, reason, replaces, rulesVersion, snoozed, summaryAt,
     /// timeSensitiveIntro, user. `at` is always present, so every key after it is written
     /// with its comma as one literal (this runs for every delivery the service stores and
     /// every one replay compares).
@@ -48,6 +48,10 @@ extension Delivery {
         }
         out.append(",\"kind\":"); out.append(kind.quotedJSON)
         if let notificationId = d.pointee.notificationId { out.append(",\"notification\":"); writeString(notificationId, to: &out) }
+        if d.pointee.parts > 0 {
+            out.append(",\"part\":"); writeInt(Int64(d.pointee.part), to: &out)
+            out.append(",\"parts\":"); writeInt(Int64(d.pointee.parts), to: &out)
+        }
         if let p = d.pointee.presentation {
             if let b = p.badge {
                 out.append(",\"presentation\":{\"badge\":")

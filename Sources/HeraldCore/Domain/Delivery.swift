@@ -201,6 +201,10 @@ public struct Delivery: Hashable, Sendable {
     public var focus: String?
     /// For a decision made when a snooze ran out.
     public var snoozed = false
+    /// Rules "5", a summary or Focus digest split over several lines (SPEC §5's 64 KiB): this
+    /// part's number from 1, and how many parts there are; 0 and 0 for one that fits a line.
+    public var part: Int32 = 0
+    public var parts: Int32 = 0
     /// The rules evaluated, in order (compact form; `trace` expands it).
     public var ruleTrace = RuleTrace()
     /// The rules evaluated, in order, with their outcomes.
@@ -212,7 +216,7 @@ public struct Delivery: Hashable, Sendable {
     /// The delivery as canonical JSON per SPEC §5's delivery line, without `op` and `cursor`
     /// (the runtime adds those). Optional members are omitted when absent or false:
     /// `app`, `notification`, `presentation`, `content`, `provisional`, `replaces`,
-    /// `timeSensitiveIntro`, `items`, `summaryAt`, `focus`, `snoozed`. Always present:
+    /// `timeSensitiveIntro`, `items`, `summaryAt`, `focus`, `snoozed`, `part` and `parts`. Always present:
     /// `kind`, `user`, `at`, `reason`, `rulesVersion`, `causeSeq`. The trace is separate
     /// (`traceJSON`): it goes to the deliveries table, not to consumers.
     public var body: JSONValue {
@@ -231,6 +235,10 @@ public struct Delivery: Hashable, Sendable {
         if let summaryAt { o["summaryAt"] = .string(summaryAt.rfc3339) }
         if let focus { o["focus"] = .string(focus) }
         if snoozed { o["snoozed"] = .bool(true) }
+        if parts > 0 {
+            o["part"] = .int(Int64(part))
+            o["parts"] = .int(Int64(parts))
+        }
         return .object(o)
     }
 

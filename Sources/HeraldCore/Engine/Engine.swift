@@ -98,7 +98,7 @@ public struct Outcome: Hashable, Sendable {
 /// included) is an argument, every output a return value.
 public struct Engine: Sendable {
     /// The version of the rules this build implements; recorded in every delivery.
-    public static let currentRulesVersion = "4"
+    public static let currentRulesVersion = "5"
     /// How many delivered notifications per (user, app) are remembered for collapse,
     /// snooze, `opened` and `withdraw`.
     public static let recentLimit = 64
@@ -115,8 +115,10 @@ public struct Engine: Sendable {
     /// Every rules version this build can decide by (`RulesHistory`): "1" ignores a snooze of a
     /// notification whose content the state no longer keeps; "2" (session 25) has it read back;
     /// "3" (session 27) follows SPEC §3/§10 where a review found "2" did not (`followsRulesThree`);
-    /// "4" (session 28) likewise where a review found "3" did not (`followsRulesFour`).
-    public static let knownRulesVersions = ["1", "2", "3", "4"]
+    /// "4" (session 28) likewise where a review found "3" did not (`followsRulesFour`); "5"
+    /// (session 29) decides a deferred one's collapse and timing as of its `deliverAt`
+    /// (`followsRulesFive`).
+    public static let knownRulesVersions = ["1", "2", "3", "4", "5"]
 
     /// Which version decides each event and timer of the log being folded. A reference, so an
     /// engine copies as one word and a small string, and the service can adopt the log's history
@@ -163,8 +165,17 @@ public struct Engine: Sendable {
     /// pending one; an `opened` without an id marks the newest counted notification as opened; a
     /// summary or Focus digest leaves out, as `suppressed`, the items of apps no longer authorized
     /// and, under silence all, those of apps without `government`; a provisional app kept for
-    /// immediate delivery delivers quietly without a badge; a blank placeholder is no placeholder.
+    /// immediate delivery delivers quietly without a badge; a summary or digest too long for one
+    /// line goes out as several.
     var followsRulesFour: Bool { followsRulesThree && rulesVersion != "3" }
+
+    /// Version "5" (session 29; docs/engine.md "Rules versions"): a deferred notification replaces
+    /// a scheduled (deferred) one of its collapse id at arrival, but the queued and held ones — already
+    /// in Notification Center — only at its `deliverAt`, and only if it reaches the user then; a
+    /// deferred decision or a snooze due at a summary instant is made before that summary fires (so
+    /// an item queued then is in it); the parts of a summary or digest split over several lines
+    /// carry `part` and `parts`.
+    var followsRulesFive: Bool { followsRulesFour && rulesVersion != "4" }
 
     /// Apply one committed event (with its global seq and the engine time it was accepted
     /// at). First advances the user's own timers to `event.at` (a timer due at exactly

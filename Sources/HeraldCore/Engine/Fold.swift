@@ -170,20 +170,17 @@ extension Engine {
             return
         }
         // Collapse: a pending notification with the same (user, app, collapseId) is replaced now,
-        // under rules "4" only by one that reaches the user (`stopsAtArrival`).
-        if let cid = n.collapseId, !(followsRulesFour && stopsAtArrival(n, at: t, state: state, apps: apps)) {
-            var i = 0
-            while i < state.pending.count {
-                let p = state.pending[i]
-                if p.app == n.app && p.collapseId == cid {
-                    state.removePending(at: i)
-                    emitRemoval(p, kind: .replaced, reason: Reason.replacedByNewer, at: t, causeSeq: seq,
-                                state: &state, out: &out)
-                } else {
-                    i += 1
+        // under rules "4" only by one that reaches the user (`stopsAtArrival`). Rules "5": a
+        // deferred one replaces only the scheduled ones now (a reschedule); the queued and held
+        // ones, already in Notification Center, at its `deliverAt` (`fire`, `.deferred`).
+        if let cid = n.collapseId {
+            if followsRulesFive, let da = n.deliverAt, da > t {
+                if !state.tombstones.contains(NotificationKey(app: n.app, id: n.id)) {
+                    replacePending(app: n.app, collapseId: cid, onlyDeferred: true, by: seq, at: t, state: &state, out: &out)
                 }
+            } else if !(followsRulesFour && stopsAtArrival(n, at: t, state: state, apps: apps)) {
+                replacePending(app: n.app, collapseId: cid, onlyDeferred: false, by: seq, at: t, state: &state, out: &out)
             }
-            afterPendingRemoval(&state, at: t)
         }
         if let da = n.deliverAt, da > t {
             state.insertPending(PendingItem(notification: n, seq: seq, stage: .deferred, counted: false))
@@ -192,11 +189,34 @@ extension Engine {
         decide(n, seq: seq, at: t, carriedCount: nil, state: &state, apps: apps, out: &out)
     }
 
+    /// Collapse: every pending notification of `app` with `collapseId` (only the deferred ones,
+    /// `onlyDeferred`) leaves as `replaced` (`replaced_by_newer`), caused by `seq`.
+    func replacePending(app: String, collapseId cid: String, onlyDeferred: Bool, by seq: Int64, at t: Instant,
+                        state: inout UserState, out: inout [Delivery]) {
+        var i = 0
+        while i < state.pending.count {
+            if state.pending[i].app == app && state.pending[i].collapseId == cid
+                && (!onlyDeferred || state.pending[i].stage == .deferred) {
+                let p = state.removePending(at: i)
+                emitRemoval(p, kind: .replaced, reason: Reason.replacedByNewer, at: t, causeSeq: seq,
+                            state: &state, out: &out)
+            } else {
+                i += 1
+            }
+        }
+        afterPendingRemoval(&state, at: t)
+    }
+
     /// Whether rules 1–4 or silence all stop `n` at its arrival `t`: then it is never presented and
     /// replaces nothing (SPEC §3 Collapse, "one thing, one notification"). A deferred one is judged
     /// at `deliverAt`, so at arrival only an earlier withdraw of it stops it.
     func stopsAtArrival(_ n: SubmittedNotification, at t: Instant, state: UserState, apps: AppRegistry) -> Bool {
         if let da = n.deliverAt, da > t { return state.tombstones.contains(NotificationKey(app: n.app, id: n.id)) }
+        return gateStops(n, at: t, state: state, apps: apps)
+    }
+
+    /// Whether rules 1–4 or silence all stop `n` at `t` (`gate`, with the app's state and entitlements looked up).
+    func gateStops(_ n: SubmittedNotification, at t: Instant, state: UserState, apps: AppRegistry) -> Bool {
         let app = AppView(state.apps.index(of: n.app).map { state.apps[at: $0].state })
         let ents = apps.entitlements(of: n.app)
         let criticalAllowed = app.allowsCritical(n, ents)

@@ -30,6 +30,20 @@ extension UserState {
         return best
     }
 
+    /// Rules "5": the first deferred decision, else the first snooze, due at exactly `t` (a summary
+    /// instant), by seq: made before the summary due then fires.
+    func decisionDue(at t: Instant) -> DueTimer? {
+        var best: DueTimer?
+        for i in pending.indices where pending[i].stage == .deferred && pending[i].deadline == t {
+            if best == nil || pending[i].seq < best!.seq { best = DueTimer(deadline: t, kind: .deferred, seq: pending[i].seq) }
+        }
+        if best != nil { return best }
+        for s in snoozes where s.until == t {
+            if best == nil || s.causeSeq < best!.seq { best = DueTimer(deadline: t, kind: .snooze, seq: s.causeSeq) }
+        }
+        return best
+    }
+
     /// The user's earliest pending deadline, nil if none (what the timing wheel holds).
     public func nextDeadline() -> Instant? { earliestTimer()?.deadline }
 }
@@ -43,11 +57,24 @@ extension Engine {
     @discardableResult
     func fireTimers(_ state: inout UserState, upTo now: Instant, apps: AppRegistry, out: inout [Delivery],
                     byEventsVersion: Bool = false) -> Instant? {
-        while let timer = state.earliestTimer() {
+        while var timer = state.earliestTimer() {
             guard timer.deadline <= now else { return timer.deadline }
+            // Rules "5": the decisions due at a summary instant are made before it fires.
+            if timer.kind == .summary, let decision = state.decisionDue(at: timer.deadline),
+               deciding(at: timer.deadline, byEventsVersion: byEventsVersion).followsRulesFive {
+                timer = decision
+            }
             fire(timer, &state, apps: apps, out: &out, byEventsVersion: byEventsVersion)
         }
         return nil
+    }
+
+    /// The engine that decides a timer due at `t`: this one, or a copy deciding by the version an
+    /// older build owed it under (`RulesHistory`).
+    func deciding(at t: Instant, byEventsVersion: Bool) -> Engine {
+        if byEventsVersion || book.latestDecides(timerDueAt: t) { return self }
+        let version = book.history.version(forTimerDueAt: t)
+        return version == rulesVersion ? self : under(version)
     }
 
     func fire(_ timer: DueTimer, _ state: inout UserState, apps: AppRegistry, out: inout [Delivery], byEventsVersion: Bool = false) {
@@ -83,7 +110,17 @@ extension Engine {
         case .deferred:
             guard let i = state.pendingIndex(seq: timer.seq, deferred: true) else { return }
             let p = state.removePending(at: i)
+            // Rules "5": the queued and held ones of its collapse id leave now, if it reaches the user.
+            if followsRulesFive, let cid = p.collapseId, !gateStops(p.notification, at: t, state: state, apps: apps) {
+                replacePending(app: p.app, collapseId: cid, onlyDeferred: false, by: p.seq, at: t, state: &state, out: &out)
+            }
+            // Rules "5": queued at one of the user's summary instants, it goes out in that summary
+            // (next in this loop: decisions come before the summary due at `t`), not the next one.
+            let summaryNow = followsRulesFive && state.summaryDue == nil
+                && (state.summarySchedule ?? Engine.defaultSummaryCalendar).nextFiring(after: t.adding(.init(milliseconds: -1))) == t
+            if summaryNow { state.summaryDue = t }
             decide(p.notification, seq: p.seq, at: t, carriedCount: nil, state: &state, apps: apps, out: &out)
+            if summaryNow && state.queuedCount == 0 { state.summaryDue = nil }
         case .snooze:
             guard let si = state.snoozes.firstIndex(where: { $0.causeSeq == timer.seq && $0.until == t }) else { return }
             let s = state.snoozes.remove(at: si)
@@ -127,12 +164,18 @@ extension Engine {
     /// (`lineSizedParts`), each caused by `causeSeq` or else by its newest item.
     func appendItemDeliveries(_ kind: DeliveryKind, reason: String, trace: RuleTrace, items: [DeliveryItem], at t: Instant,
                               user: String, focus: String? = nil, causeSeq: Int64? = nil, out: inout [Delivery]) {
-        for part in lineSizedParts(items) {
+        let parts = lineSizedParts(items)
+        for (i, part) in parts.enumerated() {
             var d = Delivery(kind: kind, user: user, app: nil, notificationId: nil, at: t, reason: reason,
                              rulesVersion: rulesVersion, causeSeq: causeSeq ?? part.map(\.seq).max()!)
             d.focus = focus
             d.items = Array(part)
             d.ruleTrace = trace
+            // Rules "5": a consumer knows it has the whole summary when it has every part.
+            if parts.count > 1 && followsRulesFive {
+                d.part = Int32(i + 1)
+                d.parts = Int32(parts.count)
+            }
             out.append(d)
         }
     }

@@ -175,17 +175,24 @@ import Testing
         #expect(o.deliveries.isEmpty && o.nextWake == at("2026-01-05T15:00:00Z"))
     }
 
-    @Test func timers_sameDeadline_expiryThenFocusThenSummaryThenDeferred() {
-        var h = authorized()
-        h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
-        h.send("focusOn", #"{"user":"u","focus":"Work","until":"2026-01-05T18:00:00Z"}"#)
-        h.submit("q1")  // queued
-        h.submit("q2", #""expiresAt":"2026-01-05T17:59:59.999Z""#)  // expires at 18:00
-        h.submit("h1", app: "com.example.chat")  // held until 18:00
-        h.submit("d1", app: "com.example.chat", #""deliverAt":"2026-01-05T18:00:00Z""#)
-        let ds = h.advance(to: at("2026-01-05T18:00:00Z"))
-        #expect(ds.map(\.kind) == [.expired, .focusDigest, .summary, .alert])
-        #expect(ds.allSatisfy { $0.at == at("2026-01-05T18:00:00Z") })
+    /// Timers due at one instant: expiry, Focus change (its digest), then — rules "5" — the
+    /// deferred decisions and snoozes, then the summary (so one queued then is in it); rules
+    /// "1"–"4" fired the summary before the deferred decisions.
+    @Test func timers_sameDeadline_expiryThenFocusThenDecisionsThenSummary() {
+        for (version, kinds) in [("5", [DeliveryKind.expired, .focusDigest, .alert, .summary]),
+                                 ("4", [.expired, .focusDigest, .summary, .alert])] {
+            var h = authorized()
+            h.engine = Engine(rulesVersion: version)
+            h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
+            h.send("focusOn", #"{"user":"u","focus":"Work","until":"2026-01-05T18:00:00Z"}"#)
+            h.submit("q1")  // queued
+            h.submit("q2", #""expiresAt":"2026-01-05T17:59:59.999Z""#)  // expires at 18:00
+            h.submit("h1", app: "com.example.chat")  // held until 18:00
+            h.submit("d1", app: "com.example.chat", #""deliverAt":"2026-01-05T18:00:00Z""#)
+            let ds = h.advance(to: at("2026-01-05T18:00:00Z"))
+            #expect(ds.map(\.kind) == kinds, "rules \(version)")
+            #expect(ds.allSatisfy { $0.at == at("2026-01-05T18:00:00Z") })
+        }
     }
 
     @Test func idleUser_defaultStateIsSmall() {

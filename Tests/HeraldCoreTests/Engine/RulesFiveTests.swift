@@ -1,0 +1,159 @@
+// Rules version "5" (session 29): a deferred notification's collapse and timing decided as of its
+// `deliverAt` (SPEC §3 Deferred: "Focus, summary and settings are judged then, not at submission").
+// Each test checks the new decision and that "4" still decides an old log as it did.
+import HeraldCore
+import Testing
+
+@Suite struct RulesFiveTests {
+    static let mail = "com.example.mail"
+
+    func harness(_ version: String = Engine.currentRulesVersion) -> EngineHarness {
+        var h = EngineHarness()
+        h.engine = Engine(rulesVersion: version)
+        h.authorize(options: ["alert", "sound", "badge"])
+        return h
+    }
+
+    /// SPEC §3 Collapse with Deferred: a queued notification stays under "upcoming summary" until
+    /// its deferred replacement is decided at `deliverAt`; "4" removed it at the replacement's
+    /// arrival, leaving the user nothing to see until then.
+    @Test func collapse_aDeferredNotificationReplacesAQueuedOneAtItsDeliverAt() {
+        for version in ["5", "4"] {
+            var h = harness(version)
+            h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
+            #expect(only(h.submit("q1", #""collapseId":"c""#)).kind == .queued)
+            let arrival = h.submit("d2", #""collapseId":"c","deliverAt":"2026-01-05T13:00:00Z""#)
+            let atDeliverAt = h.advance(to: at("2026-01-05T13:00:00Z"))
+            if version == "5" {
+                #expect(arrival.isEmpty, "q1 is still visible")
+                #expect(atDeliverAt.map(\.kind) == [.replaced, .queued])
+                #expect(atDeliverAt.first?.notificationId == "q1" && atDeliverAt.first?.reason == "replaced_by_newer")
+                #expect(atDeliverAt.first?.causeSeq == atDeliverAt.last?.causeSeq, "caused by d2's submit")
+            } else {
+                #expect(arrival.map(\.kind) == [.replaced])
+                #expect(atDeliverAt.map(\.kind) == [.queued])
+            }
+            let summary = only(h.advance(to: at("2026-01-05T18:00:00Z")))
+            #expect(summary.items.map(\.notification.id) == ["d2"])
+            #expect(h.state().badge(of: Self.mail) == 1, "one thing, one notification, one badge")
+        }
+    }
+
+    /// The same for a held one: if the deferred replacement is stopped at `deliverAt` (here by
+    /// rule 4, marketing without consent), the held notification stays and is in the Focus
+    /// digest; "4" had replaced it at arrival, so the user got neither.
+    @Test func collapse_aDeferredNotificationStoppedAtItsDeliverAtLeavesTheHeldOne() {
+        for version in ["5", "4"] {
+            var h = harness(version)
+            h.send("focusOn", #"{"user":"u","focus":"Work"}"#)
+            #expect(only(h.submit("h1", #""collapseId":"c""#)).kind == .held)
+            h.submit("m2", #""collapseId":"c","marketing":true,"deliverAt":"2026-01-05T13:00:00Z""#)
+            #expect(only(h.advance(to: at("2026-01-05T13:00:00Z"))).kind == .suppressed)
+            let digest = h.send("focusOff", #"{"user":"u","focus":"Work"}"#)
+            if version == "5" {
+                #expect(only(digest).items.map(\.notification.id) == ["h1"])
+                #expect(h.state().badge(of: Self.mail) == 1)
+            } else {
+                #expect(digest.isEmpty, "rules 4: m2 replaced h1 at its arrival")
+                #expect(h.state().badge(of: Self.mail) == 0)
+            }
+        }
+    }
+
+    /// A reschedule: a deferred notification still replaces a scheduled (deferred) one of its
+    /// collapse id at arrival, in both versions, so only the newer one is decided.
+    @Test func collapse_aDeferredNotificationReplacesAScheduledOneAtArrival() {
+        for version in ["5", "4"] {
+            var h = harness(version)
+            #expect(h.submit("d1", #""collapseId":"c","deliverAt":"2026-01-05T13:00:00Z""#).isEmpty)
+            let arrival = h.submit("d2", #""collapseId":"c","deliverAt":"2026-01-05T14:00:00Z""#)
+            #expect(arrival.map(\.kind) == [.replaced] && arrival.first?.notificationId == "d1", "rules \(version)")
+            #expect(h.advance(to: at("2026-01-05T13:30:00Z")).isEmpty)
+            let d2 = only(h.advance(to: at("2026-01-05T14:00:00Z")))
+            #expect(d2.kind == .alert && d2.notificationId == "d2" && d2.replaces == nil)
+        }
+    }
+
+    /// A delivered one is replaced when its deferred successor is delivered (rule 7b's quiet
+    /// `replaces`), as before: collapse onto a delivered notification was always decided then.
+    @Test func collapse_aDeferredNotificationReplacesADeliveredOneQuietlyAtItsDeliverAt() {
+        var h = harness()
+        #expect(only(h.submit("n1", #""collapseId":"c""#)).kind == .alert)
+        #expect(h.submit("d2", #""collapseId":"c","deliverAt":"2026-01-05T13:00:00Z""#).isEmpty)
+        let d2 = only(h.advance(to: at("2026-01-05T13:00:00Z")))
+        #expect(d2.kind == .quiet && d2.replaces == "n1" && d2.presentation?.badge == 1)
+    }
+
+    /// SPEC §3 Summary firing ("one summary delivery carries every queued notification") with
+    /// Deferred: a notification whose `deliverAt` is a summary instant and that is queued then is
+    /// in that summary; "4" fired the summary first, so it waited for the next one (here 10 h).
+    @Test func summary_aDeferredNotificationQueuedAtTheSummaryInstantIsInThatSummary() {
+        for version in ["5", "4"] {
+            var h = harness(version)
+            h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
+            h.submit("d1", #""deliverAt":"2026-01-05T18:00:00Z""#)
+            let ds = h.advance(to: at("2026-01-05T18:00:00Z"))
+            if version == "5" {
+                #expect(ds.map(\.kind) == [.queued, .summary])
+                #expect(ds.first?.summaryAt == at("2026-01-05T18:00:00Z"))
+                #expect(ds.last?.items.map(\.notification.id) == ["d1"])
+                #expect(h.state().nextDeadline() == nil, "no summary left due")
+            } else {
+                #expect(ds.map(\.kind) == [.queued])
+                #expect(ds.first?.summaryAt == at("2026-01-06T08:00:00Z"))
+            }
+        }
+        // With other items queued already, the summary due then carries both.
+        var h = harness()
+        h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
+        h.submit("q1")
+        h.submit("d1", #""deliverAt":"2026-01-05T18:00:00Z""#)
+        let s = h.advance(to: at("2026-01-05T18:00:00Z")).last
+        #expect(s?.kind == .summary && s?.items.map(\.notification.id) == ["q1", "d1"])
+    }
+
+    /// A deferred decision at a summary instant that is not queued leaves no summary behind, and
+    /// a submit arriving at a summary instant (not deferred) still waits for the next one: the
+    /// summary due then has fired before the event (timers due at an event's time fire first).
+    @Test func summary_onlyDeferredDecisionsJoinTheSummaryOfTheirInstant() {
+        var h = harness()
+        h.submit("d1", #""deliverAt":"2026-01-05T18:00:00Z""#)  // mail is immediate: an alert
+        #expect(h.advance(to: at("2026-01-05T18:00:00Z")).map(\.kind) == [.alert])
+        #expect(h.state().nextDeadline() == nil, "no summary left due")
+
+        var g = harness()
+        g.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
+        g.submit("q1")
+        #expect(only(g.advance(to: at("2026-01-05T18:00:00Z"))).kind == .summary)
+        let q2 = only(g.submit("q2"))
+        #expect(q2.kind == .queued && q2.summaryAt == at("2026-01-06T08:00:00Z"))
+    }
+
+    /// SPEC §5's 64 KiB line: the parts of a summary or digest split over several lines say which
+    /// part they are and how many there are, so a consumer knows when it has all of them; a
+    /// summary of one line carries neither. "4" split without them.
+    @Test func wireLine_theSplitPartsOfASummaryCarryPartAndParts() {
+        let long = String(repeating: "x", count: 3_800)
+        for version in ["5", "4"] {
+            var h = harness(version)
+            h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
+            for i in 0..<40 {
+                h.send("submit", #"{"id":"s\#(i)","app":"com.example.mail","user":"u","title":"Hello","body":"\#(long)","hiddenPreviewsBodyPlaceholder":"New mail"}"#)
+            }
+            let parts = h.advance(to: at("2026-01-05T18:00:00Z"))
+            #expect(parts.count == 3)
+            let json = parts.map { try! JSONValue.parse(String(decoding: $0.bodyBytes, as: UTF8.self)) }
+            if version == "5" {
+                #expect(parts.map(\.part) == [1, 2, 3] && parts.allSatisfy { $0.parts == 3 })
+                #expect(json.map { $0["part"]?.intValue } == [1, 2, 3])
+                #expect(json.allSatisfy { $0["parts"]?.intValue == 3 })
+            } else {
+                #expect(json.allSatisfy { $0["part"] == nil && $0["parts"] == nil })
+            }
+            #expect(zip(parts, json).allSatisfy { $0.bodyBytes == $1.canonicalBytes }, "the direct writer matches the canonical form")
+            h.submit("one")
+            let single = only(h.advance(to: at("2026-01-06T08:00:00Z")))
+            #expect(single.parts == 0 && !String(decoding: single.bodyBytes, as: UTF8.self).contains("\"part"))
+        }
+    }
+}
