@@ -205,6 +205,13 @@ import Testing
             ["replay", "--what-if", #"{"op":"registerApp","app":"com.example.x","entitlements":[]}"#],
             ["replay", "--no-such-option"],
             ["explain", "com.example.mail"],
+            // Read-only commands do not offer the flag that drops a private database.
+            ["state", "alice", "--fresh-private-database"],
+            ["explain", "com.example.mail", "m1", "--fresh-private-database"],
+            ["pending", "--fresh-private-database"],
+            ["replay", "--fresh-private-database"],
+            ["export", "--fresh-private-database"],
+            ["migrate", "--fresh-private-database"],
         ]
         for arguments in cases {
             let r = try Self.herald(arguments + ["--database-url", url])
@@ -212,6 +219,13 @@ import Testing
             #expect(!r.stderr.isEmpty, "\(arguments) says why: \(r)")
         }
         #expect(try Self.herald(["replay", "--help"]).status == 0)
+        for command in ["state", "explain", "pending", "replay", "export", "migrate"] {
+            #expect(!(try Self.herald([command, "--help"]).stdout.contains("fresh-private-database")), "\(command)")
+        }
+        #expect(try Self.herald(["serve", "--help"]).stdout.contains("fresh-private-database"))
+        #expect(try Self.herald(["import", "--help"]).stdout.contains("fresh-private-database"))
+        // And the log is still there.
+        #expect(try Self.herald(["state", "alice", "--database-url", url]).status == 0)
     }
 
     @Test func oneShotCommandsSayWhatToDoAboutADatabaseTheyCannotUse() throws {

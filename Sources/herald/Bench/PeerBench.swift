@@ -27,6 +27,7 @@ struct PeerBench: ParsableCommand {
             """)
 
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup var fresh: FreshDatabaseOption
     @Option(help: "Jobs.") var jobs = 20_000
     @Option(help: "Distinct users the notifications go to (each authorized first).") var users = 1_000
     @Option(help: "Seconds from the start of enqueueing to the due instant (default: enough for both to finish enqueueing).")
@@ -41,7 +42,7 @@ struct PeerBench: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let location = try database.resolve()
+            let location = try database.resolve(fresh: fresh)
             defer { location.close() }
             let url = try scratchDatabase(location, name: "herald_bench_peer")
             let lead = leadSeconds ?? max(10, Double(jobs) / 2_000)

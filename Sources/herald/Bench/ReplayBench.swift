@@ -18,6 +18,7 @@ struct ReplayBench: ParsableCommand {
             """)
 
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup var fresh: FreshDatabaseOption
     @Option(help: "Events in the log (approximately: whole users).") var events = 1_000_000
     @Option(help: "Events per user.") var eventsPerUser = 20
     @Option(help: "Replays to time (the median is reported).") var runs = 3
@@ -27,7 +28,7 @@ struct ReplayBench: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let location = try database.resolve()
+            let location = try database.resolve(fresh: fresh)
             defer { location.close() }
             let url = try scratchDatabase(location, name: "herald_bench_replay")
             let users = max(1, events / eventsPerUser)

@@ -21,6 +21,7 @@ struct RestartBench: ParsableCommand {
             """)
 
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup var fresh: FreshDatabaseOption
     @Option(help: "Users.") var users = 1_000_000
     @Option(help: "Pending timers (deferred notifications) in all, spread evenly over the users.") var timers = 10_000_000
     @Option(help: "Restarts to time (the median is reported).") var runs = 3
@@ -42,7 +43,7 @@ struct RestartBench: ParsableCommand {
             guard ["service", "direct", "none"].contains(snapshot) else {
                 throw StoreError.configuration("--snapshot is service, direct or none (got \(snapshot))")
             }
-            let location = try database.resolve()
+            let location = try database.resolve(fresh: fresh)
             defer { location.close() }
             let url = reuse ? try Self.existingDatabase(location, name: scratch)
                             : try scratchDatabase(location, name: scratch)

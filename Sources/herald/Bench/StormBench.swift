@@ -21,6 +21,7 @@ struct StormBench: ParsableCommand {
             """)
 
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup var fresh: FreshDatabaseOption
     @Option(help: "Users, each with a summary at 08:00 local time.") var users = 1_000_000
     @Option(help: "Queued items per user.") var items = 3
     @Flag(help: "Print JSON instead of a table.") var json = false
@@ -70,7 +71,7 @@ struct StormBench: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let location = try database.resolve()
+            let location = try database.resolve(fresh: fresh)
             defer { location.close() }
             // The schema's latest migration is part of the name: a history saved by a binary with
             // another schema would be migrated on every copy (007 rewrites both tables).

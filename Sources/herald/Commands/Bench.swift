@@ -17,6 +17,7 @@ struct StoreBench: ParsableCommand {
         abstract: "Event appends with group commit (acked after COMMIT) beside raw COPY of the same rows.")
 
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup var fresh: FreshDatabaseOption
     @Option(help: "Events to append.") var events = 200_000
     @Option(help: "Simulated producers.") var producers = 8
     @Option(help: "Outstanding appends per producer.") var window = 128
@@ -27,7 +28,7 @@ struct StoreBench: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let location = try database.resolve()
+            let location = try database.resolve(fresh: fresh)
             defer { location.close() }
             // A scratch database, so the benchmark never touches real data.
             let url = try scratchDatabase(location, name: "herald_bench")

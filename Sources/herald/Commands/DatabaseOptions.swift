@@ -13,14 +13,20 @@ struct DatabaseOptions: ParsableArguments {
             help: "Without a database URL: the database to use (created if missing) in the private cluster.")
     var privateDatabase = "herald"
 
+    /// The database to use; `fresh` (only where `FreshDatabaseOption` is offered) drops a private one first.
+    func resolve(fresh: FreshDatabaseOption? = nil) throws -> DatabaseLocation {
+        let url = databaseURL ?? ProcessInfo.processInfo.environment["HERALD_DATABASE_URL"]
+        return try DatabaseLocation.resolve(url: url, database: privateDatabase, fresh: fresh?.freshPrivateDatabase ?? false) { Log.info($0) }
+    }
+}
+
+/// `--fresh-private-database`: offered only by the commands that write a log of their own (`serve`,
+/// `import`, the benches). The read-only ones (`state`, `explain`, `pending`, `replay`, `export`) and
+/// `migrate` do not have it: given there, it dropped the log an operator meant to read.
+struct FreshDatabaseOption: ParsableArguments {
     @Flag(name: .customLong("fresh-private-database"),
           help: "Without a database URL: drop the private database first, so this run starts from an empty log (scripts/demo).")
     var freshPrivateDatabase = false
-
-    func resolve() throws -> DatabaseLocation {
-        let url = databaseURL ?? ProcessInfo.processInfo.environment["HERALD_DATABASE_URL"]
-        return try DatabaseLocation.resolve(url: url, database: privateDatabase, fresh: freshPrivateDatabase) { Log.info($0) }
-    }
 }
 
 /// Progress and errors go to stderr; stdout carries only results.

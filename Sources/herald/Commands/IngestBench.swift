@@ -21,6 +21,7 @@ struct IngestBench: ParsableCommand {
             """)
 
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup var fresh: FreshDatabaseOption
     @Option(help: "Submits in all.") var events = 100_000
     @Option(help: "Producer connections.") var producers = 8
     @Option(help: "Outstanding submits per producer.") var window = 256
@@ -32,7 +33,7 @@ struct IngestBench: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let location = try database.resolve()
+            let location = try database.resolve(fresh: fresh)
             defer { location.close() }
             let url = try scratchDatabase(location, name: "herald_bench_ingest")
             var load = IngestLoad()
@@ -106,6 +107,7 @@ struct LatencyBench: ParsableCommand {
         abstract: "Submit → delivery line at a subscribed consumer, at a fixed offered load, through an in-process herald serve.")
 
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup var fresh: FreshDatabaseOption
     @Option(help: "Submits in all.") var events = 20_000
     @Option(help: "Offered load, submits per second (default: half the maximum measured by an ingest run of --probe-events submits on the same service just before).") var rate: Double?
     @Option(help: "Submits of the ingest run that measures the maximum when --rate is not given.") var probeEvents = 50_000
@@ -116,7 +118,7 @@ struct LatencyBench: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let location = try database.resolve()
+            let location = try database.resolve(fresh: fresh)
             defer { location.close() }
             let url = try scratchDatabase(location, name: "herald_bench_latency")
             var load = LatencyLoad()

@@ -10,6 +10,7 @@ struct Serve: ParsableCommand {
         abstract: "Run the service: producers and the settings service submit over TCP, consumers receive deliveries.")
 
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup var fresh: FreshDatabaseOption
     @Option(help: "HOST:PORT to listen on.") var listen = "127.0.0.1:7411"
     @Option(help: "system (default) or manual (moved only by the admin clock op).") var clock = "system"
     @Option(help: "The manual clock's first instant (RFC 3339).") var start: String?
@@ -41,7 +42,7 @@ struct Serve: ParsableCommand {
             throw ExitCode.error
         }
         try reportingErrors {
-            let location = try database.resolve()
+            let location = try database.resolve(fresh: fresh)
             defer { location.close() }
             var config = ServiceConfiguration(databaseURL: location.url)
             config.host = String(parts[0])

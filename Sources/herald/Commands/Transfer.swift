@@ -20,12 +20,13 @@ struct Export: ParsableCommand {
 struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Load an export from stdin into an empty database (migrated first).")
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup var fresh: FreshDatabaseOption
     @Flag(help: "Import an export that has no end line (written by a Herald before session 27). Without it such an export is refused: it may have been cut.")
     var allowMissingEnd = false
 
     func run() throws {
         try reportingErrors {
-            let location = try database.resolve()
+            let location = try database.resolve(fresh: fresh)
             defer { location.close() }
             let conn = try PGConnection.connect(location.url)
             try Migrator.migrate(conn)
