@@ -121,6 +121,19 @@ import Testing
                                       #"{"op":"settings","user":"alice","app":"com.example.mail","delivery":"summary"}"#])
         #expect(always.status == 0, "\(always)")
         #expect(always.stdout.contains("com.example.mail m1") && always.stdout.contains("what-if: "), "\(always)")
+
+        // --json applies to what-if runs too (it printed text): the changed decisions as objects.
+        for extra in [["--what-if", #"{"op":"settings","user":"alice","app":"com.example.mail","delivery":"summary"}"#],
+                      ["--rules-version", "1"]] {
+            let r = try Self.herald(["replay", "--database-url", url, "--json"] + extra)
+            #expect(r.status == 0, "\(r)")
+            let parsed = try JSONValue.parse(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+            #expect(parsed["whatIf"] == .bool(true), "\(r)")
+            if extra[0] == "--what-if" {
+                let subjects = parsed["changes"]?.arrayValue?.compactMap { $0["subject"]?.stringValue } ?? []
+                #expect(parsed["changed"]?.intValue == Int64(subjects.count) && subjects.contains("com.example.mail m1"), "\(r)")
+            }
+        }
     }
 
     /// `replay --until` past the last event replays the whole log (exit 0 on a clean one) and says

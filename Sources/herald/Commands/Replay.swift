@@ -11,7 +11,7 @@ struct Replay: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @Option(help: "Stop after this seq, or at this RFC 3339 engine time.") var until: String?
     @Option(help: "Only these users (comma-separated).") var users: String?
-    @Flag(help: "Print JSON instead of text.") var json = false
+    @Flag(help: "Print JSON instead of text (with --what-if or --rules-version: the decisions that would change).") var json = false
     @Option(name: .customLong("what-if"), help: ArgumentHelp(
         "Replay as if this request had been made at its \"at\" (RFC 3339; without \"at\": before the first event, as if always in force); lists decisions that would change. Repeatable.",
         valueName: "JSON request")) var whatIf: [String] = []
@@ -55,7 +55,18 @@ struct Replay: ParsableCommand {
             if case .seq(let s) = replayer.limit, let head = try? EventReader.head(conn), s > head {
                 FileHandle.standardError.write(Data("note: --until \(s) is past the log's last event (seq \(head)): the whole log was replayed\n".utf8))
             }
+            // A what-if answers a question: it lists what would change and exits 0 (1 stays "the log
+            // and its deliveries differ", an auditor's alarm).
             if !whatIf.isEmpty || rulesVersion != nil {
+                if json {
+                    let changes: [JSONValue] = report.changes.map { c in
+                        .object(["user": .string(c.user), "subject": .string(c.subject),
+                                 "stored": .array(c.stored.map { .string($0) }), "derived": .array(c.derived.map { .string($0) })])
+                    }
+                    print(JSONValue.object(["whatIf": .bool(true), "eventsRead": .int(Int64(report.eventsRead)),
+                                            "changes": .array(changes), "changed": .int(Int64(report.changes.count))]).canonicalString)
+                    return
+                }
                 for c in report.changes {
                     print("\(c.user) \(c.subject): \(c.stored.joined(separator: ", ").ifEmpty("(nothing)")) → \(c.derived.joined(separator: ", ").ifEmpty("(nothing)"))")
                 }
