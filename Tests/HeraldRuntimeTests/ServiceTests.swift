@@ -193,6 +193,29 @@ import Testing
         #expect(resumed[0]["cursor"] == ds[2]["cursor"], "delivery resumes right after the acked cursor")
     }
 
+    /// SPEC §5: "the consumer sends ack" for the durable name it subscribed with. An ack of a name
+    /// that never subscribed is refused (`unknown_consumer`) and creates nothing: it used to make a
+    /// durable consumer that never caught up, in `herald_consumer_lag` for good. A name subscribed
+    /// on another connection, or before (durable, not connected now), is acked as before.
+    @Test func anAckOfANameThatNeverSubscribedIsRefusedAndCreatesNoConsumer() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.setUpAlice(c)
+        _ = try c.call(Self.submit("n1"))
+        let typo = try c.call(["op": "ack", "consumer": "psuh", "cursor": 1])
+        #expect(typo["ok"] == false && typo["error"]?["code"] == "unknown_consumer", "\(typo)")
+        #expect(typo["error"]?["title"]?.stringValue?.contains("psuh") == true)
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "push", "from": "earliest"])
+        _ = try consumer.deliveries(1)
+        #expect(try c.call(["op": "ack", "consumer": "push", "cursor": 1])["ok"] == true, "subscribed on another connection")
+        consumer.close()
+        #expect(try c.call(["op": "ack", "consumer": "push", "cursor": 1])["ok"] == true, "durable, not connected")
+        let conn = try PGConnection.connect(server.url)
+        #expect(try conn.execute("SELECT name FROM consumers ORDER BY name").rowCount == 1, "no consumer “psuh”")
+    }
+
     /// SPEC §5 "delivery is at-least-once from the last acked cursor": a subscription from a
     /// cursor past the newest delivery would skip the deliveries made up to it, so it is refused,
     /// saying why; a cursor at the head is fine. A negative ack names the cursor.

@@ -132,8 +132,30 @@ extension HeraldService {
             reply(WireReply.error(rid: request.rid, RequestError.notNFC("consumer", of: "ack", at: offset)))
             return
         }
-        guard let writer = writerOrRefuse(rid: request.rid, reply: reply) else { return }
         let rid = request.rid
+        // Subscribed here now: known. Otherwise the name must be durable already (a subscribe made
+        // it): an ack of a mistyped name created a consumer that never caught up, for good, in
+        // `herald_consumer_lag`.
+        guard consumers[name] != nil else {
+            reader.query("SELECT 1 FROM consumers WHERE name = $1", [name]) { [unretained] result in
+                guard let self = unretained.object else { return }
+                switch result {
+                case .failure(let error): reply(WireReply.error(rid: rid, self.requestError(error)))
+                case .success(let r) where r.rowCount == 0:
+                    reply(WireReply.error(rid: rid, RequestError(code: "unknown_consumer",
+                        title: "No consumer named “\(clipped(name))” has subscribed",
+                        detail: "An ack moves the acknowledged cursor of a durable consumer, and subscribe is what creates one. Check the name (it must be the one the consumer subscribed with), or subscribe first.")))
+                case .success: self.storeAck(name, cursor: cursor, rid: rid, reply: reply)
+                }
+            }
+            return
+        }
+        storeAck(name, cursor: cursor, rid: rid, reply: reply)
+    }
+
+    /// Moves `name`'s acknowledged cursor forward to `cursor` (clamped to the head) and replies.
+    private func storeAck(_ name: String, cursor: Int64, rid: JSONValue?, reply: Reply) {
+        guard let writer = writerOrRefuse(rid: rid, reply: reply) else { return }
         writer.ack(consumer: name, cursor: min(cursor, deliveryHead)) { [unretained] result in
             guard let self = unretained.object else { return }
             switch result {
