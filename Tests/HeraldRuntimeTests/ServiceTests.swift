@@ -216,6 +216,30 @@ import Testing
         #expect(try conn.execute("SELECT name FROM consumers ORDER BY name").rowCount == 1, "no consumer “psuh”")
     }
 
+    /// A consumer name streams on one connection at a time: a second subscribe takes it over, and
+    /// the first connection is told so in a last error line (`subscribed_elsewhere`) before it is
+    /// closed (it got a bare close, which reads as a network fault). The new stream keeps
+    /// receiving what is committed later.
+    @Test func aSecondSubscribeOfOneNameTellsTheFirstConnectionWhyItIsClosed() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.setUpAlice(c)
+        _ = try c.call(Self.submit("n1"))
+        let first = try server.client()
+        _ = try first.call(["op": "subscribe", "consumer": "push", "from": "earliest"])
+        #expect(try first.deliveries(1)[0]["notification"] == "n1")
+        let second = try server.client()
+        _ = try second.call(["op": "subscribe", "consumer": "push", "from": "earliest"])
+        let last = try first.readJSON()
+        #expect(last["ok"] == false && last["error"]?["code"] == "subscribed_elsewhere", "\(last)")
+        #expect(last["error"]?["title"]?.stringValue?.contains("push") == true)
+        #expect(throws: WireClient.Failure.self) { _ = try first.readLine(timeoutMilliseconds: 5_000) }
+        #expect(try second.deliveries(1)[0]["notification"] == "n1")
+        _ = try c.call(Self.submit("n2"))
+        #expect(try second.deliveries(1)[0]["notification"] == "n2", "the new stream is still woken")
+    }
+
     /// SPEC §5 "delivery is at-least-once from the last acked cursor": a subscription from a
     /// cursor past the newest delivery would skip the deliveries made up to it, so it is refused,
     /// saying why; a cursor at the head is fine. A negative ack names the cursor.

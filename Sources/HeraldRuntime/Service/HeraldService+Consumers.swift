@@ -96,7 +96,10 @@ extension HeraldService {
     /// Answers a subscribe and streams from `start` (another connection of the same name is closed).
     private func startStream(_ name: String, on connection: ClientConnection, at start: Int64, rid: JSONValue?, reply: Reply) {
         if let old = consumers[name], let c = old.connection, c !== connection {
-            c.close(reason: "consumer \(name) subscribed again on another connection")
+            old.connection = nil  // streams nothing more, whatever callback of it is still armed
+            // Said to it, after the replies it is owed (a bare close looked like a network fault).
+            c.closeAfterReplies(WireReply.error(rid: nil, .subscribedElsewhere(name)),
+                                reason: "consumer \(name) subscribed again on another connection")
         }
         let stream = ConsumerStream(name: name, connection: connection, position: start)
         consumers[name] = stream
@@ -173,7 +176,12 @@ extension HeraldService {
 
     /// Sends what the consumer has not seen, while its socket buffer has room.
     func pump(_ stream: ConsumerStream) {
-        guard let connection = stream.connection, !connection.isClosing else { consumers[stream.name] = nil; return }
+        guard let connection = stream.connection, !connection.isClosing else {
+            // Only its own registration: a stream replaced by a subscribe elsewhere may still be
+            // woken (a catch-up read completing), and must not unregister its successor.
+            if consumers[stream.name] === stream { consumers[stream.name] = nil }
+            return
+        }
         guard stream.started else { return }
         // A page read from PostgreSQL is in flight: its completion pumps again. A second read from
         // the same position (e.g. a drain callback armed earlier) would send that page twice and
