@@ -182,6 +182,8 @@ import Testing
         #expect(try Self.rows(conn, view).map { [$0[0], $0[1]] }
                 == deferred.map { [$0["notification"]?.stringValue, Self.ms(rfc3339: $0["decideAt"]?.stringValue)] },
                 "the fold's deferred items")
+        #expect(try Self.rows(conn, view).map { $0[2] == "true" } == deferred.map { $0["withdrawnBeforeSubmit"] == .bool(true) },
+                "`herald state`/`pending` flag the one withdrawn before its submit as the view does")
 
         try Self.settle(c, "2026-03-27T09:15:00Z")
         #expect(try Self.rows(conn, view).map { $0[0] } == ["d2", "d4"], "d1 was decided at 09:00")

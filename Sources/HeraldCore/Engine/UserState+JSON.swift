@@ -59,7 +59,11 @@ extension UserState {
             var po: [String: JSONValue] = ["app": .string(p.app), "notification": .string(p.id),
                                            "stage": .string("\(p.stage)"), "seq": .int(p.seq)]
             switch p.stage {
-            case .deferred: po["decideAt"] = p.deadline.map { .string($0.rfc3339) } ?? .null
+            case .deferred:
+                po["decideAt"] = p.deadline.map { .string($0.rfc3339) } ?? .null
+                // Withdrawn before it was submitted: decided `withdrawn` then, never delivered (rule 1;
+                // the view herald_pending_deferred's withdrawn_before_submit).
+                if tombstones.contains(NotificationKey(app: p.app, id: p.id)) { po["withdrawnBeforeSubmit"] = .bool(true) }
             case .queued: po["summaryAt"] = summaryDue.map { .string($0.rfc3339) } ?? .null
             case .held: po["focus"] = heldFocus.map(JSONValue.string) ?? .null
             }

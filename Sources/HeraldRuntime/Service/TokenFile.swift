@@ -26,7 +26,8 @@ public enum TokenFile {
         } catch let error as RequestError {
             throw .configuration("The tokens file \(path) (--tokens) is not valid: \(error.detail)")
         } catch {
-            throw .configuration("The tokens file \(path) (--tokens) is not valid JSON: \(error). "
+            let reason = "\(error)"  // the parser's sentence ends with its own full stop
+            throw .configuration("The tokens file \(path) (--tokens) is not valid JSON: \(reason.hasSuffix(".") ? String(reason.dropLast()) : reason). "
                 + "It must be {\"tokens\":[{\"name\":…,\"sha256\":…,\"roles\":[…]}]}.")
         }
     }

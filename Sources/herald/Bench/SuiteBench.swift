@@ -20,7 +20,7 @@ struct SuiteBench: ParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
     @Option(help: "Runs of each scenario (the median is judged).") var runs = 3
-    @Flag(help: "Small sizes: a smoke run of the whole suite in a few minutes.") var quick = false
+    @Flag(help: "Small sizes: a smoke run of the whole suite (under a minute on a 2-core machine).") var quick = false
     @Flag(help: "Full sizes: the restart reuses the 1M-user history a previous `bench restart` left (else its first run builds it).") var reuse = false
     @Option(parsing: .upToNextOption, help: "Only these scenarios (ingest latency storm restart replay peer).") var only: [String] = []
     @Flag(help: "Print JSON instead of a table.") var json = false

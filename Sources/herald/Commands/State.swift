@@ -10,7 +10,7 @@ struct State: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @Argument(help: "The user.") var user: String
     @Option(help: "A seq number or an RFC 3339 engine time.") var at: String?
-    @Flag(help: "One line of canonical JSON instead of indented output.") var json = false
+    @Flag(help: "One line of canonical JSON on a terminal too (indented there by default; a pipe or file always gets one line).") var json = false
 
     func run() throws {
         let limit = try Replayer.Limit.parse(at)
