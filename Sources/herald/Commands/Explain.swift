@@ -66,7 +66,7 @@ struct Explain: ParsableCommand {
                 print("  event: \(s["event"]!.canonicalString)")
                 for d in s["deliveries"]!.arrayValue! {
                     let at = d["delivery"]?["at"]?.stringValue ?? "?"
-                    print("  delivery #\(d["cursor"]!.intValue!) at \(at): \(d["kind"]!.stringValue!) (rule \(d["reason"]!.stringValue!))")
+                    print("  delivery cursor \(d["cursor"]!.intValue!) at \(at): \(d["kind"]!.stringValue!) (reason \(d["reason"]!.stringValue!))")
                     for step in d["trace"]?.arrayValue ?? [] {
                         print("      \(step["rule"]?.stringValue ?? "?"): \(step["outcome"]?.stringValue ?? "?")")
                     }
