@@ -116,6 +116,20 @@ public struct FocusCalendar: Hashable, Sendable {
         return nil
     }
 
+    /// The first start of one of the schedule's windows strictly after `instant`, nil without
+    /// windows. Every window recurs weekly, so one starts within eight days. Where a Focus turned
+    /// off by hand comes back when its schedule covers the whole week (`activeUntil` never ends).
+    public func nextWindowStart(after instant: Instant) -> Instant? {
+        if windows.isEmpty { return nil }
+        let u = ZoneRules.clamp(instant)
+        let day = floorDiv(rules.local(u), dayMs)
+        var best: Int64?
+        forEachOccurrence(fromDay: day - 2, throughDay: day + 8) { start, _ in
+            if start > u && (best == nil || start < best!) { best = start }
+        }
+        return best.map(Instant.init(millisecondsSinceEpoch:))
+    }
+
     /// The merged active periods (instants, ms) of occurrences starting from two days
     /// before the local day of `u` to 16 days after, ascending and disjoint. A schedule
     /// that does not cover the whole week has a gap in every week, so the period holding

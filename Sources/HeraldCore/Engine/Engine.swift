@@ -174,7 +174,8 @@ public struct Engine: Sendable {
     /// in Notification Center — only at its `deliverAt`, and only if it reaches the user then; a
     /// deferred decision or a snooze due at a summary instant is made before that summary fires (so
     /// an item queued then is in it); the parts of a summary or digest split over several lines
-    /// carry `part` and `parts`.
+    /// carry `part` and `parts`; `focusOff` of a Focus scheduled all week lasts until its next
+    /// window starts, not for good.
     var followsRulesFive: Bool { followsRulesFour && rulesVersion != "4" }
 
     /// Apply one committed event (with its global seq and the engine time it was accepted

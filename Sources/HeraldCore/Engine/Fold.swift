@@ -88,7 +88,11 @@ extension Engine {
                 state.focus.manual = nil
                 state.focus.manualUntil = nil
             }
-            if let cal = state.focus.definition(name)?.calendar, cal.isActive(at: t), let end = cal.activeUntil(t) {
+            if let cal = state.focus.definition(name)?.calendar, cal.isActive(at: t), var end = cal.activeUntil(t) {
+                // Rules "5": a schedule covering the whole week never ends, so off "until the window
+                // ends" was off for good; it comes back at the next start of one of its windows
+                // (the next day's, for an all-day window every day).
+                if followsRulesFive && end == Instant.latestRepresentable, let next = cal.nextWindowStart(after: t) { end = next }
                 state.focus.offUntil[name] = end
             }
             focusChanged(&state, at: t, seq: event.seq, apps: apps, out: &out)

@@ -23,6 +23,25 @@ private let everyDay = [1, 2, 3, 4, 5, 6, 7]
         #expect(cal.nextTransition(after: instantAt("2026-06-10T20:00:00Z")) == instantAt("2026-06-11T05:00:00Z"))
     }
 
+    /// `nextWindowStart`: where a Focus turned off by hand comes back when its schedule covers
+    /// the whole week — the next start of any window, across DST and with windows that touch.
+    @Test func nextWindowStartFindsTheNextOccurrenceEvenWhenTheWeekIsCovered() throws {
+        let allDay = try focus([(everyDay, "00:00", "00:00")], "Europe/Berlin")
+        #expect(allDay.activeUntil(instantAt("2026-06-10T12:00:00Z")) == Instant.latestRepresentable)
+        #expect(allDay.nextWindowStart(after: instantAt("2026-06-10T12:00:00Z")) == instantAt("2026-06-10T22:00:00Z"))
+        #expect(allDay.nextWindowStart(after: instantAt("2026-06-10T22:00:00Z")) == instantAt("2026-06-11T22:00:00Z"), "strictly after")
+        // Berlin springs forward on 2026-03-29: Sunday's midnight is still 23:00Z on Saturday.
+        #expect(allDay.nextWindowStart(after: instantAt("2026-03-28T12:00:00Z")) == instantAt("2026-03-28T23:00:00Z"))
+        #expect(allDay.nextWindowStart(after: instantAt("2026-03-29T12:00:00Z")) == instantAt("2026-03-29T22:00:00Z"))
+        // Touching windows covering the week: day (08:00–20:00) and night (20:00–08:00).
+        let twoShifts = try focus([(everyDay, "08:00", "20:00"), (everyDay, "20:00", "08:00")], "UTC")
+        #expect(twoShifts.nextWindowStart(after: instantAt("2026-06-10T12:00:00Z")) == instantAt("2026-06-10T20:00:00Z"))
+        // One window a week: up to seven days on.
+        let sundays = try focus([([7], "10:00", "11:00")], "UTC")
+        #expect(sundays.nextWindowStart(after: instantAt("2026-06-14T10:30:00Z")) == instantAt("2026-06-21T10:00:00Z"))
+        #expect(try focus([], "UTC").nextWindowStart(after: instantAt("2026-06-10T12:00:00Z")) == nil)
+    }
+
     @Test func windowsStartOnlyOnChosenWeekdays() throws {
         // Starts Monday to Friday night; 2026-06-12 is a Friday.
         let cal = try focus([([1, 2, 3, 4, 5], "22:00", "07:00")], "Europe/Berlin")

@@ -156,4 +156,23 @@ import Testing
             #expect(single.parts == 0 && !String(decoding: single.bodyBytes, as: UTF8.self).contains("\"part"))
         }
     }
+
+    /// SPEC §2 focusOff with a schedule covering the whole week (an all-day window every day):
+    /// "4" kept it off until the window's end, which never comes, so it was off for good; "5"
+    /// brings it back at the next start of one of its windows (here the next local midnight), as
+    /// a scheduled Focus turned off by hand comes back at its next window.
+    @Test func focus_aFocusScheduledAllWeekTurnedOffComesBackAtItsNextWindowStart() {
+        for version in ["5", "4"] {
+            var h = harness(version)
+            h.send("focusDefine", #"{"user":"u","focus":"Always","schedule":[{"days":[1,2,3,4,5,6,7],"start":"00:00","end":"00:00"}],"timeZone":"Europe/Berlin"}"#)
+            #expect(only(h.submit("n1")).kind == .held)
+            #expect(only(h.send("focusOff", #"{"user":"u","focus":"Always"}"#)).kind == .focusDigest)
+            #expect(only(h.submit("n2")).kind == .alert)
+            _ = h.advance(to: at("2026-01-05T22:59:59Z"))
+            #expect(only(h.submit("n3")).kind == .alert, "still off before Berlin's midnight")
+            _ = h.advance(to: at("2026-01-05T23:00:00Z"))  // 00:00 in Berlin
+            let n4 = only(h.submit("n4"))
+            #expect(n4.kind == (version == "5" ? .held : .alert), "rules \(version)")
+        }
+    }
 }
