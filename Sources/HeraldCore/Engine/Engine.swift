@@ -175,7 +175,7 @@ public struct Engine: Sendable {
     /// deferred decision or a snooze due at a summary instant is made before that summary fires (so
     /// an item queued then is in it); the parts of a summary or digest split over several lines
     /// carry `part` and `parts`; `focusOff` of a Focus scheduled all week lasts until its next
-    /// window starts, not for good.
+    /// window starts, not for good; a held or queued notification can be snoozed.
     var followsRulesFive: Bool { followsRulesFour && rulesVersion != "4" }
 
     /// Apply one committed event (with its global seq and the engine time it was accepted

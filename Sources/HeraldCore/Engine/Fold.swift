@@ -102,8 +102,17 @@ extension Engine {
             state.withApp(app) { $0.mutedUntil = until.flatMap { $0 > t ? $0 : nil } }
         case .snooze:
             guard let app = b["app"]?.stringValue, let id = b["id"]?.stringValue,
-                  let until = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:)),
-                  let rec = state.recent(app).last(where: { $0.id == id }) else { return }
+                  let until = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:)) else { return }
+            guard let rec = state.recent(app).last(where: { $0.id == id }) else {
+                // Rules "5": a held or queued one is in Notification Center too (SPEC §3 rules 9, 10),
+                // so the user can snooze it; "1"–"4" ignored that snooze.
+                guard followsRulesFive, let i = state.pending.firstIndex(where: { $0.app == app && $0.id == id && $0.stage != .deferred })
+                else { return }
+                let p = state.pending[i]
+                if !state.snoozes.isEmpty { state.snoozes.removeAll { $0.seq == p.seq || ($0.app == app && $0.id == id) } }
+                state.snoozes.append(Snooze(app: app, id: id, notification: p.notification, seq: p.seq, until: max(until, t), causeSeq: event.seq))
+                return
+            }
             // The content of the user's last deliveries is in memory (`snoozable`), and that of a
             // notification snoozed already; an older one's was read from `events` by the caller
             // (`contentNeeded(toApply:)`). Without any (a tool folding without a store) the snooze

@@ -128,14 +128,23 @@ extension Engine {
             // (the service's restore always supplies it, `snapshotContentNeeded`).
             guard !s.notification.isSnapshotPlaceholder else { return }
             let app = s.app
-            // Still delivered (not withdrawn, replaced or long forgotten)?
-            guard let rec = state.withRecent(app, { list -> DeliveredRecord? in
+            // Still delivered (not withdrawn, replaced or long forgotten)? Rules "5": or still held or
+            // queued, snoozed there; it leaves its Focus or summary to be judged again now.
+            let counted: Bool
+            if let rec = state.withRecent(app, { list -> DeliveredRecord? in
                 list.lastIndex(where: { $0.seq == s.seq }).map { list.remove(at: $0) }
-            }) ?? nil else { return }
+            }) ?? nil {
+                counted = rec.counted
+            } else if followsRulesFive, let i = state.pendingIndex(seq: s.seq, deferred: false) {
+                counted = state.removePending(at: i).counted
+                afterPendingRemoval(&state, at: t)
+            } else {
+                return
+            }
             let before = out.count
-            decide(s.notification, seq: s.seq, at: t, carriedCount: rec.counted, state: &state, apps: apps, out: &out)
+            decide(s.notification, seq: s.seq, at: t, carriedCount: counted, state: &state, apps: apps, out: &out)
             // Not delivered again (expired, suppressed…): it no longer counts toward the badge.
-            if rec.counted, let last = out.last, out.count > before,
+            if counted, let last = out.last, out.count > before,
                [.suppressed, .expired, .withdrawn].contains(last.kind) {
                 let badgeOn = state.withApp(app) { a -> Bool in
                     a.badge = max(0, a.badge - 1)

@@ -175,4 +175,52 @@ import Testing
             #expect(n4.kind == (version == "5" ? .held : .alert), "rules \(version)")
         }
     }
+
+    /// SPEC §10 Snooze of a held notification (SPEC §3 rule 10: "available in Notification Center
+    /// at once"): "5" takes it; at `until` it alerts again if the Focus has ended (it was in the
+    /// digest meanwhile), and is held again, flagged snoozed, if the Focus still holds it. "4"
+    /// accepted the snooze and ignored it.
+    @Test func snooze_aHeldNotificationIsSnoozedToo() {
+        for version in ["5", "4"] {
+            var h = harness(version)
+            h.send("focusOn", #"{"user":"u","focus":"Work","until":"2026-01-05T12:30:00Z"}"#)
+            #expect(only(h.submit("h1")).kind == .held)
+            #expect(h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"h1","until":"2026-01-05T13:00:00Z"}"#).isEmpty)
+            let digest = only(h.advance(to: at("2026-01-05T12:30:00Z")))
+            #expect(digest.kind == .focusDigest && digest.items.map(\.notification.id) == ["h1"])
+            let again = h.advance(to: at("2026-01-05T13:00:00Z"))
+            if version == "5" {
+                let d = only(again)
+                #expect(d.kind == .alert && d.snoozed && d.notificationId == "h1" && d.presentation?.badge == 1, "counted once")
+            } else {
+                #expect(again.isEmpty)
+            }
+        }
+        // The Focus still on at `until`: held again (no banner), then in the digest once.
+        var h = harness()
+        h.send("focusOn", #"{"user":"u","focus":"Work"}"#)
+        h.submit("h1")
+        h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"h1","until":"2026-01-05T13:00:00Z"}"#)
+        let held = only(h.advance(to: at("2026-01-05T13:00:00Z")))
+        #expect(held.kind == .held && held.snoozed && held.presentation?.badge == 1)
+        let digest = only(h.send("focusOff", #"{"user":"u","focus":"Work"}"#))
+        #expect(digest.items.map(\.notification.id) == ["h1"] && h.state().badge(of: Self.mail) == 1)
+    }
+
+    /// The same for a queued one ("upcoming summary"): at `until` it leaves the summary and is
+    /// judged by the rules then (here the app is back on immediate delivery: an alert); a withdraw
+    /// before `until` cancels the snooze.
+    @Test func snooze_aQueuedNotificationIsJudgedAgainAtUntil() {
+        var h = harness()
+        h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
+        h.submit("q1")
+        h.submit("q2")
+        h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"q1","until":"2026-01-05T13:00:00Z"}"#)
+        h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"q2","until":"2026-01-05T13:00:00Z"}"#)
+        h.send("withdraw", #"{"user":"u","app":"com.example.mail","id":"q2"}"#)
+        h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"immediate"}"#)
+        let d = only(h.advance(to: at("2026-01-05T13:00:00Z")))
+        #expect(d.kind == .alert && d.snoozed && d.notificationId == "q1" && d.presentation?.badge == 1)
+        #expect(h.advance(to: at("2026-01-05T18:00:00Z")).isEmpty, "q1 left the summary; q2 was withdrawn")
+    }
 }
