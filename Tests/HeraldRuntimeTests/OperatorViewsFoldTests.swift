@@ -73,6 +73,53 @@ import Testing
         #expect(try Self.rows(conn, view).isEmpty, "the noon summary took both")
     }
 
+    /// schema/018: an item leaves `herald_pending_summary_items` / `herald_held_notifications` at
+    /// any later delivery naming it — suppressed when its summary or digest is screened (rules
+    /// "4": the app was turned off), or decided again when a snooze ran out (rules "5"). The 016
+    /// views knew only expired/withdrawn/replaced and listed such items as pending for good.
+    @Test func pendingAndHeldViewsEndAnItemAtAnyLaterDeliveryNamingIt() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let c = try server.client()
+        for app in [Self.mail, Self.news] {
+            _ = try c.call(["op": "authorization", "user": "alice", "app": .string(app), "status": "authorized", "options": ["alert"]])
+        }
+        _ = try c.call(["op": "settings", "user": "alice", "app": .string(Self.news), "delivery": "summary"])
+        _ = try Self.submit(c, "q1", app: Self.news)
+        _ = try Self.submit(c, "q2", app: Self.news)
+        _ = try c.call(["op": "focusOn", "user": "alice", "focus": "Work"])
+        _ = try Self.submit(c, "h1")
+        _ = try Self.submit(c, "h2")
+        // q2 and h2 are snoozed; at 07:30 each is decided again (still queued / still held).
+        for (app, id) in [(Self.news, "q2"), (Self.mail, "h2")] {
+            _ = try c.call(["op": "snooze", "user": "alice", "app": .string(app), "id": .string(id), "until": "2026-03-27T07:30:00Z"])
+        }
+        try Self.settle(c, "2026-03-27T07:30:00Z")
+        let conn = try PGConnection.connect(server.url)
+        let queued = "SELECT notification_id FROM herald_pending_summary_items WHERE user_id = 'alice' ORDER BY cursor"
+        let held = "SELECT notification_id FROM herald_held_notifications WHERE user_id = 'alice' ORDER BY cursor"
+        #expect(try Self.rows(conn, queued) == [["q1"], ["q2"]], "q2 once, under its newer queued delivery")
+        #expect(try Self.rows(conn, held) == [["h1"], ["h2"]], "h2 once, under its newer held delivery")
+        func fold() throws -> [String: [String]] {
+            let pending = try #require(Self.state(conn, "alice")["pending"]?.arrayValue)
+            return Dictionary(grouping: pending, by: { $0["stage"]?.stringValue ?? "" })
+                .mapValues { $0.compactMap { $0["notification"]?.stringValue } }
+        }
+        #expect(try fold()["queued"] == ["q1", "q2"] && fold()["held"] == ["h1", "h2"])
+
+        // The user turns news off: its summary leaves q1 and q2 out as suppressed (rules "4").
+        _ = try c.call(["op": "authorization", "user": "alice", "app": .string(Self.news), "status": "denied"])
+        try Self.settle(c, "2026-03-27T08:00:00Z")
+        #expect(try Self.rows(conn, queued).isEmpty, "suppressed when the summary fired")
+        #expect(try fold()["queued"] == nil)
+        // A snooze of h1 running out after the Focus is off is an alert; the digest took h2.
+        _ = try c.call(["op": "snooze", "user": "alice", "app": .string(Self.mail), "id": "h1", "until": "2026-03-27T09:00:00Z"])
+        _ = try c.call(["op": "focusOff", "user": "alice", "focus": "Work"])
+        try Self.settle(c, "2026-03-27T08:30:00Z")
+        #expect(try Self.rows(conn, held).isEmpty)
+        #expect(try fold()["held"] == nil)
+    }
+
     @Test func settingsViewFollowsAuthorizationResetsAndProvisionalKeep() throws {
         let server = try TestServer(start: "2026-03-27T07:00:00Z")
         defer { server.stop() }
