@@ -109,6 +109,28 @@ import Testing
         #expect(out.status == 2 && out.stderr.contains("cannot resolve the host name"), "\(out)")
     }
 
+    /// `herald tail --limit N` waits for its acks before it exits: it closed at once, the server
+    /// dropped the acks it had not read yet, and the next run printed the same lines again (over a
+    /// backlog, repeated runs made no progress). Two runs of 50 print cursors 1–100 once each.
+    @Test func tailWithALimitKeepsItsAcksSoTheNextRunGoesOn() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let c = try server.client()
+        _ = try c.call(["op": "authorization", "user": "alice", "app": "com.example.mail", "status": "authorized", "options": ["alert"]])
+        for i in 1...150 {
+            try c.send(#"{"op":"submit","id":"m\#(i)","app":"com.example.mail","user":"alice","title":"T","body":"B","hiddenPreviewsBodyPlaceholder":"x"}"#)
+        }
+        for _ in 1...150 { _ = try c.readJSON() }
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T07:00:01Z"])  // replies once the deliveries are committed
+        var cursors: [Int64] = []
+        for from in [["--from", "earliest"], []] {
+            let run = try Self.herald(["tail", "--connect", "127.0.0.1:\(server.port)", "--consumer", "audit", "--limit", "50"] + from)
+            #expect(run.status == 0, "\(run)")
+            cursors += run.stdout.split(separator: "\n").compactMap { try? JSONValue.parse(String($0))["cursor"]?.intValue }
+        }
+        #expect(cursors == Array(1...100), "\(cursors.first ?? 0)…\(cursors.last ?? 0), \(cursors.count) lines")
+    }
+
     @Test func aWhatIfAtThatIsNotRFC3339IsAnErrorNamingTheValueAndTheForm() throws {
         let url = try Self.aliceLog()
         let bad = try Self.herald(["replay", "--database-url", url, "--what-if",

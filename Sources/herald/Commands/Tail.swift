@@ -31,7 +31,17 @@ struct Tail: ParsableCommand {
             var sub: [String: JSONValue] = ["op": "subscribe", "consumer": .string(consumer)]
             if let from { sub["from"] = Int64(from).map { .int($0) } ?? .string(from) }
             try client.send(JSONValue.object(sub).canonicalString)
-            var printed = 0
+            var printed = 0, acksSent = 0, acksConfirmed = 0
+            /// An ack's reply is `{"ok":true,"cursor":n}` (no `op`); a failure ends the run.
+            func replyCounted(_ value: JSONValue) throws -> Bool {
+                if value["ok"]?.boolValue == false {
+                    Log.info("error: \(value.canonicalString)")
+                    throw ExitCode.error
+                }
+                guard value["ok"]?.boolValue == true, value["op"] == nil else { return false }
+                acksConfirmed += 1
+                return true
+            }
             while limit.map({ printed < $0 }) ?? true {
                 guard let line = try client.readLine(timeoutMilliseconds: idleExit.map { Int32($0 * 1000) } ?? -1) else { break }
                 let value = try JSONValue.parse(line)
@@ -40,11 +50,25 @@ struct Tail: ParsableCommand {
                     fflush(nil)
                     printed += 1
                     try client.send(#"{"op":"ack","consumer":\#(JSONValue.string(consumer).canonicalString),"cursor":\#(cursor)}"#)
-                } else if value["ok"]?.boolValue == false {
-                    Log.info("error: \(value.canonicalString)")
-                    throw ExitCode.error
+                    acksSent += 1
+                } else {
+                    _ = try replyCounted(value)
                 }
             }
+            // Before leaving, the replies to the acks sent: closing at once dropped the acks the
+            // server had not read yet, so the next run printed the same lines again (and repeated
+            // `--limit` runs over a backlog made no progress). Delivery lines read meanwhile are not
+            // printed nor acknowledged: the next run gets them.
+            let deadline = Date().addingTimeInterval(10)
+            while acksConfirmed < acksSent {
+                let left = Int32(max(0, deadline.timeIntervalSinceNow) * 1000)
+                guard left > 0, let line = try client.readLine(timeoutMilliseconds: left) else {
+                    Log.info("warning: \(acksSent - acksConfirmed) of \(acksSent) acks unconfirmed after 10 s; the next run may print their deliveries again")
+                    break
+                }
+                _ = try replyCounted(JSONValue.parse(line))
+            }
+            client.close()
         } catch let error as WireClient.Failure {
             Log.info("error: \(error)")
             throw ExitCode.error
