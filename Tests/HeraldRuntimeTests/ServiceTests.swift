@@ -240,6 +240,35 @@ import Testing
         #expect(try second.deliveries(1)[0]["notification"] == "n2", "the new stream is still woken")
     }
 
+    /// One consumer stream a connection: delivery lines do not name their consumer, so a second
+    /// subscribe on a connection (another name, or the same one again, also pipelined right behind
+    /// the first) is refused with `already_subscribed`; the first stream goes on. Both used to be
+    /// accepted, and the two streams came interleaved, each cursor twice.
+    @Test func aSecondSubscribeOnOneConnectionIsRefusedAndTheFirstStreamGoesOn() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.setUpAlice(c)
+        _ = try c.call(Self.submit("n1"))
+        let consumer = try server.client()
+        try consumer.send(#"{"op":"subscribe","consumer":"a","from":"earliest","rid":1}"#)
+        try consumer.send(#"{"op":"subscribe","consumer":"b","from":"earliest","rid":2}"#)
+        var replies: [JSONValue] = [], lines: [JSONValue] = []
+        while replies.count < 2 || lines.isEmpty {
+            let v = try consumer.readJSON()
+            if v["op"] == "delivery" { lines.append(v) } else { replies.append(v) }
+        }
+        #expect(replies[0]["ok"] == true && replies[0]["rid"] == 1)
+        #expect(replies[1]["ok"] == false && replies[1]["error"]?["code"] == "already_subscribed" && replies[1]["rid"] == 2, "\(replies[1])")
+        #expect(replies[1]["error"]?["title"]?.stringValue?.contains("“a”") == true)
+        let again = try consumer.call(["op": "subscribe", "consumer": "a", "from": "earliest"])
+        #expect(again["error"]?["code"] == "already_subscribed")
+        _ = try c.call(Self.submit("n2"))
+        let next = try consumer.readJSON()
+        #expect(next["op"] == "delivery" && next["notification"] == "n2" && next["cursor"]?.intValue == (lines[0]["cursor"]?.intValue ?? 0) + 1,
+                "one stream, each cursor once: \(next)")
+    }
+
     /// SPEC §5 "delivery is at-least-once from the last acked cursor": a subscription from a
     /// cursor past the newest delivery would skip the deliveries made up to it, so it is refused,
     /// saying why; a cursor at the head is fine. A negative ack names the cursor.

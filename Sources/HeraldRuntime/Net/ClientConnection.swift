@@ -43,6 +43,9 @@ public final class ClientConnection {
     private var peerChecked: Bool
     /// Called (once) when the output drains below the low-water mark; consumers resume on it.
     public var onDrained: (() -> Void)?
+    /// The consumer name a subscribe on this connection took (from the request on, so a second
+    /// subscribe pipelined behind it is refused too): one stream a connection.
+    var consumerName: String?
 
     /// Bound on unanswered requests before we stop reading from this client (backpressure).
     public static let maxOutstanding = 4096

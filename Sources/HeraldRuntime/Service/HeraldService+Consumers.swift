@@ -42,6 +42,14 @@ extension HeraldService {
             reply(WireReply.error(rid: request.rid, RequestError.notNFC("consumer", of: "subscribe", at: offset)))
             return
         }
+        // One stream a connection: delivery lines do not name their consumer, so two streams on one
+        // socket came interleaved, each cursor twice, with no way to tell which name to ack.
+        if let streaming = connection.consumerName {
+            reply(WireReply.error(rid: request.rid, RequestError(code: "already_subscribed",
+                title: "This connection already streams consumer “\(clipped(streaming))”",
+                detail: "A connection carries one consumer's delivery lines, which do not name it. Open another connection to subscribe as “\(clipped(name))”, or reconnect to start “\(clipped(streaming))” again from another cursor.")))
+            return
+        }
         let from = request.body["from"]
         var explicit: Int64?
         switch from {
@@ -63,12 +71,18 @@ extension HeraldService {
             return
         }
         let rid = request.rid
+        connection.consumerName = name
+        // A subscribe that fails leaves the connection free for another.
+        let refuse = { (connection: ClientConnection, error: RequestError) in
+            connection.consumerName = nil
+            reply(WireReply.error(rid: rid, error))
+        }
         reader.query("SELECT acked FROM consumers WHERE name = $1", [name]) { [unretained, connectionRef = connection.unretained] result in
             guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
             let acked: Int64?
             switch result {
             case .failure(let error):
-                reply(WireReply.error(rid: rid, self.requestError(error)))
+                refuse(connection, self.requestError(error))
                 return
             case .success(let r):
                 acked = r.rowCount > 0 ? r.int64(0, 0) : nil
@@ -81,12 +95,15 @@ extension HeraldService {
             // A new name is made durable at its starting cursor before anything is streamed: a
             // consumer that reconnects "committed" before its first ack resumes there, not at the
             // head — deliveries made meanwhile are not skipped (at least once from its start).
-            guard let writer = self.writerOrRefuse(rid: rid, reply: reply) else { return }
+            guard let writer = self.writerOrRefuse(rid: rid, reply: reply) else {
+                connection.consumerName = nil
+                return
+            }
             writer.ack(consumer: name, cursor: start) { [unretained] result in
                 guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
                 switch result {
                 case .success: self.startStream(name, on: connection, at: start, rid: rid, reply: reply)
-                case .failure(let error): reply(WireReply.error(rid: rid, self.requestError(error)))
+                case .failure(let error): refuse(connection, self.requestError(error))
                 }
             }
             self.store.kick()
