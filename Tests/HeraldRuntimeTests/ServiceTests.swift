@@ -269,6 +269,27 @@ import Testing
                 "one stream, each cursor once: \(next)")
     }
 
+    /// The in-memory ring of recent delivery lines is bounded in bytes as well as lines (65,536
+    /// lines of the largest summaries would have held 4 GiB): with large lines it keeps fewer, and a
+    /// consumer behind it reads the rest from PostgreSQL, every cursor once, in order.
+    @Test func theDeliveryRingIsBoundedInBytesAndAConsumerBehindItMissesNothing() throws {
+        let server = try TestServer { $0.deliveryRingBytes = 20_000 }
+        defer { server.stop() }
+        let c = try server.client()
+        try Self.setUpAlice(c)
+        let body = String(repeating: "b", count: 3_000)
+        for i in 1...40 { _ = try c.call(Self.submit("n\(i)", extra: ["body": .string(body)])) }
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "c", "from": "earliest"])
+        let ds = try consumer.deliveries(40)
+        #expect(ds.map { $0["notification"]?.stringValue } == (1...40).map { "n\($0)" })
+        #expect(zip(ds, ds.dropFirst()).allSatisfy { $1["cursor"]!.intValue! == $0["cursor"]!.intValue! + 1 })
+        // Every delivery is committed now (the consumer has them all).
+        let stats = try c.call(["op": "stats"])
+        let lines = try #require(stats["deliveryRingLines"]?.intValue), bytes = try #require(stats["deliveryRingBytes"]?.intValue)
+        #expect(bytes <= 20_000 && lines < 40 && lines > 1, "\(lines) lines, \(bytes) bytes")
+    }
+
     /// SPEC §5 "delivery is at-least-once from the last acked cursor": a subscription from a
     /// cursor past the newest delivery would skip the deliveries made up to it, so it is refused,
     /// saying why; a cursor at the head is fine. A negative ack names the cursor.

@@ -457,6 +457,7 @@ extension HeraldService {
                 // The ring holds no line past its end: start it after the head, so every consumer
                 // reads the rows it lacks from the table (the ring is only a cache).
                 ring.removeAll()
+                ringBytes = 0
                 ringFirstCursor = head + 1
             }
         } catch {
@@ -502,11 +503,13 @@ extension HeraldService {
         if cursor != ringFirstCursor + Int64(ring.count) {
             // Another writer took cursors in between: restart the ring here (consumers read the gap from PostgreSQL).
             ring.removeAll()
+            ringBytes = 0
             ringFirstCursor = cursor
         }
         ring.append(body)
-        if ring.count > configuration.deliveryRingCapacity {
-            ring.removeFirst()
+        ringBytes += body.count
+        while ring.count > configuration.deliveryRingCapacity || (ringBytes > configuration.deliveryRingBytes && ring.count > 1) {
+            ringBytes -= ring.removeFirst().count
             ringFirstCursor += 1
         }
         deliveryHead = max(deliveryHead, cursor)

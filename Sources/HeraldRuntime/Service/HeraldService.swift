@@ -161,6 +161,8 @@ public final class HeraldService: ConnectionDelegate {
     /// consumer's batch (`appendLine`), so a delivery costs no line array of its own.
     var ring: Deque<[UInt8]> = []
     var ringFirstCursor: Int64 = 1
+    /// The bytes of the bodies in `ring` (bounded by `deliveryRingBytes`).
+    var ringBytes = 0
     var deliveryHead: Int64 = 0
     var consumers: [String: ConsumerStream] = [:]
     /// Where fired timers' deliveries spend their time (reported by `stats`).
@@ -439,6 +441,9 @@ public final class HeraldService: ConnectionDelegate {
             // consumer buffer (plus one batch) however slowly the consumer reads.
             "maxConsumerQueuedBytes": .int(Int64(consumers.values.map { $0.connection?.outputBytes ?? 0 }.max() ?? 0)),
             "deliveryHead": .int(deliveryHead),
+            // The recent delivery lines kept in memory for consumers, bounded in count and bytes.
+            "deliveryRingLines": .int(Int64(ring.count)),
+            "deliveryRingBytes": .int(Int64(ringBytes)),
             "tokenCredentials": .int(Int64(tokens.count)),
             "tokenReloads": .int(Int64(tokenReloads)),
             "tokenReloadFailures": .int(Int64(tokenReloadFailures)),

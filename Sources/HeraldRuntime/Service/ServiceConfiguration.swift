@@ -36,6 +36,10 @@ public struct ServiceConfiguration: Sendable {
     public var maxLineBytes = LineFramer.defaultMaxLineBytes
     /// Recent deliveries kept in memory for consumers; older ones are read from PostgreSQL.
     public var deliveryRingCapacity = 65_536
+    /// …and at most this many bytes of them, whatever their size: 65,536 lines of 3 KB held ~200 MB,
+    /// and of the largest summary lines (64 KiB) would have held 4 GiB. Lines of ~1.5 KB (a
+    /// summary of a few items) still fill the line bound first.
+    public var deliveryRingBytes = 128 << 20
     /// Bytes queued to one consumer before its stream pauses (it resumes from PostgreSQL).
     public var consumerBufferBytes = 4 << 20
     /// Users whose timers are fired in one loop turn when many are due at once (a summary storm):
