@@ -96,6 +96,14 @@ public struct TokenTable: Sendable {
     /// How many credentials (token digests and certificate names) the table holds.
     public var count: Int { grants.count + certificates.count }
 
+    /// The names of the entries with the consumer role and no `consumers` list, sorted: each may
+    /// subscribe and ack as any consumer name, another's included (warned about at start-up when
+    /// there are two or more).
+    public var consumerEntriesWithoutNames: [String] {
+        Set((grants.values.map { $0 } + certificates.values.map { $0 })
+            .filter { $0.roles.contains(.consumer) && $0.consumers == nil }.map(\.name)).sorted()
+    }
+
     public func grant(for token: String?) -> Grant? {
         if isDevMode { return .everything }
         guard let token else { return nil }

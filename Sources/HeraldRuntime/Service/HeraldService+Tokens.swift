@@ -8,6 +8,7 @@ extension HeraldService {
             tokens = try TokenFile.load(path)
             log("tokens: \(tokens.count) credential(s) loaded from \(path)")
             if let warning = TokenFile.plainTokenWarning(tokens, path: path) { log(warning) }
+            if let warning = TokenFile.sharedConsumerNamesWarning(tokens, path: path) { log(warning) }
         }
         if tokens.isDevMode {
             log("dev mode: no tokens configured, every hello is granted every role (pass --tokens FILE in production)")
@@ -41,5 +42,6 @@ extension HeraldService {
         }
         log("SIGHUP: tokens reloaded from \(path): \(table.count) credential(s); \(revoked) connection(s) lost their grant and were closed")
         if let warning = TokenFile.plainTokenWarning(table, path: path) { log(warning) }
+        if let warning = TokenFile.sharedConsumerNamesWarning(table, path: path) { log(warning) }
     }
 }

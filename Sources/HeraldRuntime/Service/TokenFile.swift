@@ -32,6 +32,16 @@ public enum TokenFile {
         }
     }
 
+    /// The start-up warning for two or more consumer entries without a `consumers` list, or nil:
+    /// each may ack another's cursor past what it processed, or take over its stream.
+    public static func sharedConsumerNamesWarning(_ table: TokenTable, path: String) -> String? {
+        let open = table.consumerEntriesWithoutNames
+        guard open.count > 1 else { return nil }
+        return "warning: in the tokens file \(path), \(open.count) entries with the consumer role list no \"consumers\" "
+            + "(\(open.joined(separator: ", "))): each may subscribe and ack as any consumer name, so one can move another's "
+            + "acknowledged cursor or take over its stream; give each entry \"consumers\": [its names] (docs/security.md)"
+    }
+
     /// The start-up warning for entries that keep a token in clear, or nil.
     public static func plainTokenWarning(_ table: TokenTable, path: String) -> String? {
         guard !table.plainTokenEntries.isEmpty else { return nil }

@@ -34,6 +34,16 @@ import Testing
         #expect(t.plainTokenEntries == ["old"])
     }
 
+    /// Consumer entries without a `consumers` list may use any name, another's included: two or
+    /// more of them are listed for a start-up warning (a review acked one consumer's cursor with
+    /// another's token); one alone, or entries that list their names, are not.
+    @Test func consumerEntriesWithoutNamesAreListedForTheStartUpWarning() throws {
+        let t = try Self.table(#"{"tokens":[{"name":"push","token":"pppppppp","roles":["consumer"]},{"name":"audit","token":"aaaaaaaa","roles":["consumer","admin"]},{"name":"mail","token":"mmmmmmmm","roles":["consumer"],"consumers":["mail"]},{"name":"ops","token":"oooooooo","roles":["admin"]}]}"#)
+        #expect(t.consumerEntriesWithoutNames == ["audit", "push"])
+        let one = try Self.table(#"{"tokens":[{"name":"push","token":"pppppppp","roles":["consumer"]},{"name":"mail","token":"mmmmmmmm","roles":["consumer"],"consumers":["mail"]}]}"#)
+        #expect(one.consumerEntriesWithoutNames == ["push"])
+    }
+
     @Test func invalidFilesAreRefusedWithAReason() {
         for bad in [
             #"{"tokens":[]}"#,
