@@ -395,6 +395,7 @@ extension UserState {
     /// The earliest deadline of a pending item (deferred decision or expiry), by (deadline,
     /// kind, seq). Derived by a scan, not kept in a sorted side array: that array cost 24 bytes
     /// and an allocation per pending item (240 MB at 10M timers), and users hold few items.
+    @inline(__always)
     var earliestItemDeadline: DueTimer? {
         var best: DueTimer?
         // By index, reading only the fields needed: `for p in pending` copies each item
