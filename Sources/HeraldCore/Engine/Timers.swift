@@ -142,18 +142,22 @@ extension Engine {
             // Still delivered (not withdrawn, replaced or long forgotten)? Rules "5": or still held or
             // queued, snoozed there; it leaves its Focus or summary to be judged again now.
             let counted: Bool
+            var fromPending = false
             if let rec = state.withRecent(app, { list -> DeliveredRecord? in
                 list.lastIndex(where: { $0.seq == s.seq }).map { list.remove(at: $0) }
             }) ?? nil {
                 counted = rec.counted
             } else if followsRulesFive, let i = state.pendingIndex(seq: s.seq, deferred: false) {
                 counted = state.removePending(at: i).counted
-                afterPendingRemoval(&state, at: t)
+                fromPending = true
             } else {
                 return
             }
             let before = out.count
             decide(s.notification, seq: s.seq, at: t, carriedCount: counted, state: &state, apps: apps, out: &out)
+            // After the decision, not before: the only queued item snoozed until the summary due
+            // now, queued again, keeps that summary (cleared first, it moved to the next one).
+            if fromPending { afterPendingRemoval(&state, at: t) }
             // Not delivered again (expired, suppressed…): it no longer counts toward the badge.
             if counted, let last = out.last, out.count > before,
                [.suppressed, .expired, .withdrawn].contains(last.kind) {

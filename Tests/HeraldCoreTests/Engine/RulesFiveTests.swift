@@ -223,4 +223,20 @@ import Testing
         #expect(d.kind == .alert && d.snoozed && d.notificationId == "q1" && d.presentation?.badge == 1)
         #expect(h.advance(to: at("2026-01-05T18:00:00Z")).isEmpty, "q1 left the summary; q2 was withdrawn")
     }
+
+    /// The only queued notification, snoozed until the summary due then, is in that summary: it
+    /// left the queue for a moment (the snooze's decision comes first under "5"), and that cleared
+    /// the summary, so it went out 10 h later (a review of session 29). With another item queued
+    /// it always worked.
+    @Test func snooze_theOnlyQueuedNotificationSnoozedUntilTheSummaryIsInIt() {
+        var h = harness()
+        h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
+        #expect(only(h.submit("q1")).summaryAt == at("2026-01-05T18:00:00Z"))
+        h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"q1","until":"2026-01-05T18:00:00Z"}"#)
+        let ds = h.advance(to: at("2026-01-05T18:00:00Z"))
+        #expect(ds.map(\.kind) == [.queued, .summary], "\(ds.map(\.kind))")
+        #expect(ds.first?.snoozed == true && ds.first?.summaryAt == at("2026-01-05T18:00:00Z"))
+        #expect(ds.last?.items.map(\.notification.id) == ["q1"])
+        #expect(h.state().nextDeadline() == nil)
+    }
 }
