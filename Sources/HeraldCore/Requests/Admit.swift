@@ -238,7 +238,12 @@ extension Engine {
             body["until"] = .string(try f.requiredInstant("until", "when the mute ends (a time now or past unmutes)").rfc3339)
         case "snooze":
             try needUser(); try needApp(); try needId()
-            body["until"] = .string(try f.requiredInstant("until", "when the notification alerts again").rfc3339)
+            let until = try f.requiredInstant("until", "when the notification alerts again")
+            body["until"] = .string(until.rfc3339)
+            if let now, until <= now {
+                warnings.append(RequestWarning(code: "until_not_in_future",
+                    message: "until (\(until.rfc3339)) is not after now (\(now.rfc3339)): the notification is judged again at once, not later. Send a later until, or check the sender's clock and time zone."))
+            }
         case "opened":
             try needUser(); try needApp()
             if let i = try f.string("id") { try f.checkIdentifier("id", i); nid = i; body["id"] = .string(i) }

@@ -267,6 +267,14 @@ import Testing
         #expect(warnings(#"{"user":"u","focus":"Work"}"#, op: "focusOn") == [])
     }
 
+    /// A `snooze` whose `until` is not in the future is judged again at once: the ack says so (a
+    /// review found it silent). A `mute` with a past `until` is the documented way to unmute: no warning.
+    @Test func check_warning_snoozeUntilNotInTheFuture() {
+        #expect(warnings(#"{"user":"u","app":"a","id":"n","until":"2026-01-05T12:00:00Z"}"#, op: "snooze") == ["until_not_in_future"])
+        #expect(warnings(#"{"user":"u","app":"a","id":"n","until":"2026-01-05T12:00:00.001Z"}"#, op: "snooze") == [])
+        #expect(warnings(#"{"user":"u","app":"a","until":"2026-01-05T11:00:00Z"}"#, op: "mute") == [])
+    }
+
     @Test func check_warning_timeSensitiveMoreThanAnHourAway() {
         #expect(warnings(submit(#""interruptionLevel":"timeSensitive","deliverAt":"2026-01-05T13:00:01Z""#)) == ["time_sensitive_far_off"])
         #expect(warnings(submit(#""interruptionLevel":"timeSensitive","relevantAt":"2026-01-05T14:00:00Z""#)) == ["time_sensitive_far_off"])
