@@ -25,4 +25,16 @@ import Testing
         #expect(try tables(location) == 0, "dropped and created again")
         #expect(location.url.contains("dbname=demo") || location.url.contains("/demo"), "\(location.url)")
     }
+
+    /// A database name is used exactly as given: `--private-database "Demo Log"` was created as
+    /// `demo` … (unquoted; a space failed outright) and then connected to as given.
+    @Test func aPrivateDatabaseNameWithCapitalsAndASpaceIsUsedAsGiven() throws {
+        let folder = FileManager.default.temporaryDirectory.path + "/herald-location-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for fresh in [false, true] {
+            let location = try DatabaseLocation.resolve(url: nil, privateFolder: folder + "/pgdata", database: "Demo Log", fresh: fresh) { _ in }
+            defer { location.close() }
+            #expect(try PGConnection.connect(location.url).execute("SELECT current_database()").string(0, 0) == "Demo Log")
+        }
+    }
 }

@@ -26,10 +26,10 @@ public final class DatabaseLocation {
         let admin = try PGConnection.connect(cluster.connectionString())
         if fresh {
             log("dropping the private database \(database) (--fresh-private-database)")
-            try admin.execute("DROP DATABASE IF EXISTS \(database) WITH (FORCE)")
+            try admin.execute("DROP DATABASE IF EXISTS \(Self.quotedIdentifier(database)) WITH (FORCE)")
         }
         if try admin.execute("SELECT 1 FROM pg_database WHERE datname = $1", [database]).rowCount == 0 {
-            try admin.execute("CREATE DATABASE \(database)")
+            try admin.execute("CREATE DATABASE \(Self.quotedIdentifier(database))")
         }
         admin.close()
         return DatabaseLocation(url: cluster.connectionString(database: database), cluster: cluster)
@@ -42,5 +42,11 @@ public final class DatabaseLocation {
         var buffer = [CChar](repeating: 0, count: 4096)
         guard getcwd(&buffer, buffer.count) != nil else { return "." }
         return String(cBuffer: buffer)
+    }
+
+    /// `name` as an SQL identifier, exactly as given: unquoted, `--private-database Demo` created
+    /// `demo` and then connected to `Demo`, which does not exist (a review of session 29).
+    static func quotedIdentifier(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 }

@@ -12,9 +12,15 @@ public final class LocalCluster: @unchecked Sendable {
     public let binDirectory: String
     private var startedByUs = false
 
+    /// A libpq conninfo value, quoted when it holds a space, a quote or a backslash (or is empty).
+    static func conninfoValue(_ value: String) -> String {
+        guard value.isEmpty || value.contains(where: { $0 == " " || $0 == "'" || $0 == "\\" }) else { return value }
+        return "'" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+    }
+
     /// Connection string to the `postgres` database, or any other with `database:`.
     public func connectionString(database: String = "postgres") -> String {
-        "host=127.0.0.1 port=\(port) user=postgres dbname=\(database)"
+        "host=127.0.0.1 port=\(port) user=postgres dbname=\(Self.conninfoValue(database))"
     }
 
     /// Finds the PostgreSQL server programs, or explains how to get them.
