@@ -92,8 +92,8 @@ extension Engine {
         let t = timer.deadline
         // A timer an older build owed (a copy of the engine deciding by its version checks again and goes on).
         if !byEventsVersion && !book.latestDecides(timerDueAt: t) {
-            let version = book.history.version(forTimerDueAt: t)
-            if version != rulesVersion { return under(version).fire(timer, &state, apps: apps, out: &out) }
+            let older = deciding(at: t, byEventsVersion: false)
+            if older.rulesVersion != rulesVersion { return older.fire(timer, &state, apps: apps, out: &out) }
         }
         switch timer.kind {
         case .expiry:
