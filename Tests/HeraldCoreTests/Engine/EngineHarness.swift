@@ -18,6 +18,14 @@ struct EngineHarness {
 
     init(now: Instant = T0) { self.now = now }
 
+    /// A harness deciding by rules `version` (the rules-version suites compare one with the last),
+    /// with com.example.mail authorized for "u" (alert, sound, badge) when `authorizingMail`.
+    init(rulesVersion version: String, authorizingMail: Bool = false) {
+        self.init()
+        engine = Engine(rulesVersion: version)
+        if authorizingMail { authorize() }
+    }
+
     /// Admits and applies one request at `now`; fails the test expectation if rejected.
     @discardableResult
     mutating func send(_ op: String, _ json: String, sourceLocation: SourceLocation = #_sourceLocation) -> [Delivery] {

@@ -8,10 +8,7 @@ import Testing
     static let mail = "com.example.mail"
 
     func harness(_ version: String = Engine.currentRulesVersion) -> EngineHarness {
-        var h = EngineHarness()
-        h.engine = Engine(rulesVersion: version)
-        h.authorize(options: ["alert", "sound", "badge"])
-        return h
+        EngineHarness(rulesVersion: version, authorizingMail: true)
     }
 
     /// SPEC §3 Collapse with Deferred: a queued notification stays under "upcoming summary" until

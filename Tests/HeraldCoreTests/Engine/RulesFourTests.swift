@@ -13,10 +13,7 @@ import Testing
     }
 
     func harness(_ version: String = Engine.currentRulesVersion) -> EngineHarness {
-        var h = EngineHarness()
-        h.engine = Engine(rulesVersion: version)
-        h.authorize(options: ["alert", "sound", "badge"])
-        return h
+        EngineHarness(rulesVersion: version, authorizingMail: true)
     }
 
     /// SPEC §3 Collapse ("one thing, one notification") with rules 1, 2 and 4: a new notification

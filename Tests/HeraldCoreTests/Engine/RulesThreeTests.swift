@@ -7,9 +7,7 @@ import Testing
     static let mail = "com.example.mail"
 
     func harness(_ version: String = Engine.currentRulesVersion) -> EngineHarness {
-        var h = EngineHarness()
-        h.engine = Engine(rulesVersion: version)
-        return h
+        EngineHarness(rulesVersion: version)
     }
 
     /// SPEC §10: "Time Sensitive and Critical are exempt and still counted" — a critical banner
