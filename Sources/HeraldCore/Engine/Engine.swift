@@ -127,6 +127,8 @@ public struct Engine: Sendable {
     public let book: RulesBook
     /// Set on a copy deciding what an older build owed (`under`).
     private var olderVersion: String?
+    /// `olderVersion`'s place in `knownRulesVersions` (1 for "1"); 0 when none is set.
+    private var olderOrdinal = 0
 
     /// The rules version stamped on deliveries: the one deciding now.
     public var rulesVersion: String { olderVersion ?? book.latest }
@@ -147,18 +149,26 @@ public struct Engine: Sendable {
     func under(_ version: String) -> Engine {
         var e = self
         e.olderVersion = version
+        e.olderOrdinal = Engine.ordinal(of: version)
         return e
     }
 
     /// Version "1" ignored a snooze whose content was not among the last deliveries kept.
-    var readsBackSnoozedContent: Bool { rulesVersion != "1" }
+    var readsBackSnoozedContent: Bool { rulesOrdinal >= 2 }
+
+    /// The deciding version's place in `knownRulesVersions` (1 for "1"): the `follows…` checks
+    /// compare one integer instead of up to four strings (several a decision on some paths).
+    var rulesOrdinal: Int { olderVersion == nil ? book.latestOrdinal : olderOrdinal }
+
+    /// `version`'s place in `knownRulesVersions`, from 1 (0 for one this build does not know).
+    static func ordinal(of version: String) -> Int { (knownRulesVersions.firstIndex(of: version) ?? -1) + 1 }
 
     /// Version "3" (session 27; docs/engine.md "Rules versions"): an allowed critical banner
     /// counts toward the attention budget; a provisional app kept for the summary is judged as a
     /// summary app (Time Sensitive and communication are not queued, a mute makes it quiet); a
     /// snooze that ends expired or suppressed carries the lowered badge; an `opened` of an id
     /// not remembered as counting (withdrawn, suppressed, long forgotten) lowers nothing.
-    var followsRulesThree: Bool { rulesVersion != "1" && rulesVersion != "2" }
+    var followsRulesThree: Bool { rulesOrdinal >= 3 }
 
     /// Version "4" (session 28; docs/engine.md "Rules versions"): a notification stopped by rules
     /// 1–4 (withdrawn, expired, not authorized, silenced, marketing without consent) replaces no
@@ -167,7 +177,7 @@ public struct Engine: Sendable {
     /// and, under silence all, those of apps without `government`; a provisional app kept for
     /// immediate delivery delivers quietly without a badge; a summary or digest too long for one
     /// line goes out as several.
-    var followsRulesFour: Bool { followsRulesThree && rulesVersion != "3" }
+    var followsRulesFour: Bool { rulesOrdinal >= 4 }
 
     /// Version "5" (session 29; docs/engine.md "Rules versions"): a deferred notification replaces
     /// a scheduled (deferred) one of its collapse id at arrival, but the queued and held ones — already
@@ -176,7 +186,7 @@ public struct Engine: Sendable {
     /// an item queued then is in it); the parts of a summary or digest split over several lines
     /// carry `part` and `parts`; `focusOff` of a Focus scheduled all week lasts until its next
     /// window starts, not for good; a held or queued notification can be snoozed.
-    var followsRulesFive: Bool { followsRulesFour && rulesVersion != "4" }
+    var followsRulesFive: Bool { rulesOrdinal >= 5 }
 
     /// Apply one committed event (with its global seq and the engine time it was accepted
     /// at). First advances the user's own timers to `event.at` (a timer due at exactly

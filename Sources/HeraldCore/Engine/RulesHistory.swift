@@ -120,6 +120,8 @@ public final class RulesBook: @unchecked Sendable {
     public private(set) var history: RulesHistory
     /// `history.latest`, kept for the label of every delivery.
     public private(set) var latest: String
+    /// `latest`'s place in `Engine.knownRulesVersions` (1 for "1").
+    private(set) var latestOrdinal: Int
     /// The first seq the latest version decides, and the instant after which it decides timers
     /// (milliseconds; `Int64.min`: all): the per-event check compares two integers.
     private var latestFromSeq = Int64.min
@@ -128,6 +130,7 @@ public final class RulesBook: @unchecked Sendable {
     init(_ history: RulesHistory) {
         self.history = history
         latest = history.latest
+        latestOrdinal = Engine.ordinal(of: history.latest)
         adopt(history)
     }
 
@@ -137,6 +140,7 @@ public final class RulesBook: @unchecked Sendable {
         precondition(history.unknownVersions.isEmpty, "a log decided by rules this build does not know (\(history)): run a newer build")
         self.history = history
         latest = history.latest
+        latestOrdinal = Engine.ordinal(of: history.latest)
         if let last = history.changes.last {
             latestFromSeq = last.fromSeq
             latestAfterMilliseconds = last.fromSeq == 1 ? .min : last.at.millisecondsSinceEpoch
