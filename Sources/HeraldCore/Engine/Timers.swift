@@ -117,7 +117,7 @@ extension Engine {
             }
             appendItemDeliveries(.summary, reason: Reason.summary, trace: RuleTrace(.summary, .fired), items: items,
                                  at: t, user: state.user, out: &out)
-            for item in queued { state.remember(item) }
+            state.remember(contentsOf: queued)
         case .deferred:
             guard let i = state.pendingIndex(seq: timer.seq, deferred: true) else { return }
             let p = state.removePending(at: i)
@@ -193,7 +193,7 @@ extension Engine {
             var d = Delivery(kind: kind, user: user, app: nil, notificationId: nil, at: t, reason: reason,
                              rulesVersion: rulesVersion, causeSeq: causeSeq ?? part.map(\.seq).max()!)
             d.focus = focus
-            d.items = Array(part)
+            d.items = parts.count == 1 ? items : Array(part)  // one part: the array itself, not a copy
             d.ruleTrace = trace
             // Rules "5": a consumer knows it has the whole summary when it has every part.
             if parts.count > 1 && followsRulesFive {

@@ -418,7 +418,20 @@ extension UserState {
 
     /// Removes and returns every pending item of `stage`, in seq order.
     mutating func removePending(stage: PendingStage) -> [PendingItem] {
+        let count = stage == .queued ? Int(queuedCount) : (stage == .held ? Int(heldCount) : pending.count)
         var taken: [PendingItem] = []
+        // Usually every pending item is of `stage` (a summary taking what was queued for it):
+        // the whole array is taken, no copy.
+        if count == pending.count, stage != .deferred || pending.indices.allSatisfy({ pending[$0].stage == .deferred }) {
+            switch stage {
+            case .queued: queuedCount = 0
+            case .held: heldCount = 0
+            case .deferred: break
+            }
+            swap(&taken, &pending)
+            return taken
+        }
+        taken.reserveCapacity(count)
         var i = 0
         while i < pending.count {
             if pending[i].stage == stage { taken.append(removePending(at: i)) } else { i += 1 }
