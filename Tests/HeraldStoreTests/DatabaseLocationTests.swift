@@ -1,6 +1,7 @@
 // Without a database URL Herald runs its private cluster and a database in it: kept from run to
 // run, or (--fresh-private-database) dropped first.
 import Foundation
+import Synchronization
 import HeraldStore
 import Testing
 
@@ -36,5 +37,39 @@ import Testing
             defer { location.close() }
             #expect(try PGConnection.connect(location.url).execute("SELECT current_database()").string(0, 0) == "Demo Log")
         }
+    }
+
+    /// Several Herald processes started at once on one private cluster folder (a `serve` and a
+    /// `state`, two `serve`s on two databases): they raced on initdb, pg_ctl start and CREATE
+    /// DATABASE, and the first to exit stopped the server under the others. Each resolver here has
+    /// its own lock descriptor, as a process would.
+    @Test func severalHeraldProcessesShareOnePrivateClusterAndTheLastStopsIt() throws {
+        let folder = FileManager.default.temporaryDirectory.path + "/herald-location-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let names = ["a", "b", "a", "c"]  // two want the same database
+        let results = Mutex<[Int: Result<DatabaseLocation, StoreError>]>([:])
+        DispatchQueue.concurrentPerform(iterations: names.count) { i in
+            let r = Result { () throws(StoreError) -> DatabaseLocation in
+                try DatabaseLocation.resolve(url: nil, privateFolder: folder + "/pgdata", database: names[i]) { _ in }
+            }
+            results.withLock { $0[i] = r }
+        }
+        var locations: [DatabaseLocation] = []
+        for i in names.indices {
+            switch results.withLock({ $0[i]! }) {
+            case .success(let l): locations.append(l)
+            case .failure(let e): Issue.record("resolver \(i) failed: \(e)")
+            }
+        }
+        try #require(locations.count == names.count)
+        for l in locations {
+            #expect(try PGConnection.connect(l.url).execute("SELECT 1").rowCount == 1)
+        }
+        var said: [String] = []
+        for l in locations.dropLast() { l.close { said.append($0) } }
+        #expect(said.count == names.count - 1 && said.allSatisfy { $0.contains("another Herald process uses it") }, "\(said)")
+        #expect(try PGConnection.connect(locations.last!.url).execute("SELECT 1").rowCount == 1, "still running for the last one")
+        locations.last!.close()
+        #expect(!FileManager.default.fileExists(atPath: folder + "/pgdata/postmaster.pid"), "the last one stopped it")
     }
 }

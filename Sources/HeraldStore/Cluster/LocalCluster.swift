@@ -10,7 +10,12 @@ public final class LocalCluster: @unchecked Sendable {
     public let dataDirectory: String
     public private(set) var port: Int
     public let binDirectory: String
-    private var startedByUs = false
+    /// Two lock files beside the folder (initdb wants the folder empty), open while this process
+    /// uses the cluster: `<folder>.lock`, held exclusively while a process creates, starts or stops
+    /// it (and saying whether a Herald process started the server), and `<folder>.in-use`, held
+    /// shared by every process using it, so the last one to stop can tell it is the last.
+    private var setUpFD: Int32 = -1
+    private var inUseFD: Int32 = -1
 
     /// A libpq conninfo value, quoted when it holds a space, a quote or a backslash (or is empty).
     static func conninfoValue(_ value: String) -> String {
@@ -58,10 +63,19 @@ public final class LocalCluster: @unchecked Sendable {
         self.port = port ?? 0
     }
 
+    deinit { unlock(&setUpFD); unlock(&inUseFD) }
+
     private static var isRoot: Bool { geteuid() == 0 }
 
-    /// Creates the cluster if the folder has none, then starts it unless it already runs.
-    public func start(log: (String) -> Void = { _ in }) throws(StoreError) {
+    /// Creates the cluster if the folder has none, then starts it unless it already runs, then runs
+    /// `whileAlone` (e.g. creating a database): all while no other Herald process creates, starts or
+    /// stops this cluster. Several processes may then use it at once; the last of them to `stop`
+    /// stops the server, if a Herald process started it.
+    public func start(log: (String) -> Void = { _ in }, whileAlone: () throws(StoreError) -> Void = {}) throws(StoreError) {
+        try lockSetUp(log: log)
+        defer { unlock(&setUpFD) }
+        if inUseFD < 0 { inUseFD = try openLockFile(dataDirectory + ".in-use") }
+        try flockRetrying(inUseFD, LOCK_SH)
         let fm = FileManager.default
         if !fm.fileExists(atPath: dataDirectory + "/PG_VERSION") {
             log("creating a private PostgreSQL cluster in \(dataDirectory)")
@@ -73,31 +87,81 @@ public final class LocalCluster: @unchecked Sendable {
         if let running = runningPort() {
             port = running
             log("using the private PostgreSQL already running on port \(port)")
-            return
+        } else {
+            if port == 0 { port = Self.freePort() }
+            let options = [
+                "-c listen_addresses=127.0.0.1", "-c port=\(port)", "-c unix_socket_directories=''",
+                "-c max_connections=300", "-c shared_buffers=256MB", "-c max_wal_size=4GB",
+                "-c log_min_messages=warning", "-c timezone=UTC",
+            ].joined(separator: " ")
+            try run("pg_ctl", ["-D", dataDirectory, "-l", dataDirectory + "/server.log", "-o", options, "-w", "-t", "60", "start"],
+                    what: "pg_ctl start")
+            setStartedByHerald(true)
+            log("private PostgreSQL listening on 127.0.0.1:\(port)")
         }
-        if port == 0 { port = Self.freePort() }
-        let options = [
-            "-c listen_addresses=127.0.0.1", "-c port=\(port)", "-c unix_socket_directories=''",
-            "-c max_connections=300", "-c shared_buffers=256MB", "-c max_wal_size=4GB",
-            "-c log_min_messages=warning", "-c timezone=UTC",
-        ].joined(separator: " ")
-        try run("pg_ctl", ["-D", dataDirectory, "-l", dataDirectory + "/server.log", "-o", options, "-w", "-t", "60", "start"],
-                what: "pg_ctl start")
-        startedByUs = true
-        log("private PostgreSQL listening on 127.0.0.1:\(port)")
+        try whileAlone()
     }
 
-    /// Stops the server if this object started it (`fast`: rolls back open transactions, flushes).
-    public func stop(mode: String = "fast") {
-        guard startedByUs else { return }
+    /// Stops the server if a Herald process started it and no other process uses it now (`fast`:
+    /// rolls back open transactions, flushes). One still in use is left running for the last one.
+    public func stop(mode: String = "fast", log: (String) -> Void = { _ in }) {
+        guard inUseFD >= 0, (try? lockSetUp(log: log)) != nil else { return }
+        defer { unlock(&setUpFD); unlock(&inUseFD) }
+        guard flock(inUseFD, LOCK_EX | LOCK_NB) == 0 else {
+            log("leaving the private PostgreSQL running: another Herald process uses it (the last one stops it)")
+            return
+        }
+        guard startedByHerald else { return }
         _ = try? run("pg_ctl", ["-D", dataDirectory, "-m", mode, "-w", "stop"], what: "pg_ctl stop")
-        startedByUs = false
+        setStartedByHerald(false)
+    }
+
+    /// Whether a Herald process started the running server (`<folder>.lock` says so), so the last
+    /// one using it stops it; a server an operator started is left alone. Read and set under the lock.
+    private var startedByHerald: Bool {
+        var byte: UInt8 = 0
+        return pread(setUpFD, &byte, 1, 0) == 1 && byte == UInt8(ascii: "1")
+    }
+
+    private func setStartedByHerald(_ yes: Bool) {
+        _ = ftruncate(setUpFD, 0)
+        if yes { _ = pwrite(setUpFD, "1\n", 2, 0) }
+    }
+
+    /// Takes `<folder>.lock` exclusively, waiting (and saying so) while another process holds it.
+    private func lockSetUp(log: (String) -> Void) throws(StoreError) {
+        setUpFD = try openLockFile(dataDirectory + ".lock")
+        if flock(setUpFD, LOCK_EX | LOCK_NB) == 0 { return }
+        log("waiting for another Herald process starting or stopping the private PostgreSQL in \(dataDirectory)")
+        do { try flockRetrying(setUpFD, LOCK_EX) } catch { unlock(&setUpFD); throw error }
+    }
+
+    private func openLockFile(_ path: String) throws(StoreError) -> Int32 {
+        try? FileManager.default.createDirectory(atPath: (dataDirectory as NSString).deletingLastPathComponent,
+                                                 withIntermediateDirectories: true)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw .configuration("Cannot open \(path) (\(String(cString: strerror(errno)))): Herald locks it while it starts, uses or stops the private PostgreSQL in \(dataDirectory). Check the folder's permissions, or pass --database-url.")
+        }
+        return fd
+    }
+
+    private func flockRetrying(_ fd: Int32, _ mode: Int32) throws(StoreError) {
+        while flock(fd, mode) != 0 {
+            guard errno == EINTR else { throw .configuration("Cannot lock a lock file of \(dataDirectory) (\(String(cString: strerror(errno)))).") }
+        }
+    }
+
+    /// Closes a lock file, which releases its lock.
+    private func unlock(_ fd: inout Int32) {
+        guard fd >= 0 else { return }
+        close(fd)
+        fd = -1
     }
 
     /// Crashes the server as a power cut would (`immediate`), for outage tests; `start()` restarts it.
     public func kill() {
         _ = try? run("pg_ctl", ["-D", dataDirectory, "-m", "immediate", "-w", "stop"], what: "pg_ctl stop")
-        startedByUs = false
     }
 
     /// The port of a server already running on this folder, read from postmaster.pid.

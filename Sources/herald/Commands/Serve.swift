@@ -43,7 +43,7 @@ struct Serve: ParsableCommand {
         }
         try reportingErrors {
             let location = try database.resolve(fresh: fresh)
-            defer { location.close() }
+            defer { location.close { Log.info($0) } }
             var config = ServiceConfiguration(databaseURL: location.url)
             config.host = String(parts[0])
             config.port = port
