@@ -78,8 +78,8 @@ extension UserState {
     }
 
     /// `json` as of `now` (the instant a fold reached), with what is in force then: the Focus
-    /// active (manual or scheduled) and its next change, and the mutes not yet over — the Focus
-    /// and mute ends among SPEC §10's scheduled decisions, which `json` alone leaves to be
+    /// active (manual or scheduled) and its next change, the scheduled Focuses turned off until
+    /// later, and the mutes not yet over — the Focus and mute ends among SPEC §10's scheduled decisions, which `json` alone leaves to be
     /// worked out from the definitions. Without `now`, `json`.
     public func json(at now: Instant?) -> JSONValue {
         guard let now, case .object(var o) = json else { return json }
@@ -94,6 +94,12 @@ extension UserState {
                 "nextChange": focus.nextChange(after: now).map { .string($0.rfc3339) } ?? .null,
             ])
         }
+        // Scheduled Focuses turned off (`focusOff`) until a later instant: when each comes back
+        // is a scheduled decision too (`until` null: off for good, a whole-week Focus under rules "1"–"4").
+        o["focusesOff"] = .array(focus.offUntil.keys.sorted().compactMap { name in
+            guard let until = focus.offUntil[name], until > now else { return nil }
+            return .object(["focus": .string(name), "until": until == .latestRepresentable ? .null : .string(until.rfc3339)])
+        })
         o["mutes"] = .array(apps.entries.compactMap { e in
             guard let until = e.state.mutedUntil, until > now else { return nil }
             return .object(["app": .string(e.name), "until": .string(until.rfc3339)])

@@ -114,11 +114,36 @@ extension Engine {
         if let d = f.members["data"], d != .null {
             guard case .object = d else { throw f.wrongType("data", expected: "an object", got: d) }
             n.data = d
+            if let w = Self.integersBeyond64Bits(in: d) { warnings.append(w) }
         }
         var accepted = try finishSubmit(n, users: users, warnings: warnings, unknownFields: f.unknown(Engine.submitFields),
                                         apps: apps, now: now)
         accepted.fanOut = many != nil
         return accepted
+    }
+
+    /// `integer_beyond_64_bits`: an integer in `data` past the 64-bit range (an order number, a
+    /// snowflake id written unquoted) is read as a double, which keeps ~16 digits: stored and
+    /// delivered rounded. Said at the door, naming the first such member, so the sender quotes it.
+    /// (A double written as one, e.g. `1e19`, is the same value and gets the same word.)
+    static func integersBeyond64Bits(in data: JSONValue) -> RequestWarning? {
+        var first: (path: String, value: Double)?
+        var count = 0
+        func walk(_ v: JSONValue, _ path: String) {
+            switch v {
+            case .double(let d) where d.rounded() == d && d.magnitude >= 9.223372036854775808e18:
+                count += 1
+                if first == nil { first = (path, d) }
+            case .object(let o): for k in o.keys.sorted() { walk(o[k]!, path + "." + k) }
+            case .array(let a): for (i, e) in a.enumerated() { walk(e, path + "[\(i)]") }
+            default: break
+            }
+        }
+        walk(data, "data")
+        guard let first else { return nil }
+        let more = count > 1 ? " (and \(count - 1) more)" : ""
+        return RequestWarning(code: "integer_beyond_64_bits",
+            message: "“\(clipped(first.path))”\(more) is a whole number beyond the 64-bit integer range: it is kept and delivered as a 64-bit floating-point number, \(JSONValue.double(first.value).canonicalString), which keeps about 16 significant digits. If it is an id, send it as a string.")
     }
 
     /// A submit read straight from its line (`SubmitLine`): only what the general path reads

@@ -28,14 +28,17 @@ struct Pending: ParsableCommand {
                 // (and its next change) and the mutes not over, as of the log's latest instant.
                 let focus = state["activeFocus"]
                 let mutes = state["mutes"]?.arrayValue ?? []
-                if pending.isEmpty && snoozes.isEmpty && mutes.isEmpty && focus == nil && state["nextWake"] == nil { continue }
+                let focusesOff = state["focusesOff"]?.arrayValue ?? []
+                if pending.isEmpty && snoozes.isEmpty && mutes.isEmpty && focusesOff.isEmpty && focus == nil
+                    && state["nextWake"] == nil { continue }
                 if json {
                     print(JSONValue.object(["user": .string(u), "pending": .array(pending), "snoozes": .array(snoozes),
-                                            "activeFocus": focus ?? .null, "mutes": .array(mutes),
+                                            "activeFocus": focus ?? .null, "focusesOff": .array(focusesOff), "mutes": .array(mutes),
                                             "nextWake": state["nextWake"] ?? .null]).canonicalString)
                 } else {
                     print("\(u)  next wake \(state["nextWake"]?.stringValue ?? "-")")
                     if let focus { print("  focus " + focus.canonicalString) }
+                    for f in focusesOff { print("  focus off " + f.canonicalString) }
                     for m in mutes { print("  mute " + m.canonicalString) }
                     for p in pending + snoozes { print("  " + p.canonicalString) }
                 }

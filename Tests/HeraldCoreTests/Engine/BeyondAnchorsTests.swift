@@ -253,5 +253,22 @@ import Testing
         #expect(manual["activeFocus"] == ["focus": "Gym", "manual": true, "nextChange": "2026-01-05T13:30:00Z"])
         #expect(h.state().json(at: nil) == h.state().json)
     }
+
+    /// SPEC §10 "Pending, visible" (Focus ends): a scheduled Focus turned off by hand comes back at a
+    /// later instant — a scheduled decision `herald pending` lists (`focusesOff`). A whole-week one
+    /// is the case a review found missing: `activeFocus` is empty while it is off, so nothing said
+    /// when it returns. Under rules "4" that was never: `until` null.
+    @Test func pendingVisible_aScheduledFocusTurnedOffShowsWhenItComesBack() {
+        for (version, until) in [("5", JSONValue.string("2026-01-05T23:00:00Z")), ("4", .null)] {
+            var h = EngineHarness(rulesVersion: version, authorizingMail: true)
+            h.send("focusDefine", #"{"user":"u","focus":"Always","schedule":[{"days":[1,2,3,4,5,6,7],"start":"00:00","end":"00:00"}],"timeZone":"Europe/Berlin"}"#)
+            h.send("focusDefine", #"{"user":"u","focus":"Work","schedule":[{"days":[1,2,3,4,5],"start":"09:00","end":"17:00"}],"timeZone":"UTC"}"#)
+            h.send("focusOff", #"{"user":"u","focus":"Always"}"#)
+            let s = h.state().json(at: at("2026-01-05T12:00:00Z"))
+            #expect(s["activeFocus"]?["focus"] == "Work", "rules \(version)")
+            #expect(s["focusesOff"] == [["focus": "Always", "until": until]], "rules \(version): \(s)")
+            #expect(h.state().json(at: at("2026-01-05T23:00:00Z"))["focusesOff"] == (version == "5" ? [] : [["focus": "Always", "until": .null]]))
+        }
+    }
 }
 

@@ -282,6 +282,20 @@ import Testing
         #expect(warnings(submit(#""interruptionLevel":"active","deliverAt":"2026-01-06T13:00:00Z""#)) == [])
     }
 
+    /// An integer in `data` beyond 64 bits (an unquoted snowflake or order number) is read as a
+    /// double and delivered without its last digits: the ack says so, naming the first member.
+    /// Integers within 64 bits are kept exactly, and fractions are what they are: no word.
+    @Test func check_warning_integerBeyond64BitsInData() {
+        guard case .accepted(let a) = admit(submit(#""data":{"order":{"ids":[1,12345678901234567890]},"big":-9223372036854775809}"#))
+        else { Issue.record("rejected"); return }
+        #expect(a.warnings.map(\.code) == ["integer_beyond_64_bits"])
+        #expect(a.warnings[0].message.contains("“data.big” (and 1 more)"), "\(a.warnings[0].message)")
+        #expect(a.events[0].body["data"]?["order"]?["ids"]?.arrayValue?[1] == .double(12345678901234567890), "stored as the double it became")
+        #expect(warnings(submit(#""data":{"id":9223372036854775807,"low":-9223372036854775808,"x":0.5,"y":1e300}"#)) == ["integer_beyond_64_bits"],
+                "1e300 is an integral double beyond 64 bits too")
+        #expect(warnings(submit(#""data":{"id":9223372036854775807,"low":-9223372036854775808,"x":0.5,"y":"12345678901234567890"}"#)) == [])
+    }
+
     @Test func check_warning_unknownFieldIgnoredNotStored() {
         guard case .accepted(let a) = admit(submit(#""interuptionLevel":"passive""#)) else { Issue.record("rejected"); return }
         #expect(a.warnings.map(\.code) == ["unknown_field"])
