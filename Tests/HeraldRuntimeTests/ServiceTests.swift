@@ -345,6 +345,35 @@ import Testing
 }
 
 @Suite struct WithdrawTests {
+    /// A withdraw naming a user the notification never reached was acked with no word, while its
+    /// real recipient kept it (a review's finding, session 29). The ack now says
+    /// `nothing_to_withdraw`; it is stored all the same (a cancel in advance, SPEC §3 rule 1).
+    @Test func aWithdrawNamingAUserWhoHasNothingOfThatIdIsWarned() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let c = try server.client()
+        _ = try c.call(["op": "authorization", "user": "alice", "app": "com.example.mail", "status": "authorized", "options": ["alert"]])
+        _ = try c.call(["op": "submit", "id": "n1", "app": "com.example.mail", "user": "alice", "title": "T",
+                        "body": "B", "hiddenPreviewsBodyPlaceholder": "x"])
+        func codes(_ r: JSONValue) -> [String] { (r["warnings"]?.arrayValue ?? []).compactMap { $0["code"]?.stringValue } }
+        let wrong = try c.call(["op": "withdraw", "user": "bob", "app": "com.example.mail", "id": "n1"])
+        #expect(wrong["ok"] == true && codes(wrong) == ["nothing_to_withdraw"], "\(wrong.canonicalString)")
+        #expect(wrong["warnings"]?.arrayValue?.first?["message"]?.stringValue?.contains("leave out “user”") == true)
+        let right = try c.call(["op": "withdraw", "user": "alice", "app": "com.example.mail", "id": "n1"])
+        #expect(right["ok"] == true && codes(right) == [], "\(right.canonicalString)")
+        let again = try c.call(["op": "withdraw", "user": "alice", "app": "com.example.mail", "id": "n1"])
+        #expect(codes(again) == ["nothing_to_withdraw"], "withdrawn already")
+        let inAdvance = try c.call(["op": "withdraw", "user": "alice", "app": "com.example.mail", "id": "n2"])
+        #expect(inAdvance["ok"] == true && codes(inAdvance) == ["nothing_to_withdraw"])
+        let n2 = try c.call(["op": "submit", "id": "n2", "app": "com.example.mail", "user": "alice", "title": "T",
+                             "body": "B", "hiddenPreviewsBodyPlaceholder": "x"])
+        #expect(n2["ok"] == true)
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "c", "from": "earliest"])
+        let ds = try consumer.deliveries(3)
+        #expect(ds.map { $0["kind"]?.stringValue } == ["alert", "withdrawn", "withdrawn"], "n2, cancelled in advance, never alerts")
+    }
+
     @Test func withdrawWithoutUserReachesEveryRecipientAndOpenedIsStored() throws {
         let server = try TestServer(start: "2026-03-27T07:00:00Z")
         defer { server.stop() }

@@ -358,6 +358,13 @@ extension Engine {
 }
 
 extension UserState {
+    /// Whether a withdraw of (app, id) finds something: pending, snoozed, or among the app's
+    /// deliveries kept (`recent`). The service's `nothing_to_withdraw` warning.
+    public func knows(app: String, id: String) -> Bool {
+        pending.contains { $0.app == app && $0.id == id } || snoozes.contains { $0.app == app && $0.id == id }
+            || recent(app).contains { $0.id == id }
+    }
+
     /// Snoozes a notification: replaces any earlier snooze of it (by its submit's seq or its id).
     mutating func snooze(_ s: Snooze) {
         if !snoozes.isEmpty { snoozes.removeAll { $0.seq == s.seq || ($0.app == s.app && $0.id == s.id) } }

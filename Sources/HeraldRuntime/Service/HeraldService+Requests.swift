@@ -6,7 +6,7 @@ extension HeraldService {
     func submitEvent(_ request: ClientSession.Request, reply: Reply) {
         let at = now()
         let admission = engine.admit(request, apps: apps, now: at)
-        guard case .accepted(let accepted) = admission else {
+        guard case .accepted(var accepted) = admission else {
             if case .rejected(let error) = admission {
                 requestsRejected += 1
                 reply(WireReply.error(rid: request.rid, error))
@@ -19,7 +19,22 @@ extension HeraldService {
             resolveWithdraw(request, accepted: accepted, reply: reply)
             return
         }
+        if request.submitLine == nil, request.op == "withdraw", let w = nothingToWithdraw(accepted) { accepted.warnings.append(w) }
         append(accepted, request: request, at: at, reply: reply)
+    }
+
+    /// `nothing_to_withdraw`: a withdraw naming its user, when that user has nothing of that id
+    /// pending, snoozed or among the deliveries kept (never sent to that user — another recipient
+    /// named by mistake —, already withdrawn, or long ago). It is stored all the same: it cancels
+    /// a submit of that id to that user in advance. Judged from the states in memory, no read; not
+    /// said while a submit of that id is in flight, or while a fold waits for content.
+    private func nothingToWithdraw(_ accepted: AcceptedRequest) -> RequestWarning? {
+        guard accepted.events.count == 1, let user = accepted.events[0].user, let app = accepted.events[0].app,
+              let id = accepted.events[0].notificationId, restart.content.heldFolds.isEmpty,
+              inFlightKeys[InFlightKey(app: app, id: id)] == nil else { return nil }
+        if let ordinal = ordinal(of: user), users[ordinal].state.knows(app: app, id: id) { return nil }
+        return RequestWarning(code: "nothing_to_withdraw",
+            message: "\(user) has no notification “\(id)” from \(app) pending or among the deliveries Herald keeps: it was never sent to this user, was withdrawn already, or is older. The withdraw is stored, so a later submit of it to \(user) is not delivered. To withdraw it from whoever received it, leave out “user”.")
     }
 
     /// Finds the recipients of (app, id) and withdraws it for each. A submit of (app, id) still in
