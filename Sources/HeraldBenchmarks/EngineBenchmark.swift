@@ -236,4 +236,14 @@ func runEngineStorm(users: Int) {
     }
     let summaries = out.filter { $0.kind == .summary }.count
     print("engine.storm       \(Int(Double(users) / m.cpu)) summaries/s per CPU-second (wall: \(Int(Double(users) / m.wall))/s)   (\(summaries) summaries of \(users) users, 3 items each, engine only)")
+    // The stored body of each, as the service encodes its delivery rows (`Delivery.storedBody`).
+    var sink = ByteSink(capacity: 64 * 1024)
+    defer { sink.deallocate() }
+    var bytes = 0
+    let me = measure {
+        out.withUnsafeBufferPointer { ds in
+            for i in ds.indices { bytes &+= Delivery.storedBody(at: ds.baseAddress! + i, using: &sink).count }
+        }
+    }
+    print("engine.storm       \(Int(Double(out.count) / me.cpu)) stored bodies/s per CPU-second (wall: \(Int(Double(out.count) / me.wall))/s)   (\(bytes / max(out.count, 1)) bytes each)")
 }
