@@ -2,7 +2,7 @@
 // run, or (--fresh-private-database) dropped first.
 import Foundation
 import Synchronization
-import HeraldStore
+@testable import HeraldStore
 import Testing
 
 @Suite struct DatabaseLocationTests {
@@ -71,5 +71,46 @@ import Testing
         #expect(try PGConnection.connect(locations.last!.url).execute("SELECT 1").rowCount == 1, "still running for the last one")
         locations.last!.close()
         #expect(!FileManager.default.fileExists(atPath: folder + "/pgdata/postmaster.pid"), "the last one stopped it")
+    }
+
+    /// Herald stops only the server it started: a review stopped Herald's server by hand and
+    /// started it again by hand, and the next Herald process to exit stopped that one too (the
+    /// lock file still said "started by Herald"). It now records the postmaster's pid.
+    @Test func aServerStartedByHandAfterHeraldsIsNeverStopped() throws {
+        let folder = FileManager.default.temporaryDirectory.path + "/herald-location-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let data = folder + "/pgdata"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let location = try DatabaseLocation.resolve(url: nil, privateFolder: data, database: "h") { _ in }
+        let bin = try LocalCluster.findBinaries()
+        func pgCtl(_ args: [String]) -> Int32 {
+            let argv = [bin + "/pg_ctl", "-D", data] + args
+            return ChildProcess.run(geteuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--"] + argv : argv).status
+        }
+        #expect(pgCtl(["-m", "fast", "-w", "stop"]) == 0)
+        let port = LocalCluster.freePort()
+        #expect(pgCtl(["-o", "-c listen_addresses=127.0.0.1 -c port=\(port) -c unix_socket_directories=''", "-l", data + "/by-hand.log", "-w", "start"]) == 0)
+        defer { _ = pgCtl(["-m", "immediate", "-w", "stop"]) }
+        var said: [String] = []
+        location.close { said.append($0) }
+        #expect(FileManager.default.fileExists(atPath: data + "/postmaster.pid"), "the server started by hand still runs")
+        #expect(said.contains { $0.contains("not started by Herald") }, "\(said)")
+    }
+
+    /// A Herald killed during initdb left a half-built folder that the next start took for a
+    /// cluster (PG_VERSION is written first), and a server crashing in a loop on it. initdb now
+    /// builds beside the folder and renames it into place; what a dead process left is removed.
+    @Test func aClusterHalfBuiltByAKilledInitdbIsNotUsed() throws {
+        let folder = FileManager.default.temporaryDirectory.path + "/herald-location-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var dead: Int32 = 4_000_000
+        while kill(dead, 0) == 0 || errno != ESRCH { dead -= 1 }
+        let stale = folder + "/pgdata.initdb-\(dead)"
+        try FileManager.default.createDirectory(atPath: stale, withIntermediateDirectories: true)
+        try "15\n".write(toFile: stale + "/PG_VERSION", atomically: false, encoding: .utf8)
+        let location = try DatabaseLocation.resolve(url: nil, privateFolder: folder + "/pgdata", database: "h") { _ in }
+        defer { location.close() }
+        #expect(try PGConnection.connect(location.url).execute("SELECT 1").rowCount == 1)
+        #expect(!FileManager.default.fileExists(atPath: stale), "the dead initdb's folder is removed")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.contains(".initdb-") }.isEmpty)
     }
 }

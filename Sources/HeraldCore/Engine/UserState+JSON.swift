@@ -96,6 +96,15 @@ extension UserState {
         }
         // Scheduled Focuses turned off (`focusOff`) until a later instant: when each comes back
         // is a scheduled decision too (`until` null: off for good, a whole-week Focus under rules "1"–"4").
+        // `focuses[]` as of `now` too: an `offUntil` already past is over (a review saw it listed).
+        if case .array(let defs)? = o["focuses"] {
+            o["focuses"] = .array(defs.map { d in
+                guard case .object(var f) = d, let until = f["offUntil"]?.stringValue.flatMap(Instant.init(rfc3339:)),
+                      until <= now else { return d }
+                f["offUntil"] = nil
+                return .object(f)
+            })
+        }
         o["focusesOff"] = .array(focus.offUntil.keys.sorted().compactMap { name in
             guard let until = focus.offUntil[name], until > now else { return nil }
             return .object(["focus": .string(name), "until": until == .latestRepresentable ? .null : .string(until.rfc3339)])

@@ -141,7 +141,7 @@ extension Engine {
         }
         walk(data, "data")
         guard let first else { return nil }
-        let more = count > 1 ? " (and \(count - 1) more)" : ""
+        let more = count > 1 ? " (and \(count - 1) more member\(count > 2 ? "s" : "") like it)" : ""
         return RequestWarning(code: "integer_beyond_64_bits",
             message: "“\(clipped(first.path))”\(more) is a whole number beyond the 64-bit integer range: it is kept and delivered as a 64-bit floating-point number, \(JSONValue.double(first.value).canonicalString), which keeps about 16 significant digits. If it is an id, send it as a string.")
     }

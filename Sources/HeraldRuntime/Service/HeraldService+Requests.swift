@@ -34,7 +34,7 @@ extension HeraldService {
               inFlightKeys[InFlightKey(app: app, id: id)] == nil else { return nil }
         if let ordinal = ordinal(of: user), users[ordinal].state.knows(app: app, id: id) { return nil }
         return RequestWarning(code: "nothing_to_withdraw",
-            message: "\(user) has no notification “\(id)” from \(app) pending or among the deliveries Herald keeps: it was never sent to this user, was withdrawn already, or is older. The withdraw is stored, so a later submit of it to \(user) is not delivered. To withdraw it from whoever received it, leave out “user”.")
+            message: "\(user) has no notification “\(id)” from \(app) pending, snoozed or among the deliveries Herald keeps: it was never sent to this user, or it was withdrawn, suppressed or replaced already, or it is older. The withdraw is stored: if “\(id)” was never submitted, it is cancelled for \(user) in advance. To withdraw it from whoever received it, leave out “user”.")
     }
 
     /// Finds the recipients of (app, id) and withdraws it for each. A submit of (app, id) still in

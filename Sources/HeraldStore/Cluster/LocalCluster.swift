@@ -76,14 +76,8 @@ public final class LocalCluster: @unchecked Sendable {
         defer { unlock(&setUpFD) }
         if inUseFD < 0 { inUseFD = try openLockFile(dataDirectory + ".in-use") }
         try flockRetrying(inUseFD, LOCK_SH)
-        let fm = FileManager.default
-        if !fm.fileExists(atPath: dataDirectory + "/PG_VERSION") {
-            log("creating a private PostgreSQL cluster in \(dataDirectory)")
-            try? fm.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
-            try makeOwnedByServerUser(dataDirectory)
-            try run("initdb", ["-D", dataDirectory, "-U", "postgres", "--auth=trust", "-E", "UTF8",
-                               "--locale=C", "--no-sync"], what: "initdb")
-        }
+        if !FileManager.default.fileExists(atPath: dataDirectory + "/PG_VERSION") { try create(log: log) }
+        var startedNow = false
         if let running = runningPort() {
             port = running
             log("using the private PostgreSQL already running on port \(port)")
@@ -96,10 +90,52 @@ public final class LocalCluster: @unchecked Sendable {
             ].joined(separator: " ")
             try run("pg_ctl", ["-D", dataDirectory, "-l", dataDirectory + "/server.log", "-o", options, "-w", "-t", "60", "start"],
                     what: "pg_ctl start")
-            setStartedByHerald(true)
+            setStartedByHerald()
+            startedNow = true
             log("private PostgreSQL listening on 127.0.0.1:\(port)")
         }
-        try whileAlone()
+        do {
+            try whileAlone()
+        } catch {
+            // Never leave behind a server this call started and nobody can use.
+            if startedNow, flock(inUseFD, LOCK_EX | LOCK_NB) == 0 {
+                log("stopping the private PostgreSQL again: \(error)")
+                stopServer(mode: "fast")
+            }
+            throw error
+        }
+    }
+
+    /// initdb into a folder of its own beside `dataDirectory`, renamed into place only once it
+    /// succeeded: a Herald killed during initdb left a half-built cluster that looked usable (its
+    /// PG_VERSION written first) and a server that crashed in a loop on it (a review, session 30).
+    private func create(log: (String) -> Void) throws(StoreError) {
+        let fm = FileManager.default
+        let parent = (dataDirectory as NSString).deletingLastPathComponent
+        let base = (dataDirectory as NSString).lastPathComponent + ".initdb-"
+        // Left by an initdb whose Herald died: its pid is in the name.
+        for name in (try? fm.contentsOfDirectory(atPath: parent)) ?? [] where name.hasPrefix(base) {
+            if let pid = Int32(name.dropFirst(base.count)), Glibc.kill(pid, 0) != 0 && errno == ESRCH {
+                try? fm.removeItem(atPath: parent + "/" + name)
+            }
+        }
+        let building = dataDirectory + ".initdb-\(getpid())"
+        try? fm.removeItem(atPath: building)
+        log("creating a private PostgreSQL cluster in \(dataDirectory)")
+        try? fm.createDirectory(atPath: building, withIntermediateDirectories: true)
+        try makeOwnedByServerUser(building)
+        do {
+            try run("initdb", ["-D", building, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"], what: "initdb")
+        } catch {
+            try? fm.removeItem(atPath: building)
+            throw error
+        }
+        // Over an empty folder (one made by hand beforehand) too; a folder with files in it stays.
+        guard rename(building, dataDirectory) == 0 else {
+            let reason = String(cString: strerror(errno))
+            try? fm.removeItem(atPath: building)
+            throw .configuration("Cannot move the new PostgreSQL cluster into \(dataDirectory) (\(reason)): the folder exists and is not a cluster (no PG_VERSION). Empty or remove it, or pass --database-url.")
+        }
     }
 
     /// Stops the server if a Herald process started it and no other process uses it now (`fast`:
@@ -111,28 +147,50 @@ public final class LocalCluster: @unchecked Sendable {
             log("leaving the private PostgreSQL running: another Herald process uses it (the last one stops it)")
             return
         }
-        guard startedByHerald else { return }
+        guard runningPort() != nil else { return }
+        guard startedByHerald else {
+            log("leaving the private PostgreSQL running: it was not started by Herald")
+            return
+        }
+        log("stopping the private PostgreSQL (the last Herald process using it)")
+        stopServer(mode: mode)
+    }
+
+    private func stopServer(mode: String) {
         _ = try? run("pg_ctl", ["-D", dataDirectory, "-m", mode, "-w", "stop"], what: "pg_ctl stop")
-        setStartedByHerald(false)
-    }
-
-    /// Whether a Herald process started the running server (`<folder>.lock` says so), so the last
-    /// one using it stops it; a server an operator started is left alone. Read and set under the lock.
-    private var startedByHerald: Bool {
-        var byte: UInt8 = 0
-        return pread(setUpFD, &byte, 1, 0) == 1 && byte == UInt8(ascii: "1")
-    }
-
-    private func setStartedByHerald(_ yes: Bool) {
         _ = ftruncate(setUpFD, 0)
-        if yes { _ = pwrite(setUpFD, "1\n", 2, 0) }
+    }
+
+    /// Whether a Herald process started the running server: `<folder>.lock` holds the pid of the
+    /// postmaster it started, and that is still the one running. A server an operator started is
+    /// left alone, also one started by hand after Herald's had stopped (the pid differs). Read and
+    /// set under the lock.
+    private var startedByHerald: Bool {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        let n = pread(setUpFD, &bytes, bytes.count, 0)
+        guard n > 0, let recorded = Int32(String(decoding: bytes[..<n], as: UTF8.self).trimmingTrailingNewlines) else { return false }
+        return postmasterPID() == recorded
+    }
+
+    private func setStartedByHerald() {
+        _ = ftruncate(setUpFD, 0)
+        if let pid = postmasterPID() {
+            let text = Array("\(pid)\n".utf8)
+            _ = pwrite(setUpFD, text, text.count, 0)
+        }
+    }
+
+    /// The pid on postmaster.pid's first line, if the file is there.
+    private func postmasterPID() -> Int32? {
+        guard let text = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8) else { return nil }
+        return text.split(separator: "\n").first.flatMap { Int32($0) }
     }
 
     /// Takes `<folder>.lock` exclusively, waiting (and saying so) while another process holds it.
     private func lockSetUp(log: (String) -> Void) throws(StoreError) {
         setUpFD = try openLockFile(dataDirectory + ".lock")
         if flock(setUpFD, LOCK_EX | LOCK_NB) == 0 { return }
-        log("waiting for another Herald process starting or stopping the private PostgreSQL in \(dataDirectory)")
+        log("waiting for another Herald process to finish starting, checking or stopping the private PostgreSQL in \(dataDirectory)")
         do { try flockRetrying(setUpFD, LOCK_EX) } catch { unlock(&setUpFD); throw error }
     }
 

@@ -267,7 +267,10 @@ import Testing
             let s = h.state().json(at: at("2026-01-05T12:00:00Z"))
             #expect(s["activeFocus"]?["focus"] == "Work", "rules \(version)")
             #expect(s["focusesOff"] == [["focus": "Always", "until": until]], "rules \(version): \(s)")
-            #expect(h.state().json(at: at("2026-01-05T23:00:00Z"))["focusesOff"] == (version == "5" ? [] : [["focus": "Always", "until": .null]]))
+            let later = h.state().json(at: at("2026-01-05T23:00:00Z"))
+            #expect(later["focusesOff"] == (version == "5" ? [] : [["focus": "Always", "until": .null]]))
+            let always = later["focuses"]?.arrayValue?.first { $0["focus"] == "Always" }
+            #expect((always?["offUntil"] == nil) == (version == "5"), "an offUntil that has passed is not shown: \(String(describing: always))")
         }
     }
 }
