@@ -79,8 +79,8 @@ extension UserState {
 
     /// `json` as of `now` (the instant a fold reached), with what is in force then: the Focus
     /// active (manual or scheduled) and its next change, the scheduled Focuses turned off until
-    /// later, and the mutes not yet over — the Focus and mute ends among SPEC §10's scheduled decisions, which `json` alone leaves to be
-    /// worked out from the definitions. Without `now`, `json`.
+    /// later, and the mutes not yet over — the Focus and mute ends among SPEC §10's scheduled
+    /// decisions, which `json` alone leaves to be worked out from the definitions. Without `now`, `json`.
     public func json(at now: Instant?) -> JSONValue {
         guard let now, case .object(var o) = json else { return json }
         o["at"] = .string(now.rfc3339)
@@ -94,8 +94,6 @@ extension UserState {
                 "nextChange": focus.nextChange(after: now).map { .string($0.rfc3339) } ?? .null,
             ])
         }
-        // Scheduled Focuses turned off (`focusOff`) until a later instant: when each comes back
-        // is a scheduled decision too (`until` null: off for good, a whole-week Focus under rules "1"–"4").
         // `focuses[]` as of `now` too: an `offUntil` already past is over (a review saw it listed).
         if case .array(let defs)? = o["focuses"] {
             o["focuses"] = .array(defs.map { d in
@@ -105,6 +103,8 @@ extension UserState {
                 return .object(f)
             })
         }
+        // Scheduled Focuses turned off (`focusOff`) until a later instant: when each comes back
+        // is a scheduled decision too (`until` null: off for good, a whole-week Focus under rules "1"–"4").
         o["focusesOff"] = .array(focus.offUntil.keys.sorted().compactMap { name in
             guard let until = focus.offUntil[name], until > now else { return nil }
             return .object(["focus": .string(name), "until": until == .latestRepresentable ? .null : .string(until.rfc3339)])

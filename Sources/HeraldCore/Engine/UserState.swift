@@ -418,11 +418,12 @@ extension UserState {
 
     /// Removes and returns every pending item of `stage`, in seq order.
     mutating func removePending(stage: PendingStage) -> [PendingItem] {
-        let count = stage == .queued ? Int(queuedCount) : (stage == .held ? Int(heldCount) : pending.count)
+        let queued = Int(queuedCount), held = Int(heldCount)
+        let count = stage == .queued ? queued : (stage == .held ? held : pending.count - queued - held)
         var taken: [PendingItem] = []
         // Usually every pending item is of `stage` (a summary taking what was queued for it):
         // the whole array is taken, no copy.
-        if count == pending.count, stage != .deferred || pending.indices.allSatisfy({ pending[$0].stage == .deferred }) {
+        if count == pending.count {
             switch stage {
             case .queued: queuedCount = 0
             case .held: heldCount = 0

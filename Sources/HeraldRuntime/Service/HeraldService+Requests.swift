@@ -25,8 +25,8 @@ extension HeraldService {
 
     /// `nothing_to_withdraw`: a withdraw naming its user, when that user has nothing of that id
     /// pending, snoozed or among the deliveries kept (never sent to that user — another recipient
-    /// named by mistake —, already withdrawn, or long ago). It is stored all the same: it cancels
-    /// a submit of that id to that user in advance. Judged from the states in memory, no read; not
+    /// named by mistake —, withdrawn, suppressed or replaced already, or long ago). It is stored all
+    /// the same: it cancels a submit of that id to that user in advance. Judged from the states in memory, no read; not
     /// said while a submit of that id is in flight, or while a fold waits for content.
     private func nothingToWithdraw(_ accepted: AcceptedRequest) -> RequestWarning? {
         guard accepted.events.count == 1, let user = accepted.events[0].user, let app = accepted.events[0].app,
