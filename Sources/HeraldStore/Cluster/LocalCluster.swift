@@ -181,9 +181,14 @@ public final class LocalCluster: @unchecked Sendable {
     }
 
     /// The pid on postmaster.pid's first line, if the file is there.
-    private func postmasterPID() -> Int32? {
+    private func postmasterPID() -> Int32? { postmasterFile()?.pid }
+
+    /// postmaster.pid's pid (first line) and port (fourth line), if the file is there.
+    private func postmasterFile() -> (pid: Int32, port: Int?)? {
         guard let text = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8) else { return nil }
-        return text.split(separator: "\n").first.flatMap { Int32($0) }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let pid = lines.first.flatMap({ Int32($0) }) else { return nil }
+        return (pid, lines.count > 3 ? Int(lines[3]) : nil)
     }
 
     /// Takes `<folder>.lock` exclusively, waiting (and saying so) while another process holds it.
@@ -224,10 +229,8 @@ public final class LocalCluster: @unchecked Sendable {
 
     /// The port of a server already running on this folder, read from postmaster.pid.
     private func runningPort() -> Int? {
-        guard let text = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8) else { return nil }
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        guard lines.count > 3, let pid = Int32(lines[0]), Glibc.kill(pid, 0) == 0, let p = Int(lines[3]) else { return nil }
-        return p
+        guard let file = postmasterFile(), Glibc.kill(file.pid, 0) == 0 else { return nil }
+        return file.port
     }
 
     private func makeOwnedByServerUser(_ path: String) throws(StoreError) {
