@@ -113,4 +113,30 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: stale), "the dead initdb's folder is removed")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.contains(".initdb-") }.isEmpty)
     }
+
+    /// A Herald process stuck while it holds the set-up lock (stopped, or a hung pg_ctl) made every
+    /// later one wait forever, naming no one. The wait now names the holder's pid and gives up
+    /// after `setUpLockTimeout` with an error saying what to do. (The lock is held here by this
+    /// process through a second open file, which `flock` treats as another holder.)
+    @Test func aStuckSetUpIsNamedAndGivenUpOn() throws {
+        let folder = FileManager.default.temporaryDirectory.path + "/herald-location-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let held = open(folder + "/pgdata.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(held >= 0 && flock(held, LOCK_EX | LOCK_NB) == 0)
+        defer { close(held) }
+        let cluster = try LocalCluster(dataDirectory: folder + "/pgdata")
+        cluster.setUpLockTimeout = 0.3
+        var said: [String] = []
+        #expect(LocalCluster.flockHolder(of: held) == getpid())
+        do {
+            try cluster.start { said.append($0) }
+            Issue.record("started although the set-up lock is held")
+        } catch {
+            #expect("\(error)".contains("Waited 0 s for \(folder)/pgdata.lock, which process \(getpid())"), "\(error)")
+            #expect("\(error)".contains("(kill \(getpid()))"), "\(error)")
+        }
+        #expect(said.first?.contains("waiting for another Herald process (pid \(getpid()): ") == true, "\(said)")
+        #expect(!FileManager.default.fileExists(atPath: folder + "/pgdata/PG_VERSION"), "nothing was created")
+    }
 }

@@ -16,6 +16,10 @@ public final class LocalCluster: @unchecked Sendable {
     /// shared by every process using it, so the last one to stop can tell it is the last.
     private var setUpFD: Int32 = -1
     private var inUseFD: Int32 = -1
+    /// How long `start` and `stop` wait for another process to finish setting the cluster up
+    /// before giving up with an error naming it (`HERALD_CLUSTER_LOCK_TIMEOUT`, seconds; 300).
+    public var setUpLockTimeout: Double =
+        ProcessInfo.processInfo.environment["HERALD_CLUSTER_LOCK_TIMEOUT"].flatMap { Double($0) } ?? 300
 
     /// A libpq conninfo value, quoted when it holds a space, a quote or a backslash (or is empty).
     static func conninfoValue(_ value: String) -> String {
@@ -191,12 +195,57 @@ public final class LocalCluster: @unchecked Sendable {
         return (pid, lines.count > 3 ? Int(lines[3]) : nil)
     }
 
-    /// Takes `<folder>.lock` exclusively, waiting (and saying so) while another process holds it.
+    /// Takes `<folder>.lock` exclusively, waiting (and saying so, with the holder's pid) while
+    /// another process holds it — at most `setUpLockTimeout` seconds: a holder that is stuck (a
+    /// stopped process, a hung pg_ctl) would otherwise hang every Herald after it without a word.
     private func lockSetUp(log: (String) -> Void) throws(StoreError) {
         setUpFD = try openLockFile(dataDirectory + ".lock")
         if flock(setUpFD, LOCK_EX | LOCK_NB) == 0 { return }
-        log("waiting for another Herald process to finish starting, checking or stopping the private PostgreSQL in \(dataDirectory)")
-        do { try flockRetrying(setUpFD, LOCK_EX) } catch { unlock(&setUpFD); throw error }
+        let holder = Self.flockHolder(of: setUpFD).map { " (pid \($0)\(Self.commandLine(of: $0).map { ": \($0)" } ?? ""))" } ?? ""
+        log("waiting for another Herald process\(holder) to finish starting, checking or stopping the private PostgreSQL in \(dataDirectory)")
+        let deadline = Date().addingTimeInterval(setUpLockTimeout)
+        while flock(setUpFD, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR else {
+                let reason = String(cString: strerror(errno))
+                unlock(&setUpFD)
+                throw .configuration("Cannot lock \(dataDirectory).lock (\(reason)).")
+            }
+            guard Date() < deadline else {
+                let now = Self.flockHolder(of: setUpFD)
+                unlock(&setUpFD)
+                let who = now.map { "process \($0)\(Self.commandLine(of: $0).map { " (\($0))" } ?? "")" } ?? "another process"
+                throw .configuration("""
+                    Waited \(Int(setUpLockTimeout)) s for \(dataDirectory).lock, which \(who) holds while it \
+                    creates, starts or stops the private PostgreSQL there; that normally takes seconds. If \
+                    that process is stuck, stop it\(now.map { " (kill \($0))" } ?? "") and run this again, or \
+                    pass --database-url to use a server you run.
+                    """)
+            }
+            usleep(50_000)
+        }
+    }
+
+    /// The pid holding an exclusive `flock` on the file open as `fd`, from /proc/locks (Linux;
+    /// nil when it cannot be told).
+    static func flockHolder(of fd: Int32) -> Int32? {
+        var st = stat()
+        guard fstat(fd, &st) == 0, let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
+        let dev = UInt64(st.st_dev)
+        let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfff), minor = (dev & 0xff) | ((dev >> 12) & ~0xff)
+        let file = String(major, radix: 16).leftPadded(to: 2) + ":" + String(minor, radix: 16).leftPadded(to: 2) + ":\(st.st_ino)"
+        // "1: FLOCK  ADVISORY  WRITE 3569 fe:00:2753297 0 EOF"; waiters' lines have "->" after the number.
+        for line in text.split(separator: "\n") {
+            let f = line.split(separator: " ")
+            guard f.count >= 6, f[1] == "FLOCK", f[3] == "WRITE", f[5] == file else { continue }
+            return Int32(f[4])
+        }
+        return nil
+    }
+
+    /// A process's command line, its arguments joined by spaces (nil once it is gone).
+    static func commandLine(of pid: Int32) -> String? {
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"), !data.isEmpty else { return nil }
+        return data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }.joined(separator: " ")
     }
 
     private func openLockFile(_ path: String) throws(StoreError) -> Int32 {
@@ -316,4 +365,8 @@ public final class LocalCluster: @unchecked Sendable {
         _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
         return Int(UInt16(bigEndian: addr.sin_port))
     }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
 }
