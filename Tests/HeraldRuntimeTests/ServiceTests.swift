@@ -374,6 +374,38 @@ import Testing
         #expect(ds.map { $0["kind"]?.stringValue } == ["alert", "withdrawn", "withdrawn"], "n2, cancelled in advance, never alerts")
     }
 
+    /// A `focusOff` that turns nothing off — a misspelt name, a Focus not on by hand and outside its
+    /// windows, one turned off already — got `ok` and no word. It is warned (`focus_not_on`), judged
+    /// from the user's state when it is folded: a `focusOn` pipelined just before it counts.
+    @Test func aFocusOffThatFindsNoFocusOnIsWarned() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let c = try server.client()
+        func codes(_ r: JSONValue) -> [String] { (r["warnings"]?.arrayValue ?? []).compactMap { $0["code"]?.stringValue } }
+        let misspelt = try c.call(["op": "focusOff", "user": "alice", "focus": "Wrok"])
+        #expect(misspelt["ok"] == true && codes(misspelt) == ["focus_not_on"], "\(misspelt.canonicalString)")
+        #expect(misspelt["warnings"]?.arrayValue?.first?["message"]?.stringValue?.contains("alice has no Focus “Wrok”") == true)
+        _ = try c.call(["op": "focusDefine", "user": "alice", "focus": "Morning", "timeZone": "UTC",
+                        "schedule": [["days": [1, 2, 3, 4, 5, 6, 7], "start": "06:00", "end": "08:00"]]])
+        _ = try c.call(["op": "focusDefine", "user": "alice", "focus": "Evening", "timeZone": "UTC",
+                        "schedule": [["days": [1, 2, 3, 4, 5, 6, 7], "start": "18:00", "end": "20:00"]]])
+        let outside = try c.call(["op": "focusOff", "user": "alice", "focus": "Evening"])
+        #expect(codes(outside) == ["focus_not_on"], "defined, outside its window")
+        #expect(outside["warnings"]?.arrayValue?.first?["message"]?.stringValue?.contains("is not on at 2026-03-27T07:00:00Z") == true)
+        let inWindow = try c.call(["op": "focusOff", "user": "alice", "focus": "Morning"])
+        #expect(inWindow["ok"] == true && codes(inWindow) == [], "\(inWindow.canonicalString)")
+        #expect(codes(try c.call(["op": "focusOff", "user": "alice", "focus": "Morning"])) == ["focus_not_on"], "turned off already")
+        // Pipelined: the focusOn is folded before the focusOff is judged.
+        try c.send(#"{"op":"focusOn","user":"alice","focus":"Evening","rid":1}"#)
+        try c.send(#"{"op":"focusOff","user":"alice","focus":"Evening","rid":2}"#)
+        let on = try c.readJSON(), off = try c.readJSON()
+        #expect(on["rid"] == 1 && codes(on) == [] && off["rid"] == 2 && codes(off) == [], "\(on.canonicalString) \(off.canonicalString)")
+        #expect(codes(try c.call(["op": "focusOff", "user": "alice", "focus": "Evening"])) == ["focus_not_on"], "off by hand already")
+        _ = try c.call(["op": "focusOn", "user": "alice", "focus": "Evening", "until": "2026-03-27T07:30:00Z"])
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T07:45:00Z"])
+        #expect(codes(try c.call(["op": "focusOff", "user": "alice", "focus": "Evening"])) == ["focus_not_on"], "its until passed")
+    }
+
     @Test func withdrawWithoutUserReachesEveryRecipientAndOpenedIsStored() throws {
         let server = try TestServer(start: "2026-03-27T07:00:00Z")
         defer { server.stop() }

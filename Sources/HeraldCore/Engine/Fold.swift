@@ -365,6 +365,17 @@ extension UserState {
             || recent(app).contains { $0.id == id }
     }
 
+    /// What a `focusOff` of `name` at `t` would find: a Focus on by hand (its `until` not
+    /// reached), or a scheduled one inside a window and not turned off already — or neither
+    /// (`notOn`), or no Focus of that name at all. The service's `focus_not_on` warning.
+    public func focusOffFinds(_ name: String, at t: Instant) -> FocusOffFinding {
+        if focus.manual(at: t) == name { return .on }
+        guard let definition = focus.definition(name) else { return .undefined }
+        guard let cal = definition.calendar, cal.isActive(at: t) else { return .notOn }
+        if let off = focus.offUntil[name], t < off { return .notOn }
+        return .on
+    }
+
     /// Snoozes a notification: replaces any earlier snooze of it (by its submit's seq or its id).
     mutating func snooze(_ s: Snooze) {
         if !snoozes.isEmpty { snoozes.removeAll { $0.seq == s.seq || ($0.app == s.app && $0.id == s.id) } }
@@ -388,4 +399,9 @@ extension UserState {
             remember(items[i])
         }
     }
+}
+
+/// What a `focusOff` finds (`UserState.focusOffFinds`).
+public enum FocusOffFinding: Sendable {
+    case on, notOn, undefined
 }

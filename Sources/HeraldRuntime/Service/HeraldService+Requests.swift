@@ -37,6 +37,26 @@ extension HeraldService {
             message: "\(user) has no notification “\(id)” from \(app) pending, snoozed or among the deliveries Herald keeps: it was never sent to this user, or it was withdrawn, suppressed or replaced already, or it is older. The withdraw is stored: if “\(id)” was never submitted, it is cancelled for \(user) in advance. To withdraw it from whoever received it, leave out “user”.")
     }
 
+    /// `focus_not_on`: a `focusOff` whose Focus is not on for its user at the event's time — not
+    /// on by hand, not inside a window of its schedule (or turned off already), or not defined at
+    /// all (a misspelt name). Judged after COMMIT, just before the fold, from the user's state then
+    /// (exact: earlier events of the user are folded); not said while folds wait for content.
+    /// The event is stored all the same, and changes nothing.
+    func focusNotOn(_ event: StoredEvent) -> RequestWarning? {
+        guard restart.content.heldFolds.isEmpty, let user = event.user, let name = event.body["focus"]?.stringValue else { return nil }
+        let finding = ordinal(of: user).map { users[$0].state.focusOffFinds(name, at: event.at) } ?? .undefined
+        switch finding {
+        case .on:
+            return nil
+        case .undefined:
+            return RequestWarning(code: "focus_not_on",
+                message: "\(user) has no Focus “\(name)”: none of that name was defined or turned on, so nothing was turned off. Check the name (Focus names are case-sensitive); the focusOff is stored and changes nothing.")
+        case .notOn:
+            return RequestWarning(code: "focus_not_on",
+                message: "\(user)'s Focus “\(name)” is not on at \(event.at.rfc3339): it is not on by hand, and no window of its schedule is active (or it was turned off already), so nothing was turned off. A scheduled Focus can be turned off only during one of its windows; the focusOff is stored and changes nothing.")
+        }
+    }
+
     /// Finds the recipients of (app, id) and withdraws it for each. A submit of (app, id) still in
     /// flight is waited for (the withdraw is then admitted afresh): its recipients are in the log
     /// once it committed.
@@ -165,8 +185,11 @@ extension HeraldService {
             case .success(let outcome):
                 if case .appended(let seq) = outcome {
                     self.eventsCommitted += 1
-                    self.applyCommitted(accepted.events.withUnsafeBufferPointer { StoredEvent(draftAt: $0.baseAddress!, seq: seq, at: at) })
-                    reply.appended(rid: rid, seq: seq, warnings: accepted.warnings, in: self.replyScratch)
+                    let event = accepted.events.withUnsafeBufferPointer { StoredEvent(draftAt: $0.baseAddress!, seq: seq, at: at) }
+                    let focusWarning = event.kind == .focusOff ? self.focusNotOn(event) : nil
+                    self.applyCommitted(event)
+                    reply.appended(rid: rid, seq: seq, warnings: focusWarning.map { accepted.warnings + [$0] } ?? accepted.warnings,
+                                   in: self.replyScratch)
                 } else {
                     reply(self.replyFor(outcome: outcome, rid: rid, warnings: accepted.warnings))
                 }
