@@ -11,8 +11,13 @@ public struct Grant: Hashable, Sendable {
     public var roles: Set<Role>
     /// Apps a producer may act for; nil means any app.
     public var apps: Set<String>?
-    /// Durable consumer names a consumer may subscribe and ack as; nil means any name.
+    /// Durable consumer names a consumer may subscribe and ack as; nil means any name but the
+    /// `reservedConsumers`.
     public var consumers: Set<String>?
+    /// Without a `consumers` list: the names other entries of the tokens file list, which only
+    /// they may use (a review, session 31: one unbound consumer token took over a bound name's
+    /// stream and cursor).
+    public var reservedConsumers: Set<String> = []
 
     public init(name: String, roles: Set<Role>, apps: Set<String>?, consumers: Set<String>? = nil) {
         self.name = name; self.roles = roles; self.apps = apps; self.consumers = consumers
@@ -24,7 +29,7 @@ public struct Grant: Hashable, Sendable {
     public func mayActFor(app: String) -> Bool { apps.map { $0.contains(app) } ?? true }
 
     /// Whether this grant may subscribe or ack as the durable consumer `name`.
-    public func mayConsumeAs(_ name: String) -> Bool { consumers.map { $0.contains(name) } ?? true }
+    public func mayConsumeAs(_ name: String) -> Bool { consumers.map { $0.contains(name) } ?? !reservedConsumers.contains(name) }
 }
 
 /// The SHA-256 of a token: the key under which the tokens table keeps a grant. The table never
@@ -132,14 +137,25 @@ public struct TokenTable: Sendable {
             RequestError(code: "invalid_tokens_file", title: "The tokens file is not valid", detail: why)
         }
         guard let list = json["tokens"]?.arrayValue else { throw bad("It must be an object with a \"tokens\" array.") }
+        // A misspelt key ("consumer" for "consumers") left an entry with more rights than meant,
+        // without a word (a review, session 31): every key must be one the loader reads.
+        if let other = json.objectValue?.keys.sorted().first(where: { !Self.fileKeys.contains($0) }) {
+            throw bad("It has the unknown key “\(clipped(other))”; the file's keys are \(Self.fileKeys.sorted().map { "\"\($0)\"" }.joined(separator: ", ")).")
+        }
         if list.isEmpty {
             throw bad("The \"tokens\" array is empty, which would let no one in. List at least one entry, or run without --tokens for dev mode.")
         }
         var digests: [TokenDigest: Grant] = [:]
         var certificates: [String: Grant] = [:]
         var plain: [String] = []
+        var grants: [Grant] = []
+        var named: [String: Int] = [:]
         for (i, entry) in list.enumerated() {
             let name = entry["name"]?.stringValue ?? "token-\(i)"
+            guard let keys = entry.objectValue?.keys else { throw bad("Entry \(i) is not an object.") }
+            if let other = keys.sorted().first(where: { !Self.entryKeys.contains($0) }) {
+                throw bad("Entry \(i) (\(name)) has the unknown key “\(clipped(other))”; an entry's keys are \(Self.entryKeys.sorted().map { "\"\($0)\"" }.joined(separator: ", ")). A misspelt key would leave the entry with other rights than meant.")
+            }
             var digest: TokenDigest?
             if let hex = entry["sha256"] {
                 guard let text = hex.stringValue, let d = TokenDigest(hex: text) else {
@@ -177,6 +193,12 @@ public struct TokenTable: Sendable {
             if roles.contains(.producer) && apps == nil {
                 throw bad("Entry \(i) is a producer without an \"apps\" list; list the apps it may submit for.")
             }
+            if apps != nil && !roles.contains(.producer) {
+                throw bad("Entry \(i) (\(name)) lists \"apps\" without the producer role: apps scope only what a producer may submit and withdraw (settings, consumer and admin rights cover every app, SPEC §5). Remove \"apps\", or add the producer role.")
+            }
+            if apps?.contains("*") == true {
+                throw bad("Entry \(i) (\(name)) lists the app “*”: there is no wildcard app; list each app the producer may submit for.")
+            }
             var consumers: Set<String>?
             if let list = entry["consumers"] {
                 guard let names = list.arrayValue?.compactMap(\.stringValue), names.count == list.arrayValue?.count, !names.isEmpty else {
@@ -193,6 +215,13 @@ public struct TokenTable: Sendable {
                 }
             }
             let grant = Grant(name: name, roles: roles, apps: apps, consumers: consumers)
+            // Names identify entries in the log; one name may hold several credentials (a token
+            // being rotated) only with the same rights.
+            if let j = named[name], grants[j] != grant {
+                throw bad("Entries \(j) and \(i) are both named “\(clipped(name))” with other rights; the log names entries by name, so give each its own.")
+            }
+            named[name] = named[name] ?? i
+            grants.append(grant)
             if let digest {
                 if digests[digest] != nil { throw bad("Entry \(i) (\(name)) repeats a token.") }
                 digests[digest] = grant
@@ -202,8 +231,20 @@ public struct TokenTable: Sendable {
                 certificates[certificate] = grant
             }
         }
-        return TokenTable(digests: digests, certificates: certificates, plainTokenEntries: plain)
+        // Names some entries list are theirs alone: an entry without a list may use any other.
+        let bound = grants.reduce(into: Set<String>()) { $0.formUnion($1.consumers ?? []) }
+        func reserving(_ g: Grant) -> Grant {
+            guard g.consumers == nil, g.roles.contains(.consumer) else { return g }
+            var g = g
+            g.reservedConsumers = bound
+            return g
+        }
+        return TokenTable(digests: digests.mapValues(reserving), certificates: certificates.mapValues(reserving), plainTokenEntries: plain)
     }
+
+    /// The keys a tokens file and each of its entries may have ("comment": free text, ignored).
+    static let fileKeys: Set<String> = ["tokens", "comment"]
+    static let entryKeys: Set<String> = ["name", "sha256", "token", "certificate", "roles", "apps", "consumers", "comment"]
 }
 
 /// The role each op needs; ops absent here (hello, ping, stats) need none.

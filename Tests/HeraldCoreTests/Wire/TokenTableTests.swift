@@ -58,6 +58,52 @@ import Testing
         }
     }
 
+    /// A review (session 31) misspelt "consumers" as "consumer": the entry loaded without its
+    /// binding and took over another consumer's stream. Every key must be one the loader reads.
+    @Test func unknownKeysInTheFileOrAnEntryAreRefused() throws {
+        #expect {
+            try Self.table(#"{"tokens":[{"name":"audit","token":"aaaaaaaa","roles":["consumer"],"consumer":["audit"]}]}"#)
+        } throws: { ($0 as? RequestError)?.detail.hasPrefix("Entry 0 (audit) has the unknown key “consumer”") == true }
+        #expect {
+            try Self.table(#"{"tokens":[{"name":"ops","token":"oooooooo","roles":["admin"]}],"token":[]}"#)
+        } throws: { ($0 as? RequestError)?.detail.hasPrefix("It has the unknown key “token”") == true }
+        let commented = try Self.table(#"{"comment":"rotated 2026-11","tokens":[{"name":"ops","token":"oooooooo","roles":["admin"],"comment":"the on-call"}]}"#)
+        #expect(commented.count == 1)
+    }
+
+    /// `apps` scopes only the producer role (SPEC §5): on a settings token it was shown at hello
+    /// and never enforced (a review, session 31), and `*` is no wildcard.
+    @Test func appsWithoutTheProducerRoleOrAStarAppAreRefused() throws {
+        #expect {
+            try Self.table(#"{"tokens":[{"name":"s","token":"ssssssss","roles":["settings"],"apps":["com.example.mail"]}]}"#)
+        } throws: { ($0 as? RequestError)?.detail.contains("lists \"apps\" without the producer role") == true }
+        #expect {
+            try Self.table(#"{"tokens":[{"name":"p","token":"pppppppp","roles":["producer"],"apps":["*"]}]}"#)
+        } throws: { ($0 as? RequestError)?.detail.contains("there is no wildcard app") == true }
+        let both = try Self.table(#"{"tokens":[{"name":"m","token":"mmmmmmmm","roles":["producer","settings"],"apps":["com.example.mail"]}]}"#)
+        #expect(both.grant(for: "mmmmmmmm")?.apps == ["com.example.mail"])
+    }
+
+    /// The log names entries by name: two with one name and other rights could not be told apart.
+    /// One name over two tokens with the same rights (a token being rotated) is fine.
+    @Test func entriesSharingANameMustHaveTheSameRights() throws {
+        #expect {
+            try Self.table(#"{"tokens":[{"name":"a","token":"aaaaaaaa","roles":["producer"],"apps":["m"]},{"name":"a","token":"bbbbbbbb","roles":["admin"]}]}"#)
+        } throws: { ($0 as? RequestError)?.detail.hasPrefix("Entries 0 and 1 are both named “a” with other rights") == true }
+        let rotating = try Self.table(#"{"tokens":[{"name":"a","token":"aaaaaaaa","roles":["admin"]},{"name":"a","token":"bbbbbbbb","roles":["admin"]}]}"#)
+        #expect(rotating.grant(for: "aaaaaaaa") == rotating.grant(for: "bbbbbbbb"))
+    }
+
+    /// A consumer entry without a `consumers` list took over a name another entry lists (a review,
+    /// session 31). The names some entries list are theirs alone; others stay open to it.
+    @Test func aConsumerNameAnEntryListsIsReservedFromEntriesWithoutAList() throws {
+        let t = try Self.table(#"{"tokens":[{"name":"push","token":"pppppppp","roles":["consumer"],"consumers":["push"]},{"name":"audit","token":"aaaaaaaa","roles":["consumer"]}]}"#)
+        let audit = try #require(t.grant(for: "aaaaaaaa")), push = try #require(t.grant(for: "pppppppp"))
+        #expect(!audit.mayConsumeAs("push") && audit.mayConsumeAs("audit") && audit.mayConsumeAs("anything-else"))
+        #expect(push.mayConsumeAs("push") && !push.mayConsumeAs("audit"))
+        #expect(Grant.everything.mayConsumeAs("push"), "dev mode: any name")
+    }
+
     /// Requests must name apps and consumers in NFC: a file that lists them otherwise is refused,
     /// not loaded to hand out names every request would then be refused for.
     @Test func appsAndConsumersNotInNFCAreRefused() throws {
