@@ -16,7 +16,7 @@ import Testing
     }
 
     /// Runs the built `herald` with `arguments` (output through files: no pipe to fill up).
-    static func herald(_ arguments: [String]) throws -> Outcome {
+    static func herald(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Outcome {
         let dir = FileManager.default.temporaryDirectory.path
         let tag = "herald-cmd-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let out = "\(dir)/\(tag).out", err = "\(dir)/\(tag).err"
@@ -26,7 +26,7 @@ import Testing
         let p = Process()
         p.executableURL = URL(fileURLWithPath: try ServeProcess.findBinary())
         p.arguments = arguments
-        p.environment = ProcessInfo.processInfo.environment.filter { $0.key != "HERALD_DATABASE_URL" }
+        p.environment = ProcessInfo.processInfo.environment.filter { $0.key != "HERALD_DATABASE_URL" }.merging(extra) { $1 }
         p.standardInput = FileHandle.nullDevice
         p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
         p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
@@ -129,6 +129,30 @@ import Testing
             cursors += run.stdout.split(separator: "\n").compactMap { try? JSONValue.parse(String($0))["cursor"]?.intValue }
         }
         #expect(cursors == Array(1...100), "\(cursors.first ?? 0)…\(cursors.last ?? 0), \(cursors.count) lines")
+    }
+
+    /// `herald tail --token` shows the token to every local user in `ps` (a review, session 31):
+    /// it also reads it from `--token-file` or `$HERALD_TOKEN`.
+    @Test func tailReadsItsTokenFromAFileOrTheEnvironment() throws {
+        let tokens = TokenTable(["ops-secret-token": Grant(name: "ops", roles: [.admin, .settings, .consumer, .producer], apps: nil)])
+        let server = try TestServer(start: "2026-03-27T07:00:00Z", tokens: tokens)
+        defer { server.stop() }
+        let c = try server.client(token: "ops-secret-token")
+        _ = try c.call(["op": "authorization", "user": "alice", "app": "com.example.mail", "status": "authorized", "options": ["alert"]])
+        _ = try c.call(["op": "submit", "id": "m1", "app": "com.example.mail", "user": "alice", "title": "T", "body": "B", "hiddenPreviewsBodyPlaceholder": "x"])
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T07:00:01Z"])  // replies once the deliveries are committed
+        let file = FileManager.default.temporaryDirectory.path + "/herald-token-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try "ops-secret-token\n".write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let tail = ["tail", "--connect", "127.0.0.1:\(server.port)", "--from", "earliest", "--limit", "1", "--idle-exit", "20"]
+        let fromFile = try Self.herald(tail + ["--consumer", "a", "--token-file", file])
+        #expect(fromFile.status == 0 && fromFile.stdout.contains("m1"), "\(fromFile)")
+        let fromEnvironment = try Self.herald(tail + ["--consumer", "b"], environment: ["HERALD_TOKEN": "ops-secret-token"])
+        #expect(fromEnvironment.status == 0 && fromEnvironment.stdout.contains("m1"), "\(fromEnvironment)")
+        let wrong = try Self.herald(tail + ["--consumer", "c"], environment: ["HERALD_TOKEN": "not-the-token"])
+        #expect(wrong.status != 0 && wrong.stderr.contains("invalid_token"), "\(wrong)")
+        let missing = try Self.herald(tail + ["--token-file", file + ".missing"])
+        #expect(missing.status == 2 && missing.stderr.contains("Cannot read --token-file"), "\(missing)")
     }
 
     @Test func aWhatIfAtThatIsNotRFC3339IsAnErrorNamingTheValueAndTheForm() throws {

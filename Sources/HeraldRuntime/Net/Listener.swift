@@ -23,7 +23,8 @@ public final class Listener {
     /// Times `accept` failed (exposed in stats).
     public private(set) var acceptFailures = 0
 
-    public init(loop: EventLoop, host: String, port: Int, backlog: Int32 = 1024, onAccept: @escaping (Int32) -> Void,
+    /// `flag` names the option the address came from, in the error when it does not parse.
+    public init(loop: EventLoop, host: String, port: Int, flag: String = "--listen", backlog: Int32 = 1024, onAccept: @escaping (Int32) -> Void,
                 onAcceptError: @escaping (String) -> Void = { _ in }) throws(ServiceError) {
         self.onAccept = onAccept
         self.onAcceptError = onAcceptError
@@ -32,7 +33,7 @@ public final class Listener {
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         guard inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &addr.sin_addr) == 1 else {
-            throw .configuration("--listen host “\(host)” is not an IPv4 address; use e.g. 127.0.0.1 or 0.0.0.0.")
+            throw .configuration("\(flag) host “\(host)” is not an IPv4 address; use e.g. 127.0.0.1 or 0.0.0.0.")
         }
         // Unretained: the Listener owns the evconnlistener and frees it in deinit.
         let context = Unmanaged.passUnretained(self).toOpaque()

@@ -26,7 +26,7 @@ extension HeraldService {
                 + (settings.clientCRLFile.map { ", client CRL from \($0)" } ?? "") + "; new connections use them, open ones keep theirs")
         } catch {
             certificateReloadFailures += 1
-            log("error: SIGHUP: \(error) The previous certificate stays in use; fix the files and send SIGHUP again.")
+            log("error: SIGHUP: \(error) The previous certificate, key and client CRL stay in use; fix the files and send SIGHUP again.")
         }
     }
 }

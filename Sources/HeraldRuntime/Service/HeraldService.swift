@@ -295,7 +295,7 @@ public final class HeraldService: ConnectionDelegate {
         }, onAcceptError: acceptError)
         self.listener = listener
         if let plain = configuration.plaintextListen {
-            plaintextListener = try Listener(loop: loop, host: plain.host, port: plain.port, onAccept: { [unretained] fd in
+            plaintextListener = try Listener(loop: loop, host: plain.host, port: plain.port, flag: "--plain-listen", onAccept: { [unretained] fd in
                 unretained.object?.accept(fd, tls: nil)
             }, onAcceptError: acceptError)
         }

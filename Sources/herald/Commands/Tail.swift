@@ -10,16 +10,31 @@ struct Tail: ParsableCommand {
     @Option(help: "HOST:PORT of a running herald serve.") var connect = "127.0.0.1:7411"
     @Option(help: "Durable consumer name.") var consumer = "tail"
     @Option(help: "committed (default: resume, or the tail for a new consumer), earliest, or a cursor.") var from: String?
-    @Option(help: "Token with the consumer role (omit in dev mode).") var token: String?
+    @Option(help: "Token with the consumer role (omit in dev mode). Other local users can read it in ps: prefer --token-file or $HERALD_TOKEN.") var token: String?
+    @Option(help: "A file holding the token (its first line).") var tokenFile: String?
     @Option(help: "Exit after this many deliveries.") var limit: Int?
     @Option(help: "Exit after this many seconds without a delivery.") var idleExit: Int?
     @Option(name: .customLong("tls-ca"), help: "Connect with TLS, verifying the server against this PEM CA file.") var tlsCA: String?
     @Option(name: .customLong("tls-cert"), help: "With --tls-ca: a client certificate (PEM) to present.") var tlsCert: String?
     @Option(name: .customLong("tls-key"), help: "With --tls-cert: its private key (PEM).") var tlsKey: String?
 
+    /// --token, else the first line of --token-file, else $HERALD_TOKEN (nil: dev mode).
+    func resolvedToken() throws -> String? {
+        if token != nil && tokenFile != nil { throw ValidationError("Give --token or --token-file, not both.") }
+        if let token { return token }
+        if let tokenFile {
+            guard let text = try? String(contentsOfFile: tokenFile, encoding: .utf8) else {
+                throw ValidationError("Cannot read --token-file \(tokenFile): check the path and that this user may read it.")
+            }
+            return text.split(separator: "\n", omittingEmptySubsequences: false).first.map { String($0).trimmingCharacters(in: .whitespaces) } ?? ""
+        }
+        return ProcessInfo.processInfo.environment["HERALD_TOKEN"]
+    }
+
     func run() throws {
         let parts = connect.split(separator: ":")
         guard parts.count == 2, let port = Int(parts[1]) else { throw ValidationError("--connect must be HOST:PORT") }
+        let token = try resolvedToken()
         do {
             let tls = tlsCA.map { TLSClientOptions(caFile: $0, certificateFile: tlsCert, keyFile: tlsKey) }
             let client = try WireClient(host: String(parts[0]), port: port, tls: tls)
