@@ -79,11 +79,26 @@ import Testing
         #expect(log.matching("guessed-token").isEmpty)
         // A hello without any token says so (the log said it; the reply said "not recognised").
         HostileClientTests.expectAlert(try c.call(["op": "hello"]), code: "invalid_token", titleHas: "no token", detailHas: "requires a token")
-        // A client looping on refusals is answered every time but logged a bounded number of times.
-        for i in 0..<100 {
-            _ = try c.call(["op": "hello", "token": .string("guess-\(i)-xxxxxxxx")])
+        // Guessing: the tenth refused hello is answered, then the connection closes with a last
+        // line (a review, session 31, guessed ~54,000 tokens a second on one connection, unseen).
+        for i in 2..<(ClientSession.maxRefusedHellos - 1) {  // the 3rd … 9th
+            HostileClientTests.expectAlert(try c.call(["op": "hello", "token": .string("guess-\(i)-xxxxxxxx")]), code: "invalid_token")
         }
-        #expect(log.matching("refused hello").count == ClientSession.maxLoggedRefusals)
+        try c.send(#"{"op":"hello","token":"guess-last-xxxxxxxx","rid":7}"#)
+        let last = try c.readJSON(), final = try c.readJSON()
+        #expect(last["rid"] == 7 && last["error"]?["code"] == "invalid_token", "\(last.canonicalString)")
+        HostileClientTests.expectAlert(final, code: "too_many_refused_hellos", detailHas: "reconnect")
+        #expect(throws: WireClient.Failure.self, "closed") { try c.readLine(timeoutMilliseconds: 5_000) }
+        #expect(log.matching("(invalid_token); closing: \(ClientSession.maxRefusedHellos) hellos refused on this connection").count == 1)
+        let ops = try server.client(token: "ops-secret-token")
+        #expect(try ops.call(["op": "stats"])["hellosRefused"] == .int(Int64(ClientSession.maxRefusedHellos)))
+
+        // A client looping on refused requests is answered every time but logged a bounded number of times.
+        let mail = try server.client(token: "mail-secret-token")
+        for i in 0..<100 {
+            HostileClientTests.expectAlert(try mail.call(Self.submit(Self.bank, "x\(i)")), code: "forbidden_app")
+        }
+        #expect(log.matching("refused submit").count == ClientSession.maxLoggedRefusals)
         #expect(log.matching("further refusals on this connection are answered but not logged").count == 1)
     }
 

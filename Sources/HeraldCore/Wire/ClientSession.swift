@@ -67,6 +67,11 @@ public struct ClientSession: Sendable {
     /// so a client looping on a forbidden request cannot flood the log.
     private var refusalsLogged = 0
     public static let maxLoggedRefusals = 16
+    /// Hellos refused on this connection (summed in `stats` as `hellosRefused`). At
+    /// `maxRefusedHellos` the connection is closed: one connection guessed ~54,000 tokens a second
+    /// unseen once its refusals were no longer logged (a review, session 31).
+    public private(set) var refusedHellos = 0
+    public static let maxRefusedHellos = 10
 
     public init(tokens: TokenTable, serverName: String) {
         self.tokens = tokens
@@ -145,15 +150,12 @@ public struct ClientSession: Sendable {
             } else if let token = body["token"]?.stringValue {
                 presented = .token(TokenDigest(token: token))
             } else if let other = body["token"], other != .null {
-                return refusal("refused hello: the token was \(other.typeName), not a string (invalid_token)")
-                    + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .tokenNotAString(other.typeName)))
+                return helloRefused(ticket: ticket, rid: rid, "the token was \(other.typeName), not a string", .tokenNotAString(other.typeName))
             } else {
-                return refusal("refused hello: no token was given (invalid_token)")
-                    + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .tokenMissing))
+                return helloRefused(ticket: ticket, rid: rid, "no token was given", .tokenMissing)
             }
             guard let granted = Self.grant(for: presented, in: tokens) else {
-                return refusal("refused hello: the token was not recognised (invalid_token)")
-                    + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .invalidToken))
+                return helloRefused(ticket: ticket, rid: rid, "the token was not recognised", .invalidToken)
             }
             grant = granted
             credential = presented
@@ -216,6 +218,18 @@ public struct ClientSession: Sendable {
         case .token(let digest): return table.isDevMode ? nil : table.grant(for: digest)
         case .certificate(let names): return table.grant(forCertificateNames: names)
         }
+    }
+
+    /// A refused hello: logged, answered, and at the `maxRefusedHellos`th the connection closes.
+    private mutating func helloRefused(ticket: UInt64, rid: JSONValue?, _ why: String, _ error: RequestError) -> [Action] {
+        refusedHellos += 1
+        guard refusedHellos >= Self.maxRefusedHellos else {
+            return refusal("refused hello: \(why) (invalid_token)") + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, error))
+        }
+        let reason = "\(refusedHellos) hellos refused on this connection (too_many_refused_hellos)"
+        return [.warn("refused hello: \(why) (invalid_token); closing: \(reason)")]
+            + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, error))
+            + [.closeAfterReplies(finalLine: WireReply.error(rid: nil, .tooManyRefusedHellos), reason: reason)]
     }
 
     /// The log action for a refusal, until this connection has logged `maxLoggedRefusals` of them.

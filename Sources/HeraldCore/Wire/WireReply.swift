@@ -106,6 +106,11 @@ extension RequestError {
                      detail: "Send the token your operator issued as a JSON string: {\"op\":\"hello\",\"token\":\"…\"}. The connection stays open for another hello.")
     }
 
+    /// The last line of a connection closed after `ClientSession.maxRefusedHellos` refused hellos.
+    public static let tooManyRefusedHellos = RequestError(
+        code: "too_many_refused_hellos", title: "Too many refused hellos on this connection",
+        detail: "This connection sent \(ClientSession.maxRefusedHellos) hellos that were refused, and is closed: guessing tokens is not possible here. Check the token your operator issued, then reconnect.")
+
     public static let grantRevoked = RequestError(
         code: "grant_revoked", title: "This connection's access was changed by the operator",
         detail: "The tokens file was reloaded and no longer grants this connection what its hello did. Reconnect and hello again with a current token or certificate.")

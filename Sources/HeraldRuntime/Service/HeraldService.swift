@@ -182,6 +182,8 @@ public final class HeraldService: ConnectionDelegate {
     var eventsCommitted = 0
     var deliveriesCommitted = 0
     var requestsRejected = 0
+    /// `ClientSession.refusedHellos` of the connections closed so far (stats: `hellosRefused`).
+    var hellosRefusedOnClosedConnections = 0
 
     public init(configuration: ServiceConfiguration, log: @escaping (String) -> Void) {
         self.configuration = configuration
@@ -388,7 +390,10 @@ public final class HeraldService: ConnectionDelegate {
 
     func connectionClosed(_ connection: ClientConnection) {
         // Freed one loop turn later: libevent may still be inside this connection's callback.
-        if let c = connections.removeValue(forKey: connection.id) { graveyard.append(c) }
+        if let c = connections.removeValue(forKey: connection.id) {
+            hellosRefusedOnClosedConnections += c.session.refusedHellos
+            graveyard.append(c)
+        }
         reaper?.arm(afterMilliseconds: 0)
     }
 
@@ -430,6 +435,8 @@ public final class HeraldService: ConnectionDelegate {
             "eventsCommitted": .int(Int64(eventsCommitted)),
             "deliveriesCommitted": .int(Int64(deliveriesCommitted)),
             "requestsRejected": .int(Int64(requestsRejected)),
+            // Wrong, missing or non-string tokens, closed connections' and open ones' (token guessing shows here).
+            "hellosRefused": .int(Int64(hellosRefusedOnClosedConnections + connections.values.reduce(0) { $0 + $1.session.refusedHellos })),
             "users": .int(Int64(users.count)),
             "timers": .int(Int64(timers.wheel.count)),
             "timerWakeups": .int(Int64(timers.wakeups)),
