@@ -48,7 +48,13 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// meant for the operator (libpq's text runs over several lines with its own hints).
     public var clientReason: String {
         switch self {
-        case .unavailable(let m): return "PostgreSQL is unreachable: \(Self.firstLine(of: m))"
+        case .unavailable(let m):
+            // What, not where: libpq's line names the database's host and port, which are not the
+            // client's business (a review, session 31); the service's log keeps the whole text.
+            var why = Self.firstLine(of: m)
+            if let r = why.range(of: "failed: ", options: .backwards) { why = String(why[r.upperBound...]) }
+            if why.isEmpty || why.contains("\"") || why.contains("port ") { return "PostgreSQL is unreachable (the service's log says why)" }
+            return "PostgreSQL is unreachable: \(why)"
         case .serverUnavailable(let s, let m): return "PostgreSQL cannot serve right now (SQLSTATE \(s): \(Self.firstLine(of: m)))"
         case .conflict(let m): return "two writers collided in PostgreSQL (\(Self.firstLine(of: m)))"
         default: return Self.firstLine(of: description)
