@@ -102,7 +102,7 @@ public struct TokenTable: Sendable {
     public var count: Int { grants.count + certificates.count }
 
     /// The names of the entries with the consumer role and no `consumers` list, sorted: each may
-    /// subscribe and ack as any consumer name, another's included (warned about at start-up when
+    /// subscribe and ack as any consumer name no entry lists, another such entry's included (warned about at start-up when
     /// there are two or more).
     public var consumerEntriesWithoutNames: [String] {
         Set((grants.values.map { $0 } + certificates.values.map { $0 })

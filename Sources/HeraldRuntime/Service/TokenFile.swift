@@ -38,7 +38,7 @@ public enum TokenFile {
         let open = table.consumerEntriesWithoutNames
         guard open.count > 1 else { return nil }
         return "warning: in the tokens file \(path), \(open.count) entries with the consumer role list no \"consumers\" "
-            + "(\(open.joined(separator: ", "))): each may subscribe and ack as any consumer name, so one can move another's "
+            + "(\(open.joined(separator: ", "))): each may subscribe and ack as any consumer name no entry lists, so one can move another's "
             + "acknowledged cursor or take over its stream; give each entry \"consumers\": [its names] (docs/security.md)"
     }
 
