@@ -406,6 +406,33 @@ import Testing
         #expect(admitted)
     }
 
+    /// Connections that never say hello held every slot until their hello deadline, and an
+    /// operator's hello got `busy` (a review, session 31). At the limit, the oldest one without hello
+    /// for `evictBeforeHelloMilliseconds` gives its slot to the new client, with a last line; one
+    /// younger than that, or one that said hello, keeps its slot.
+    @Test func connectionsThatNeverSayHelloGiveTheirSlotsToNewClients() throws {
+        let server = try TestServer {
+            $0.maxConnections = 3
+            $0.evictBeforeHelloMilliseconds = 200
+        }
+        defer { server.stop() }
+        let helloed = try server.client()
+        let silent = try (0..<2).map { _ in try WireClient(port: server.port) }
+        for _ in 0..<250 where try helloed.call(["op": "stats"])["connections"] != 3 { usleep(20_000) }
+        usleep(300_000)  // the silent ones pass the (shortened) eviction age
+        let operatorClient = try server.client()  // evicts silent[0], the oldest without hello
+        Self.expectAlert(try silent[0].readJSON(), code: "evicted_before_hello", detailHas: "hello")
+        #expect(throws: WireClient.Failure.self) { _ = try silent[0].readLine(timeoutMilliseconds: 5_000) }
+        let another = try server.client()  // evicts silent[1]
+        Self.expectAlert(try silent[1].readJSON(), code: "evicted_before_hello")
+        // Now every slot said hello: a new client gets busy, and nobody is evicted.
+        let late = try WireClient(port: server.port)
+        Self.expectAlert(try late.readJSON(), code: "busy")
+        for c in [helloed, operatorClient, another] { #expect(try c.call(["op": "ping"])["op"] == "pong") }
+        let stats = try helloed.call(["op": "stats"])
+        #expect(stats["evictedBeforeHello"] == 2 && stats["connections"] == 3, "\(stats.canonicalString)")
+    }
+
     @Test func clientThatStopsReadingIsReclaimedAndItsRepliesAreNotBufferedWithoutBound() throws {
         let server = try TestServer {
             $0.writeTimeoutMilliseconds = 500

@@ -142,6 +142,12 @@ extension RequestError {
                      detail: "\(reason). Nothing was stored. Herald reconnects by itself: send the same request again in a moment (a submit re-sent with the same id is stored once).")
     }
 
+    /// The last line of a connection that had not said hello when the service, at its connection
+    /// limit, gave its slot to a new client.
+    public static let evictedBeforeHello = RequestError(
+        code: "evicted_before_hello", title: "Closed for a new client: no hello yet",
+        detail: "The service is at its connection limit and this connection had not said hello, so its slot went to a new client. Reconnect and send {\"op\":\"hello\",\"token\":\"…\"} first.")
+
     public static let busy = RequestError(
         code: "busy", title: "Herald is at its connection limit",
         detail: "The server refuses connections past its maximum. Retry with backoff, or pool connections.")

@@ -55,6 +55,10 @@ public final class ClientConnection {
     private var limits = Limits()
     /// When the last complete request line arrived (monotonic milliseconds).
     private var lastRequestAt: Int64 = 0
+    /// When the connection was accepted (monotonic milliseconds).
+    public let acceptedAt = ClientConnection.monotonicMilliseconds()
+    /// Whether the connection speaks plaintext (a line can be written to its socket directly).
+    private let plaintext: Bool
 
     /// How long a connection may take to say hello, to send its next request, and to accept
     /// output; and how much unsent output it may have before it is no longer read.
@@ -80,6 +84,7 @@ public final class ClientConnection {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         peerChecked = tls == nil
+        plaintext = tls == nil
         let made = if let tls { tls.bufferevent(base: loop.base, fd: fd) }
                    else { bufferevent_socket_new(loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) }
         guard let made else { return nil }
@@ -130,6 +135,20 @@ public final class ClientConnection {
         }
         deadline = loop.timer { [unretained] in unretained.object?.deadlinePassed() }
         deadline?.arm(afterMilliseconds: limits.helloMilliseconds)
+    }
+
+    /// Ends a connection that has not said hello at once, to free its slot for a new client when
+    /// the service is at its connection limit (`HeraldService.accept`): no linger — it was owed
+    /// nothing — and, in plaintext, a last line written straight to the socket.
+    /// Returns whether it did (false: closing already, said hello, or no socket).
+    @discardableResult
+    func evictBeforeHello(line: [UInt8], reason: String) -> Bool {
+        guard !isClosing, session.grant == nil, let bev else { return false }
+        isClosing = true
+        delegate?.connectionClosing(self, reason: reason)
+        if plaintext { _ = line.withUnsafeBytes { write(bufferevent_getfd(bev), $0.baseAddress, $0.count) } }
+        finish(peerGone: true)
+        return true
     }
 
     private func deadlinePassed() {

@@ -184,6 +184,8 @@ public final class HeraldService: ConnectionDelegate {
     var requestsRejected = 0
     /// `ClientSession.refusedHellos` of the connections closed so far (stats: `hellosRefused`).
     var hellosRefusedOnClosedConnections = 0
+    /// Connections closed before hello to make room at the connection limit (stats).
+    var evictedBeforeHello = 0
 
     public init(configuration: ServiceConfiguration, log: @escaping (String) -> Void) {
         self.configuration = configuration
@@ -351,6 +353,19 @@ public final class HeraldService: ConnectionDelegate {
     }
 
     func accept(_ fd: Int32, tls: TLSContext?) {
+        // At the limit, the oldest connection without hello for `evictBeforeHelloMilliseconds` (1 s)
+        // gives its slot up — as many as it takes, since a closing connection keeps its slot while
+        // it lingers: clients that never said hello held every slot until their hello deadline and
+        // kept operators and consumers out (a review, session 31).
+        let now = ClientConnection.monotonicMilliseconds()
+        while !shuttingDown, connections.count >= connectionLimit, let victim = connections.values.filter({
+            !$0.isClosing && $0.session.grant == nil && now - $0.acceptedAt >= configuration.evictBeforeHelloMilliseconds
+        }).min(by: { $0.id < $1.id }) {
+            guard victim.evictBeforeHello(line: WireReply.error(rid: nil, .evictedBeforeHello),
+                reason: "no hello after \(now - victim.acceptedAt) ms while the service is at its connection limit (\(connectionLimit)): its slot goes to a new client")
+            else { break }
+            evictedBeforeHello += 1
+        }
         if shuttingDown || connections.count >= connectionLimit {
             // Plaintext only: a TLS client could not read a line written outside TLS; it just sees the close.
             if tls == nil {
@@ -442,6 +457,7 @@ public final class HeraldService: ConnectionDelegate {
             "timerWakeups": .int(Int64(timers.wakeups)),
             "connections": .int(Int64(connections.count)),
             "connectionLimit": .int(Int64(connectionLimit)),
+            "evictedBeforeHello": .int(Int64(evictedBeforeHello)),
             "acceptFailures": .int(Int64((listener?.acceptFailures ?? 0) + (plaintextListener?.acceptFailures ?? 0))),
             "consumers": .int(Int64(consumers.count)),
             // The most output bytes queued in the server for one consumer: bounded by the

@@ -29,6 +29,9 @@ public struct ServiceConfiguration: Sendable {
     public var maxConnections = 10_000
     /// A connection must say hello within this long of being accepted (an absolute deadline).
     public var helloTimeoutMilliseconds: Int64 = 10_000
+    /// At the connection limit, a connection without hello for this long gives its slot to a new
+    /// client (`evicted_before_hello`).
+    public var evictBeforeHelloMilliseconds: Int64 = 1_000
     /// After hello: no complete request for this long closes the connection.
     public var idleTimeoutMilliseconds: Int64 = 300_000
     /// Output the client accepts no byte of for this long closes the connection (it stopped reading, or vanished).
