@@ -186,6 +186,9 @@ public final class HeraldService: ConnectionDelegate {
     var hellosRefusedOnClosedConnections = 0
     /// Connections closed before hello to make room at the connection limit (stats).
     var evictedBeforeHello = 0
+    /// Ids of connections accepted and maybe still without hello, oldest first (some said hello or
+    /// closed since: skipped when met): the candidates for eviction at the connection limit.
+    var notHelloYet: Deque<UInt64> = []
 
     public init(configuration: ServiceConfiguration, log: @escaping (String) -> Void) {
         self.configuration = configuration
@@ -357,14 +360,18 @@ public final class HeraldService: ConnectionDelegate {
         // gives its slot up — as many as it takes, since a closing connection keeps its slot while
         // it lingers: clients that never said hello held every slot until their hello deadline and
         // kept operators and consumers out (a review, session 31).
-        let now = ClientConnection.monotonicMilliseconds()
-        while !shuttingDown, connections.count >= connectionLimit, let victim = connections.values.filter({
-            !$0.isClosing && $0.session.grant == nil && now - $0.acceptedAt >= configuration.evictBeforeHelloMilliseconds
-        }).min(by: { $0.id < $1.id }) {
-            guard victim.evictBeforeHello(line: WireReply.error(rid: nil, .evictedBeforeHello),
-                reason: "no hello after \(now - victim.acceptedAt) ms while the service is at its connection limit (\(connectionLimit)): its slot goes to a new client")
-            else { break }
-            evictedBeforeHello += 1
+        if !shuttingDown, connections.count >= connectionLimit {
+            let now = ClientConnection.monotonicMilliseconds()
+            while connections.count >= connectionLimit, let id = notHelloYet.first {
+                guard let c = connections[id], !c.isClosing, c.session.grant == nil else { notHelloYet.removeFirst(); continue }
+                // The oldest without hello is too young: so are the rest (accepted later).
+                guard now - c.acceptedAt >= configuration.evictBeforeHelloMilliseconds else { break }
+                notHelloYet.removeFirst()
+                if c.evictBeforeHello(line: WireReply.error(rid: nil, .evictedBeforeHello),
+                                      reason: "no hello after \(now - c.acceptedAt) ms while the service is at its connection limit (\(connectionLimit)): its slot goes to a new client") {
+                    evictedBeforeHello += 1
+                }
+            }
         }
         if shuttingDown || connections.count >= connectionLimit {
             // Plaintext only: a TLS client could not read a line written outside TLS; it just sees the close.
@@ -392,6 +399,12 @@ public final class HeraldService: ConnectionDelegate {
         limits.maxUnsentBytes = configuration.consumerBufferBytes
         connection.startDeadlines(limits)
         connections[id] = connection
+        notHelloYet.append(id)
+        // Kept within twice the open connections: ids of connections that said hello or closed
+        // are dropped from the front as eviction meets them, and all at once here.
+        if notHelloYet.count > 2 * connections.count + 64 {
+            notHelloYet = Deque(notHelloYet.filter { connections[$0].map { !$0.isClosing && $0.session.grant == nil } ?? false })
+        }
     }
 
     func connectionClosing(_ connection: ClientConnection, reason: String) {
