@@ -67,6 +67,23 @@ import Testing
         #expect(log.matching("secret-token").isEmpty, "tokens never reach the log")
     }
 
+    /// Dev mode, or tokens without TLS, on an address other machines reach started without a word
+    /// (a review, session 31); on loopback they stay quiet.
+    @Test func devModeOrTokensInClearOffLoopbackAreWarnedAtStart() throws {
+        for (tokens, host, expected) in [(TokenTable(), "0.0.0.0", "anyone who can reach this address gets every role"),
+                                         (Self.tokens, "0.0.0.0", "tokens travel in clear"),
+                                         (TokenTable(), "127.0.0.1", nil), (Self.tokens, "127.0.0.1", nil)] {
+            let log = LogLines()
+            let server = try TestServer(tokens: tokens, log: log) { $0.host = host }
+            server.stop()
+            if let expected {
+                #expect(log.matching("warning:", expected, "0.0.0.0:").count == 1, "\(host)")
+            } else {
+                #expect(log.matching("anyone who can reach").isEmpty && log.matching("travel in clear").isEmpty, "\(host)")
+            }
+        }
+    }
+
     @Test func wrongTokensAreRefusedAndLoggedWithoutTheTokenAndRefusalFloodsAreCapped() throws {
         let log = LogLines()
         let server = try TestServer(tokens: Self.tokens, log: log)

@@ -13,6 +13,13 @@ extension HeraldService {
         if tokens.isDevMode {
             log("dev mode: no tokens configured, every hello is granted every role (pass --tokens FILE in production)")
         }
+        // A review (session 31) started both without a word on every interface.
+        let loopback = configuration.host.hasPrefix("127.") || configuration.host == "localhost"
+        if !loopback && tokens.isDevMode {
+            log("warning: dev mode on \(configuration.host):\(configuration.port): anyone who can reach this address gets every role, operator's included; listen on 127.0.0.1, or pass --tokens FILE")
+        } else if !loopback && configuration.tls == nil {
+            log("warning: tokens travel in clear on \(configuration.host):\(configuration.port) (no TLS): anyone on the network path can read them and act with them; pass --tls-cert and --tls-key (docs/security.md)")
+        }
     }
 
     /// SIGHUP: re-reads the tokens file on the loop thread. A valid file replaces the table for
