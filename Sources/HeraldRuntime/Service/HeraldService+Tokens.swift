@@ -14,7 +14,7 @@ extension HeraldService {
             log("dev mode: no tokens configured, every hello is granted every role (pass --tokens FILE in production)")
         }
         // A review (session 31) started both without a word on every interface.
-        let loopback = configuration.host.hasPrefix("127.") || configuration.host == "localhost"
+        let loopback = ServiceConfiguration.isLoopback(configuration.host)
         if !loopback && tokens.isDevMode {
             log("warning: dev mode on \(configuration.host):\(configuration.port): anyone who can reach this address gets every role, operator's included; listen on 127.0.0.1, or pass --tokens FILE")
         } else if !loopback && configuration.tls == nil {

@@ -272,7 +272,7 @@ public final class HeraldService: ConnectionDelegate {
             guard configuration.tls != nil else {
                 throw ServiceError.configuration("--plain-listen is only for a plaintext port beside TLS; without --tls-cert, --listen already serves plaintext.")
             }
-            guard plain.host.hasPrefix("127.") || plain.host == "localhost" else {
+            guard ServiceConfiguration.isLoopback(plain.host) else {
                 throw ServiceError.configuration("--plain-listen \(plain.host):\(plain.port) is not a loopback address; "
                     + "plaintext beside TLS is served on loopback only (e.g. 127.0.0.1:7412).")
             }

@@ -27,6 +27,10 @@ public struct ServiceConfiguration: Sendable {
     /// With TLS: an extra plaintext listener, loopback only (`--plain-listen`), for local tools.
     public var plaintextListen: (host: String, port: Int)?
     public var maxConnections = 10_000
+
+    /// Whether a listen host is loopback only (127.0.0.0/8 or `localhost`): `--plain-listen` must
+    /// be, and the start-up warnings about dev mode and tokens in clear are for hosts that are not.
+    static func isLoopback(_ host: String) -> Bool { host.hasPrefix("127.") || host == "localhost" }
     /// A connection must say hello within this long of being accepted (an absolute deadline).
     public var helloTimeoutMilliseconds: Int64 = 10_000
     /// At the connection limit, a connection without hello for this long gives its slot to a new
