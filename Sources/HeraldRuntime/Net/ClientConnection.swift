@@ -141,7 +141,6 @@ public final class ClientConnection {
     /// the service is at its connection limit (`HeraldService.accept`): no linger — it was owed
     /// nothing — and, in plaintext, a last line written straight to the socket.
     /// Returns whether it did (false: closing already, said hello, or no socket).
-    @discardableResult
     func evictBeforeHello(line: [UInt8], reason: String) -> Bool {
         guard !isClosing, session.grant == nil, let bev else { return false }
         isClosing = true
