@@ -14,6 +14,10 @@ RUN apt-get update && apt-get install -y --no-install-recommends libevent-2.1-7 
     && rm -rf /var/lib/apt/lists/* && useradd --system herald
 COPY --from=build /herald /usr/local/bin/herald
 USER herald
+# glibc keeps 7 freed chunks per size and thread by default; the loop allocates and frees a
+# batch's worth of small objects together, and a larger cache keeps them off the allocator's
+# slow path (BENCHMARKS.md, "Allocator"). glibc reads tunables only at process start.
+ENV GLIBC_TUNABLES=glibc.malloc.tcache_count=4096
 EXPOSE 7411
 ENTRYPOINT ["herald"]
 CMD ["serve", "--listen", "0.0.0.0:7411"]

@@ -3,30 +3,12 @@
 // Layers (dependency direction →): HeraldCore ← HeraldStore ← HeraldRuntime ← herald.
 import PackageDescription
 
-/// Swift 6.3 lowers copies and destroys of multi-field values through "type layouts": an
-/// outlined copy of a `String`, a `String?` or a struct of them calls the type's value-witness
-/// table (~130 instructions) instead of retaining inline (~20). The request path copies such
-/// values ~40 times a submit (drafts, rows, keys, deliveries): ~5,000 instructions of value
-/// witnesses a submit (callgrind, docs/service-profile.md, session 17). This hidden frontend
-/// option keeps the classic inline lowering; it changes how copies are emitted, not any layout.
-let releaseWithDirectCopies: [SwiftSetting] = [
-    .unsafeFlags(["-Xfrontend", "-disable-type-layout"], .when(configuration: .release)),
-]
-
-/// The service's loop and writer are classes whose stored properties Swift checks for
-/// overlapping access at run time on every read and write (`swift_beginAccess`): ~2,400
-/// instructions per submit and 17 checks per summary (docs/service-profile.md, session 6).
-/// Release builds of those two modules skip the run-time check; debug builds — every test
-/// run — keep it, so an overlapping access still traps there.
-let releaseWithoutExclusivityChecks: [SwiftSetting] = [
-    .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
-] + releaseWithDirectCopies
-
 let package = Package(
     name: "Herald",
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "herald", targets: ["herald"]),
+        .executable(name: "herald-bench", targets: ["HeraldBench"]),
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
     ],
     dependencies: [
@@ -40,19 +22,20 @@ let package = Package(
         .systemLibrary(name: "CLibEvent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // libevent's OpenSSL bufferevents and OpenSSL itself: TLS for client connections.
+        // OpenSSL's libcrypto alone: SHA-256 for token digests in the core (a pure function, no I/O).
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibEventSSL", pkgConfig: "libevent_openssl", providers: [.apt(["libevent-dev", "libssl-dev"])]),
 
-        // Pure core: domain, engine, calendars, timing wheel, JSON. No C, no I/O, no clock reads.
+        // Pure core: domain, engine, calendars, timing wheel, JSON. No I/O, no clock reads; the one C
+        // library it calls is libcrypto's stateless SHA-256.
         .target(
             name: "HeraldCore",
-            dependencies: [.product(name: "Collections", package: "swift-collections")],
-            swiftSettings: releaseWithDirectCopies
+            dependencies: ["CCrypto", .product(name: "Collections", package: "swift-collections")]
         ),
         // libpq only: event store, migrations, private cluster management.
         .target(
             name: "HeraldStore",
             dependencies: ["HeraldCore", "CLibPQ", .product(name: "DequeModule", package: "swift-collections")],
-            swiftSettings: releaseWithoutExclusivityChecks,
             plugins: ["EmbedSchema"]
         ),
         // libevent only: the loop, listener, connections, wiring core ↔ store.
@@ -62,27 +45,42 @@ let package = Package(
                 "HeraldCore", "HeraldStore", "CLibEvent", "CLibEventSSL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
-            ],
-            swiftSettings: releaseWithoutExclusivityChecks
+            ]
         ),
-        // Shared by tests and benchmarks: private Postgres, manual clock, seeded RNG, TCP client.
+        // A blocking client of the line protocol (plain TCP or TLS): `herald tail`, tests, benches.
+        .target(name: "HeraldClient", dependencies: ["HeraldCore", "CLibEventSSL"]),
+        // Shared by tests and benchmarks: private Postgres, manual clock, seeded RNG, load generators.
         .target(
             name: "HeraldTestSupport",
             dependencies: [
-                "HeraldCore", "HeraldStore", "CLibEventSSL",
+                "HeraldCore", "HeraldStore", "HeraldClient",
                 // The benches' latency percentiles (`Latencies`).
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
-            ],
-            swiftSettings: releaseWithDirectCopies
+            ]
         ),
+        // What the two command-line tools share: database flags, logging to stderr, exit codes.
+        .target(
+            name: "HeraldCommandLine",
+            dependencies: [
+                "HeraldStore", "HeraldRuntime",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // The shipped executable: argument parsing only.
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldTestSupport",
+                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldClient", "HeraldCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: releaseWithDirectCopies
+            ]
+        ),
+        // Load generators beside their baselines (`herald bench` runs it): ingest, latency, storm, peer, restart, replay.
+        .executableTarget(
+            name: "HeraldBench",
+            dependencies: [
+                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldTestSupport", "HeraldCommandLine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         // Micro-benchmarks of the pure core (timing wheel vs heap, engine), side by side with baselines.
         .executableTarget(
@@ -90,8 +88,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "HeraldTestSupport",
                 .product(name: "Collections", package: "swift-collections"),
-            ],
-            swiftSettings: releaseWithDirectCopies
+            ]
         ),
 
         // libFuzzer target for framing, the session and admission (scripts/fuzz; docs/hostile-input.md).

@@ -317,7 +317,7 @@ public final class LocalCluster: @unchecked Sendable {
     /// (`ip_local_port_range`): a port the kernel handed out (bind to 0) is from that range, and
     /// between this call and the listener's bind any outgoing connection of the process — a
     /// test's client, a PostgreSQL session — could be given it, so the listener failed with
-    /// "Address already in use" now and then (seen in `MallocTuningTests`). Below the range only
+    /// "Address already in use" now and then. Below the range only
     /// another listener can take it. Falls back to a kernel-assigned port.
     public static func freePort() -> Int {
         let low = ephemeralRangeLow() ?? 32_768

@@ -1,77 +1,28 @@
-// `herald bench`: load generators that print their numbers beside a baseline measured in the same run.
+// `herald bench`: runs `herald-bench`, the load generators built beside `herald`, so the shipped
+// binary does not carry them.
 import ArgumentParser
 import Foundation
-import HeraldStore
-import HeraldTestSupport
+import Glibc
+import HeraldCommandLine
 
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Benchmarks, each beside its baseline in the same run.",
-        subcommands: [StoreBench.self, IngestBench.self, LatencyBench.self, StormBench.self, RestartBench.self,
-                      ReplayBench.self, PeerBench.self, SuiteBench.self])
-}
+        abstract: "Benchmarks, each beside its baseline in the same run (runs herald-bench; `herald bench --help` lists them).")
 
-struct StoreBench: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "store",
-        abstract: "Event appends with group commit (acked after COMMIT) beside raw COPY of the same rows.")
-
-    @OptionGroup var database: DatabaseOptions
-    @OptionGroup var fresh: FreshDatabaseOption
-    @Option(help: "Events to append.") var events = 200_000
-    @Option(help: "Simulated producers.") var producers = 8
-    @Option(help: "Outstanding appends per producer.") var window = 128
-    @Option(help: "Writer transactions in flight on its connection (pipelined).") var inFlight = 1
-    @Option(help: "Most rows in one writer transaction.") var maxRows = 10_000
-    @Flag(help: "Append events through the append function instead of COPY (the path before migration 004).") var noCopy = false
-    @Flag(help: "Print JSON instead of a table.") var json = false
+    @Argument(parsing: .captureForPassthrough, help: "The benchmark and its options, as `herald-bench` takes them.")
+    var arguments: [String] = []
 
     func run() throws {
-        try reportingErrors {
-            let location = try database.resolve(fresh: fresh)
-            defer { location.close() }
-            // A scratch database, so the benchmark never touches real data.
-            let url = try scratchDatabase(location, name: "herald_bench")
-            var bench = StoreBenchmark()
-            bench.events = events; bench.producers = producers; bench.window = window
-            bench.limits.maxTransactionsInFlight = inFlight
-            bench.limits.maxRowsPerTransaction = maxRows
-            bench.limits.copyEvents = !noCopy
-            bench.progress = { Log.info($0) }
-            let r = try bench.run(databaseURL: url)
-            if json {
-                print(#"{"groupCommitEventsPerSecond":\#(Int(r.groupCommitEventsPerSecond)),"copyRowsPerSecond":\#(Int(r.copyRowsPerSecond)),"ratio":\#(String(format: "%.2f", r.ratio)),"copyIndexedRowsPerSecond":\#(Int(r.copyIndexedRowsPerSecond)),"ratioIndexed":\#(String(format: "%.2f", r.groupCommitEventsPerSecond / r.copyIndexedRowsPerSecond)),"copyStringFormattedRowsPerSecond":\#(Int(r.copyStringFormattedRowsPerSecond)),"ratioStringFormatted":\#(String(format: "%.2f", r.groupCommitEventsPerSecond / r.copyStringFormattedRowsPerSecond)),"transactions":\#(r.transactions),"walSyncsPer1000":\#(String(format: "%.2f", r.walSyncsPerThousandEvents)),"walBytesPerEvent":\#(Int(r.walBytesPerEvent)),"roundTripsPerEvent":\#(String(format: "%.4f", r.roundTripsPerEvent)),"ackP50Ms":\#(String(format: "%.2f", r.ackLatencyP50Ms)),"ackP99Ms":\#(String(format: "%.2f", r.ackLatencyP99Ms))}"#)
-            } else {
-                print("store append, \(events) events of ~300 B, \(producers) producers × \(window) outstanding, \(inFlight) in flight, "
-                      + (noCopy ? "through the append function" : "by COPY"))
-                print("  group commit (acked after COMMIT)  \(Int(r.groupCommitEventsPerSecond)) events/s   "
-                      + "\(r.transactions) transactions, \(Int(r.meanRowsPerTransaction)) rows each; "
-                      + "ack p50 \(String(format: "%.1f", r.ackLatencyP50Ms)) ms, p99 \(String(format: "%.1f", r.ackLatencyP99Ms)) ms")
-                print("  WAL: \(String(format: "%.2f", r.walSyncsPerThousandEvents)) fsyncs per 1,000 events, "
-                      + "\(Int(r.walBytesPerEvent)) bytes per event; \(String(format: "%.4f", r.roundTripsPerEvent)) round trips per event")
-                print("  baseline: one COPY, no indexes    \(Int(r.copyRowsPerSecond)) rows/s")
-                print("  ratio                              \(String(format: "%.2f", r.ratio))×")
-                print("  reference: COPY with the log's indexes (pkey + unique (app, id, user))  \(Int(r.copyIndexedRowsPerSecond)) rows/s "
-                      + "(ratio \(String(format: "%.2f", r.groupCommitEventsPerSecond / r.copyIndexedRowsPerSecond))×)")
-                print("  reference: COPY, String-formatted rows  \(Int(r.copyStringFormattedRowsPerSecond)) rows/s "
-                      + "(ratio \(String(format: "%.2f", r.groupCommitEventsPerSecond / r.copyStringFormattedRowsPerSecond))×; the baseline before 002)")
-            }
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        let candidates = [here.appendingPathComponent("herald-bench").path]
+            + (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/herald-bench" }
+        guard let path = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            Log.info("error: herald-bench was not found beside herald nor on PATH; build it with `swift build -c release --product herald-bench`")
+            throw ExitCode.error
         }
+        let argv = ([path] + (arguments.isEmpty ? ["--help"] : arguments)).map { strdup($0) } + [nil]
+        execv(path, argv)
+        Log.info("error: could not run \(path): \(String(cString: strerror(errno)))")
+        throw ExitCode.error
     }
-}
-
-/// Drops and recreates a scratch database next to the resolved one, migrated (unless told not to); returns its URL.
-func scratchDatabase(_ location: DatabaseLocation, name: String, migrate: Bool = true) throws -> String {
-    let admin = try PGConnection.connect(location.url)
-    try admin.execute("SET client_min_messages = warning")
-    try admin.execute("DROP DATABASE IF EXISTS \(name)")
-    try admin.execute("CREATE DATABASE \(name)")
-    let db = try admin.execute("SELECT current_database()").string(0, 0) ?? "postgres"
-    admin.close()
-    let url = location.url.replacingOccurrences(of: "dbname=\(db)", with: "dbname=\(name)")
-    guard url != location.url else {
-        throw StoreError.configuration("benchmarks need a key=value connection string with dbname= (or no --database-url)")
-    }
-    if migrate { try Migrator.migrate(PGConnection.connect(url)) }
-    return url
 }

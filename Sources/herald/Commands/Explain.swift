@@ -1,5 +1,6 @@
 // `herald explain APP ID`: the story of one notification — its event, the rules, the deliveries, the state it met.
 import ArgumentParser
+import HeraldCommandLine
 import Foundation
 import HeraldCore
 import HeraldStore

@@ -1,5 +1,6 @@
 // Parsing of `--at` / `--until` values: a seq number or an RFC 3339 engine time.
 import ArgumentParser
+import HeraldCommandLine
 import HeraldCore
 import HeraldStore
 

@@ -1,5 +1,6 @@
 // `herald migrate`: applies the schema migrations this build carries.
 import ArgumentParser
+import HeraldCommandLine
 import HeraldStore
 
 struct Migrate: ParsableCommand {

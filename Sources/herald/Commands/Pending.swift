@@ -1,5 +1,6 @@
 // `herald pending [--user U]`: everything scheduled — deferred, queued for a summary, held by Focus, mutes and snoozes.
 import ArgumentParser
+import HeraldCommandLine
 import Foundation
 import HeraldCore
 import HeraldStore

@@ -1,5 +1,6 @@
 // `herald replay`: re-derive every delivery from the event log and diff it against the stored deliveries.
 import ArgumentParser
+import HeraldCommandLine
 import Foundation
 import HeraldCore
 import HeraldStore

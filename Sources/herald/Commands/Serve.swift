@@ -1,5 +1,6 @@
 // `herald serve`: the TCP service on its libevent loop.
 import ArgumentParser
+import HeraldCommandLine
 import Foundation
 import HeraldCore
 import HeraldRuntime

@@ -1,5 +1,6 @@
 // `herald state USER [--at SEQ|TIME]`: a user's settings, Focus, summary schedule, badges and pending items at a point in time.
 import ArgumentParser
+import HeraldCommandLine
 import Foundation
 import HeraldStore
 

@@ -1,8 +1,9 @@
 // `herald tail`: a consumer that prints deliveries as they come, acknowledging each.
 import ArgumentParser
+import HeraldCommandLine
 import Foundation
 import HeraldCore
-import HeraldTestSupport
+import HeraldClient
 
 struct Tail: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Subscribe as a durable consumer and print deliveries (one JSON line each).")

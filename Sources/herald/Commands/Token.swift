@@ -1,5 +1,6 @@
 // `herald token hash`: the SHA-256 of a token, for the tokens file's "sha256" field.
 import ArgumentParser
+import HeraldCommandLine
 import Foundation
 import HeraldCore
 

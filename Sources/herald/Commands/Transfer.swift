@@ -1,5 +1,6 @@
 // `herald export` / `herald import`: the log as newline-delimited JSON, for audits on another machine.
 import ArgumentParser
+import HeraldCommandLine
 import Foundation
 import HeraldStore
 
@@ -21,7 +22,7 @@ struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Load an export from stdin into an empty database (migrated first).")
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var fresh: FreshDatabaseOption
-    @Flag(help: "Import an export that has no end line (written by a Herald before session 27). Without it such an export is refused: it may have been cut.")
+    @Flag(help: "Import an export that has no end line (an earlier Herald wrote none). Without it such an export is refused: it may have been cut.")
     var allowMissingEnd = false
 
     func run() throws {

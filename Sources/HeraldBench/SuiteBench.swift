@@ -1,5 +1,6 @@
 // `herald bench suite`: every scenario N times, each in a child process, medians against issue 7's targets.
 import ArgumentParser
+import HeraldCommandLine
 import Foundation
 import HeraldCore
 import HeraldTestSupport
@@ -40,7 +41,7 @@ struct SuiteBench: ParsableCommand {
             for r in 1...runs {
                 Log.info("suite: \(scenario), run \(r) of \(runs)")
                 do {
-                    let arguments = ["bench", scenario, "--json"] + BenchSuite.arguments(scenario, quick: quick, run: r, reuse: reuse)
+                    let arguments = [scenario, "--json"] + BenchSuite.arguments(scenario, quick: quick, run: r, reuse: reuse)
                         + databaseArguments
                     lines[scenario, default: []].append(try BenchMachine.lastJSONLine(running: BenchMachine.executablePath(), arguments))
                 } catch {

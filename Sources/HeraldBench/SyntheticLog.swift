@@ -1,4 +1,5 @@
 // The first step of the storm, restart and replay benchmarks: a large history written by COPY.
+import HeraldCommandLine
 import HeraldCore
 import HeraldTestSupport
 

@@ -1,5 +1,6 @@
 // `herald bench storm`: N users' 08:00 summaries firing at one instant, committed and streamed to a consumer.
 import ArgumentParser
+import HeraldCommandLine
 import Foundation
 import HeraldCore
 import HeraldRuntime

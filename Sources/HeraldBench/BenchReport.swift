@@ -1,6 +1,7 @@
 // What every benchmark scenario prints: a table on stdout (or one JSON object), progress on stderr, the load it ran under.
 import Foundation
 import Glibc
+import HeraldCommandLine
 import HeraldCore
 import HeraldStore
 
@@ -90,6 +91,11 @@ enum BenchMachine {
         var buffer = [CChar](repeating: 0, count: 4096)
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         return n > 0 ? String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+    }
+
+    /// The `herald` built beside this executable: the service the benches start as a child.
+    static func heraldPath() -> String {
+        URL(fileURLWithPath: executablePath()).deletingLastPathComponent().appendingPathComponent("herald").path
     }
 
     /// Runs `executable` (stdout captured, stderr passed through) and returns its last stdout line

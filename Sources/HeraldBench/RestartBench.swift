@@ -1,5 +1,6 @@
 // `herald bench restart`: a log with N users and M pending timers; a fresh `herald serve` process's time to serving, and its RSS.
 import ArgumentParser
+import HeraldCommandLine
 import Foundation
 import Glibc
 import HeraldCore
@@ -175,7 +176,7 @@ struct RestartBench: ParsableCommand {
         -> (serving: Double, rss: Int, peak: Int, stats: JSONValue?, snapshotSeconds: Double) {
         let port = LocalCluster.freePort()
         let child = Process()
-        child.executableURL = URL(fileURLWithPath: BenchMachine.executablePath())
+        child.executableURL = URL(fileURLWithPath: BenchMachine.heraldPath())
         child.arguments = ["serve", "--database-url", url, "--listen", "127.0.0.1:\(port)",
                            "--clock", "manual", "--start", start.rfc3339] + extra
         let logPath = "/tmp/herald-bench-restart-\(getpid()).log"

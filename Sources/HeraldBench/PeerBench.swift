@@ -1,5 +1,6 @@
 // `herald bench peer`: N jobs due at one instant through Herald (deferred notifications) and through PgQueuer, same run, same PostgreSQL.
 import ArgumentParser
+import HeraldCommandLine
 import Foundation
 import HeraldCore
 import HeraldRuntime

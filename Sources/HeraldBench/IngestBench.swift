@@ -1,5 +1,6 @@
 // `herald bench ingest`: pipelined submits over TCP to a real service, acked after COMMIT, beside COPY of the same rows.
 import ArgumentParser
+import HeraldCommandLine
 import Foundation
 import Glibc
 import HeraldCore

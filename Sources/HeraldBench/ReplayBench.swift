@@ -1,5 +1,6 @@
 // `herald bench replay`: the Replayer over a log of N events, beside a binary COPY of the same rows in the same run.
 import ArgumentParser
+import HeraldCommandLine
 import Foundation
 import HeraldCore
 import HeraldStore

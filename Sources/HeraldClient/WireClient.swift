@@ -1,4 +1,4 @@
-// A small blocking TCP client of Herald's line protocol, for tests, tail, bench and the demo.
+// A small blocking client of Herald's line protocol (plain TCP or TLS, read time-outs): `herald tail`, the tests and the benches.
 import Foundation
 import Glibc
 import HeraldCore
