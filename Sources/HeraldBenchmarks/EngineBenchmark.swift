@@ -206,7 +206,7 @@ public func runEngineBenchmark(arguments: [String]) {
 
 /// The 08:00 storm in the engine alone (no database, no sockets): `users` users with a summary at
 /// 08:00 and three queued items each (`SyntheticWorkloads.stormUser`), then every user's timers
-/// fired at that instant. Deterministic under callgrind: the engine's instructions per summary.
+/// fired at that instant. Deterministic (no clock, no I/O), so a profile of it repeats exactly.
 func runEngineStorm(users: Int) {
     let engine = Engine()
     var apps = AppRegistry()

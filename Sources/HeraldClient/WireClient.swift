@@ -35,7 +35,7 @@ public final class WireClient: @unchecked Sendable {
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         if inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &addr.sin_addr) != 1 {
             // A host name (`herald tail --connect herald.internal:7411`): its first IPv4 address.
-            // Without this an unresolvable name was tried as 0.0.0.0 and read "Connection refused".
+            // Without this an unresolvable name would be tried as 0.0.0.0 and read "Connection refused".
             var hints = addrinfo()
             hints.ai_family = AF_INET
             hints.ai_socktype = Int32(SOCK_STREAM.rawValue)

@@ -1,7 +1,7 @@
-// What `herald bench suite` checks: each scenario's `--json` numbers, medians of N runs, against issue 7's targets.
+// What `herald bench suite` checks: each scenario's `--json` numbers, medians of N runs, against its targets.
 import HeraldCore
 
-/// Issue 7's targets as data, and the arithmetic of a suite run: the medians of each scenario's
+/// The performance targets as data (BENCHMARKS.md), and the arithmetic of a suite run: the medians of each scenario's
 /// runs and whether each meets its target. Pure (the command runs the scenarios), so it is tested.
 public enum BenchSuite {
     /// The scenarios, in the order the suite runs them.
@@ -90,7 +90,7 @@ public enum BenchSuite {
         return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
     }
 
-    /// Each scenario's arguments for its `run`-th run (from 1): the issue's sizes, or `quick` ones
+    /// Each scenario's arguments for its `run`-th run (from 1): the targets' sizes, or `quick` ones
     /// for a smoke run of a few minutes. The full restart builds its 1M-user, 10M-timer history
     /// once and reuses it (`--reuse`) after; the full storm keeps its history as a template.
     /// `reuse`: the full restart reuses a history a previous run left from its first run on.

@@ -53,8 +53,8 @@ public final class DeliveryTap {
             if n < 0 { throw WireClient.Failure.io("read failed: \(String(cString: strerror(errno)))") }
             let scanFrom = filled
             filled += n
-            // memchr, not a Swift loop over each byte: at a burst's 20,000 lines (10 MB) the byte
-            // loop was half of this consumer's CPU, on the cores the service under test shares.
+            // memchr, not a Swift loop over each byte: at a burst's 20,000 lines (10 MB) a byte
+            // loop takes half of this consumer's CPU, on the cores the service under test shares.
             let keepGoing: Bool = buffer.withUnsafeBytes { b in
                 let base = b.baseAddress!
                 var i = scanFrom

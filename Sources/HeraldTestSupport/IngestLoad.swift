@@ -32,8 +32,9 @@ public struct IngestLoad: Sendable {
         _ = try c.request(#"{"op":"hello"}"#)
         try c.send(#"{"op":"registerApp","app":"\#(app)","entitlements":[]}"#)
         // Pipelined, at most `window` unanswered: the service stops reading a client that leaves
-        // its replies unread (backpressure), so writing every request before reading one stalled
-        // both sides from ~185,000 users on and the service closed the connection.
+        // its replies unread (backpressure), so writing every request before reading one would
+        // stall both sides once enough replies are queued (around 185,000 users), and the service
+        // would close the connection.
         let window = 4_096
         var unanswered = 1
         for u in 0..<users {

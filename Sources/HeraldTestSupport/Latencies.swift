@@ -2,7 +2,7 @@
 import Histogram
 
 /// Latencies a bench recorded, kept in an HdrHistogram (`hdrhistogram-swift`): constant memory
-/// however long the run (a million acks were a sorted 8 MB array), each value kept to three
+/// however long the run (a million acks would be a sorted 8 MB array), each value kept to three
 /// significant digits (within 0.1%), from 1 µs to an hour. A percentile is the histogram's: the
 /// smallest recorded value (to that precision) at or below which that share of the values lie.
 /// Values below zero (a wall-clock sample a hair before its due time) are recorded as zero; the

@@ -23,7 +23,7 @@ public struct LatencyLoad: Sendable {
         public var seconds: Double
         /// Send → delivery line at the consumer of each submit.
         public var latencies: Latencies
-        /// Send → acknowledgement (after COMMIT) of each submit: the "ack latency".
+        /// Send → acknowledgement (after COMMIT) of each submit: the targets' "ack latency".
         public var ackLatencies: Latencies
         public func percentile(_ p: Double) -> Double { latencies.percentile(p) }
         public func ackPercentile(_ p: Double) -> Double { ackLatencies.percentile(p) }

@@ -22,10 +22,10 @@ public struct StoreBenchmark {
         public var groupCommitEventsPerSecond: Double
         /// COPY into a table without indexes, rows formatted at the byte level: the ceiling.
         public var copyRowsPerSecond: Double
-        /// The same COPY into a table with the log's indexes (since migration 009): a primary key on
+        /// The same COPY into a table with the log's indexes: a primary key on
         /// seq and the unique (app, notification_id, recipient_index) of rows that have a notification id.
         public var copyIndexedRowsPerSecond: Double
-        /// The first COPY with rows formatted by String interpolation (this benchmark's baseline until 002).
+        /// The same COPY with rows formatted by String interpolation (the naive loader).
         public var copyStringFormattedRowsPerSecond: Double
         public var transactions: Int
         public var meanRowsPerTransaction: Double
@@ -93,8 +93,8 @@ public struct StoreBenchmark {
 
         // 2. The baseline: one COPY of the same rows into a plain table (the ratio's denominator),
         //    then two references: the same COPY into a table with the indexes the log must keep
-        //    (positions and the idempotency key), and the COPY as this benchmark formatted it before
-        //    (Swift String interpolation per row), so older numbers stay comparable.
+        //    (positions and the idempotency key), and the same COPY with rows formatted by Swift
+        //    String interpolation (what a naive loader pays for formatting).
         let conn = try PGConnection.connect(databaseURL)
         progress("COPY baselines: \(events) rows")
         let copyRate = try Self.timedCopy(conn, table: "bench_copy_baseline", indexes: [], chunks: Self.copyChunks(rows))
@@ -136,7 +136,7 @@ public struct StoreBenchmark {
     }
 
     /// COPY text rows formatted at the byte level, as a tuned loader would: the ceiling should
-    /// measure the database, not String interpolation (which held the old baseline to ~50k rows/s).
+    /// measure the database, not String interpolation (which alone caps a COPY near 50k rows/s).
     static func copyChunks(_ rows: [EventRow]) -> some Sequence<[UInt8]> {
         stride(from: 0, to: rows.count, by: 1000).lazy.map { start -> [UInt8] in
             var buffer: [UInt8] = []
@@ -156,7 +156,7 @@ public struct StoreBenchmark {
         }
     }
 
-    /// The rows as this benchmark formatted them before: String interpolation and per-scalar escaping.
+    /// The rows as a naive loader formats them: String interpolation and per-scalar escaping.
     static func stringCopyChunks(_ rows: [EventRow]) -> some Sequence<[UInt8]> {
         stride(from: 0, to: rows.count, by: 1000).lazy.map { start -> [UInt8] in
             var buffer: [UInt8] = []

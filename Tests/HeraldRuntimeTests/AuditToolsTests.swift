@@ -176,9 +176,9 @@ import Testing
         }
     }
 
-    /// The end line (session 27): an export cut after a whole line — even right after its last
-    /// event, where no gap shows — is refused, as is one whose end line does not match or has
-    /// lines after it; `allowMissingEnd` takes an export written before there was an end line.
+    /// The end line: an export cut after a whole line — even right after its last event, where
+    /// no gap shows — is refused, as is one whose end line does not match or has lines after it;
+    /// `allowMissingEnd` takes an export written without one.
     @Test func importRefusesAnExportCutAfterAWholeLineOrWithAnEndLineThatDoesNotMatch() throws {
         let url = try ReplayTests.recordHistory()
         var lines: [String] = []

@@ -1,4 +1,4 @@
-// `herald bench suite`'s arithmetic: medians of each scenario's runs judged against issue 7's targets.
+// `herald bench suite`'s arithmetic: medians of each scenario's runs judged against their targets.
 import HeraldCore
 import HeraldTestSupport
 import Testing

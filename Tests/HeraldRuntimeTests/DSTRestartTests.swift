@@ -1,5 +1,5 @@
-// Experiment 6's DST half (issue 8): a restart inside the repeated autumn hour does not fire a
-// 02:30 summary twice.
+// Experiment 6's DST half (docs/reliability.md): a restart inside the repeated autumn hour
+// does not fire a 02:30 summary twice.
 import HeraldCore
 import HeraldTestSupport
 import Testing

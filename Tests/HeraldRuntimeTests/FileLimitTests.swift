@@ -8,10 +8,11 @@ import HeraldTestSupport
 import Testing
 
 @Suite struct FileLimitTests {
-    /// A review ran `herald serve` under `ulimit -n 128` (--max-connections 10,000 by default) and
-    /// opened 200 connections: accept() failed with EMFILE in a tight loop, ~10 MB/s of libevent
-    /// warnings and a core at 95%, and the clients past the limit hung without a word. Now the
-    /// service serves what the limit allows, says so at start, and answers the rest `busy`.
+    /// `herald serve` under `ulimit -n 128` (--max-connections 10,000 by default) with 200
+    /// connections opened: were the limit ignored, accept() would fail with EMFILE in a tight
+    /// loop (a flood of libevent warnings, a busy core) and the clients past the limit would hang
+    /// without a word. The service serves what the limit allows, says so at start, and answers
+    /// the rest `busy`.
     @Test func pastWhatTheOpenFileLimitAllowsAClientIsToldBusy() throws {
         let url = try TestPostgres.freshDatabase()
         let log = FileManager.default.temporaryDirectory.path + "/herald-nofile-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log"

@@ -96,7 +96,7 @@ import Testing
         let decision = story?["deliveries"]?.arrayValue?.first
         #expect(decision?["reason"] == "muted" && decision?["delivery"]?["at"] == "2026-03-27T10:00:00Z", "\(out)")
         #expect(story?["stateBefore"]?["apps"]?[mail]?["mutedUntil"] == nil)
-        // The state before shows the Focus in force at the submit (a review found it left out).
+        // The state before shows the Focus in force at the submit.
         #expect(story?["stateBefore"]?["activeFocus"]?["focus"] == "Work" && story?["stateBefore"]?["at"] == "2026-03-27T07:00:00Z", "\(out)")
         #expect(decision?["stateMet"]?["mutes"] == [["app": .string(mail), "until": "2026-03-27T12:00:00Z"]], "\(out)")
         #expect(decision?["stateMet"]?["pending"]?.arrayValue?.first?["notification"] == "m2", "still to be decided then")
@@ -131,8 +131,8 @@ import Testing
         #expect(cursors == Array(1...100), "\(cursors.first ?? 0)…\(cursors.last ?? 0), \(cursors.count) lines")
     }
 
-    /// `herald tail --token` shows the token to every local user in `ps` (a review, session 31):
-    /// it also reads it from `--token-file` or `$HERALD_TOKEN`.
+    /// `herald tail --token` shows the token to every local user in `ps`, so `tail` also reads it
+    /// from `--token-file` or `$HERALD_TOKEN`.
     @Test func tailReadsItsTokenFromAFileOrTheEnvironment() throws {
         let tokens = TokenTable(["ops-secret-token": Grant(name: "ops", roles: [.admin, .settings, .consumer, .producer], apps: nil)])
         let server = try TestServer(start: "2026-03-27T07:00:00Z", tokens: tokens)

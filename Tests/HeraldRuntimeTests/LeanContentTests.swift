@@ -68,10 +68,10 @@ import Testing
         lines.filter { ["alert", "quiet"].contains($0["kind"]?.stringValue ?? "") }.compactMap { $0["notification"]?.stringValue }
     }
 
-    /// The brief's scenario: restart with lean items, PostgreSQL stopped before they come due
-    /// (the manual clock cannot move while it is down: the move is refused and the clock stays),
-    /// then started again; the clock moves past every deadline: each delivery arrives once, the
-    /// content was read back from `events`, and replay finds 0 differences.
+    /// Restart with lean items, PostgreSQL stopped before they come due (the manual clock cannot
+    /// move while it is down: the move is refused and the clock stays), then started again; the
+    /// clock moves past every deadline: each delivery arrives once, the content was read back
+    /// from `events`, and replay finds 0 differences.
     @Test func leanItemsDueAfterAPostgresOutageArriveOnceAndReplayAgrees() throws {
         let pg = try PrivateCluster()
         defer { pg.destroy() }

@@ -1,4 +1,4 @@
-// LoopTrigger: the one way into a loop from another thread, now that libevent's locking is off.
+// LoopTrigger: the one way into a loop from another thread, with libevent's locking off.
 import Foundation
 @testable import HeraldRuntime
 import Testing

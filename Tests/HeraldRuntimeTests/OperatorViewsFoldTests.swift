@@ -75,8 +75,8 @@ import Testing
 
     /// schema/018: an item leaves `herald_pending_summary_items` / `herald_held_notifications` at
     /// any later delivery naming it — suppressed when its summary or digest is screened (rules
-    /// "4": the app was turned off), or decided again when a snooze ran out (rules "5"). The 016
-    /// views knew only expired/withdrawn/replaced and listed such items as pending for good.
+    /// "4": the app was turned off), or decided again when a snooze ran out (rules "5") — not only
+    /// when it expired, was withdrawn or replaced, or it would be listed as pending for good.
     @Test func pendingAndHeldViewsEndAnItemAtAnyLaterDeliveryNamingIt() throws {
         let server = try TestServer(start: "2026-03-27T07:00:00Z")
         defer { server.stop() }

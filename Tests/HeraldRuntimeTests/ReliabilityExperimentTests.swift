@@ -176,9 +176,8 @@ final class PrivateCluster {
 
     /// Acks before COMMIT, then `kill -9` while commits are held: a transaction of the test's own
     /// locks `event_head`, so every event acknowledged after it took the lock is still uncommitted
-    /// when the service dies. (A kill at a random moment, as experiment 1 does, found everything
-    /// acknowledged already committed now and then: this control failed the project's CI once
-    /// with 20,000 events and two kills.)
+    /// when the service dies. (A kill at a random moment, as experiment 1 does, can find everything
+    /// acknowledged already committed, so a control built that way is not always flagged.)
     @Test func negativeControlAckBeforeCommitWithKillNineIsFlaggedAsLoss() throws {
         var experiment = CrashExperiment()
         experiment.acknowledgeBeforeCommit = true
@@ -293,7 +292,7 @@ final class PrivateCluster {
         recorder.acked(key, seq: retry["seq"]?.intValue ?? 0, duplicate: retry["duplicate"] == true)
 
         // The committed event is decided once, even though the service never saw its COMMIT reply.
-        // (Before the fix, it stayed undecided until a restart: the checker said "stored but never decided".)
+        // (Otherwise it would stay undecided until a restart: the checker's "stored but never decided".)
         let d = try? consumer.deliveries(1, timeoutMilliseconds: 5_000).first
         #expect(d?["notification"] == "n-cut" && d?["causeSeq"]?.intValue == storedSeq, "the committed event is decided")
         let report = try recorder.history(from: url).check()

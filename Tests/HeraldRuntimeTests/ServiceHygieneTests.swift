@@ -26,9 +26,9 @@ import Testing
         #expect(throws: WireClient.Failure.self) { _ = try c.readLine(timeoutMilliseconds: 5_000) }
     }
 
-    /// A submit's completion holds the service strongly until the writer completes the append
-    /// (session 18); a service stopped after its submits were acknowledged is freed, so that
-    /// reference is gone by then.
+    /// A submit's completion holds the service strongly until the writer completes the append;
+    /// a service stopped after its submits were acknowledged is freed, so that reference is gone
+    /// by then.
     @Test func aStoppedServiceIsFreedOnceItsSubmitsAreAcknowledged() throws {
         weak var freed: HeraldService?
         do {

@@ -1,5 +1,6 @@
-// Experiment 7's slow-consumer half (issue 8): a consumer that stops reading while producers push
-// holds a bounded amount of server memory, does not slow the others, and resumes with no gap.
+// Experiment 7's slow-consumer half (docs/reliability.md): a consumer that stops reading while
+// producers push holds a bounded amount of server memory, does not slow the others, and resumes
+// with no gap.
 import Foundation
 import HeraldCore
 import HeraldTestSupport

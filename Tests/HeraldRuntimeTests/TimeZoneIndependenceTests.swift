@@ -1,4 +1,4 @@
-// Experiment 10 of issue #8: deliveries depend on each user's time zone, never on the process's TZ.
+// Deliveries depend on each user's time zone, never on the process's TZ.
 import Foundation
 import HeraldCore
 import HeraldRuntime

@@ -20,8 +20,8 @@ import Testing
 
     /// Reloads through the same method SIGHUP calls, and waits until the loop ran it: until the
     /// `stats` counter `counted` (a reload or a failure) reaches `count`. The trigger's event and
-    /// the observer's request can reach the loop in either order (a CPU hog beside the suite
-    /// showed it), so one `stats` right after the request may come before the reload.
+    /// the observer's request can reach the loop in either order (as under a CPU hog beside the
+    /// suite), so one `stats` right after the request may come before the reload.
     static func reload(_ server: TestServer, observer: WireClient, until counted: String, reaches count: Int64) throws -> JSONValue {
         server.service.requestReload()
         var stats = try observer.call(["op": "stats"])

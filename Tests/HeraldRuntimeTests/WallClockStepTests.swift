@@ -1,4 +1,4 @@
-// Experiment 10 of issue #8: under the system clock, a step of the wall clock by ±1 h fires nothing early.
+// Under the system clock, a step of the wall clock by ±1 h fires nothing early.
 import Foundation
 import HeraldCore
 import HeraldRuntime

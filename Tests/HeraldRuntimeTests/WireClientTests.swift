@@ -6,10 +6,10 @@ import Synchronization
 import Testing
 
 @Suite struct WireClientTests {
-    /// A refused connect used to close its socket in `init` and again in `deinit` (the object was
-    /// fully initialized when `init` threw). Between the two closes another thread could open a
-    /// descriptor with the same number — a libpq connection, in the suite — and lose it: the
-    /// flaky "could not get socket error status: Bad file descriptor" of session 4. Here another
+    /// A refused connect closes its socket once. Were it closed in `init` and again in `deinit`
+    /// (the object is fully initialized when `init` throws), another thread could open a
+    /// descriptor with the same number between the two closes — a libpq connection, in the suite —
+    /// and lose it ("could not get socket error status: Bad file descriptor"). Here another
     /// thread keeps opening pipes (they get the lowest free numbers, the one just closed among
     /// them) and checks each still works before closing it.
     @Test func aRefusedConnectClosesItsSocketOnce() {

@@ -1,5 +1,5 @@
-// Experiment 5 (issue 8): a reader following positions never skips a committed event — and the
-// control: a naive `id > cursor` reader over a bare sequence does, deterministically.
+// Experiment 5 (docs/reliability.md): a reader following positions never skips a committed
+// event — and the control: a naive `id > cursor` reader over a bare sequence does, deterministically.
 import Foundation
 import HeraldStore
 import HeraldTestSupport

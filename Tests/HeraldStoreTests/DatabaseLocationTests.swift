@@ -73,9 +73,9 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: folder + "/pgdata/postmaster.pid"), "the last one stopped it")
     }
 
-    /// Herald stops only the server it started: a review stopped Herald's server by hand and
-    /// started it again by hand, and the next Herald process to exit stopped that one too (the
-    /// lock file still said "started by Herald"). It now records the postmaster's pid.
+    /// Herald stops only the server it started, known by the postmaster's pid it records: a
+    /// server stopped and started again by hand, while the lock file still says "started by
+    /// Herald", is left running by the next Herald process to exit.
     @Test func aServerStartedByHandAfterHeraldsIsNeverStopped() throws {
         let folder = FileManager.default.temporaryDirectory.path + "/herald-location-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let data = folder + "/pgdata"
@@ -114,8 +114,8 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.contains(".initdb-") }.isEmpty)
     }
 
-    /// A Herald process stuck while it holds the set-up lock (stopped, or a hung pg_ctl) made every
-    /// later one wait forever, naming no one. The wait now names the holder's pid and gives up
+    /// A Herald process stuck while it holds the set-up lock (stopped, or a hung pg_ctl) must not
+    /// make every later one wait forever, naming no one: the wait names the holder's pid and gives up
     /// after `setUpLockTimeout` with an error saying what to do. (The lock is held here by this
     /// process through a second open file, which `flock` treats as another holder.)
     @Test func aStuckSetUpIsNamedAndGivenUpOn() throws {

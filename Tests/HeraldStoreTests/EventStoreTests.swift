@@ -47,7 +47,7 @@ import Testing
 
     /// Every index on the two append tables costs the single writer's backend a B-tree insert per
     /// row; each one here is read by something Herald runs (migrations 004, 008 and 011 say which).
-    /// Adding one is a decision about append speed: measure it (docs/store-performance.md).
+    /// Adding one is a decision about append speed: measure it (`herald bench store`, BENCHMARKS.md).
     @Test func theAppendTablesKeepOnlyTheIndexesHeraldReads() throws {
         let url = try TestPostgres.freshDatabase()
         let conn = try PGConnection.connect(url)
@@ -302,12 +302,12 @@ import Testing
 }
 
 /// What a client is told when PostgreSQL is away: one line, libpq's own hints left to the log
-/// (a review found the `store_unavailable` detail nesting libpq's multi-line text and advice).
+/// (the `store_unavailable` detail must not nest libpq's multi-line text and advice).
 @Suite struct StoreErrorClientReasonTests {
     @Test func aRefusedConnectionIsOneLineForTheClient() {
         let libpq = "connection to server at \"127.0.0.1\", port 55602 failed: Connection refused\n\tIs the server running on that host and accepting TCP/IP connections?\n"
         let reason = StoreError.unavailable(libpq).clientReason
-        #expect(reason == "PostgreSQL is unreachable: Connection refused", "not where it runs (a review, session 31)")
+        #expect(reason == "PostgreSQL is unreachable: Connection refused", "what failed, not where PostgreSQL runs")
         #expect(StoreError.unavailable("could not translate host name \"db.internal\" to address: Name or service not known").clientReason
                 == "PostgreSQL is unreachable (the service's log says why)")
         #expect(StoreError.unavailable("server closed the connection unexpectedly\n").clientReason

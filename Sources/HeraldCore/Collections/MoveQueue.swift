@@ -5,9 +5,9 @@
 ///
 /// Why not `Deque`: `Deque.append(_:)` borrows its argument and copies it into its storage, so
 /// each queued request (a client's action, a writer's work item: strings, arrays, a closure)
-/// was retained and released once more on the way in (~400 instructions a submit for the two
-/// queues of the hot path, session 19). Noncopyable, so the storage has exactly one owner and
-/// needs no uniqueness checks; `take()` hands the whole queue over.
+/// was retained and released once more on the way in, twice a submit on the hot path.
+/// Noncopyable, so the storage has exactly one owner and needs no uniqueness checks; `take()`
+/// hands the whole queue over.
 public struct MoveQueue<Element>: ~Copyable {
     // Inlinable throughout: the queues live in other modules, and an unspecialized generic call
     // went through the element's value witnesses.

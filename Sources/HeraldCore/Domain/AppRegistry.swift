@@ -23,7 +23,7 @@ public struct AppRegistry: Hashable, Sendable {
     private var entitlementsByApp: [String: Entitlements] = [:]
     /// The same entries, sorted by app, while there are at most `scanLimit`: every decision and
     /// every admitted submit looks up its app, and comparing a few strings is cheaper than hashing
-    /// one (SipHash: ~490 instructions a look-up in the fired path's profile, docs/engine.md).
+    /// one with SipHash.
     private var few: [(app: String, entitlements: Entitlements)] = []
     /// Registries of at most this many apps are searched by comparison, larger ones by hash.
     static let scanLimit = 8
@@ -43,12 +43,12 @@ public struct AppRegistry: Hashable, Sendable {
     /// The registry's own string for `app` when it is registered, else `app`. The fold names a
     /// user's app entries with it, so the one string of each registered app is shared by every
     /// user's entry: comparing a submit's app with an entry is then one word, and a million users
-    /// hold no million copies of the same name, each a cache miss to compare (session 21).
+    /// hold no million copies of the same name, each a cache miss to compare.
     public func sharedName(_ app: String) -> String { registeredName(app) ?? app }
 
     /// The registry's own string for `app` (equal to it), nil when `app` was never registered.
     /// The door shares it with a connection's submits, so the engine's look-ups of the app
-    /// compare one word instead of the bytes of two equal strings (session 18).
+    /// compare one word instead of the bytes of two equal strings.
     public func registeredName(_ app: String) -> String? {
         if entitlementsByApp.count > Self.scanLimit {
             return entitlementsByApp.index(forKey: app).map { entitlementsByApp[$0].key }

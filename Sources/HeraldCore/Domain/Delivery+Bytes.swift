@@ -21,8 +21,8 @@ extension Delivery {
 
     /// `writeBody(to:)` of the delivery at `d`, its fields read one by one where they lie: the
     /// service writes each delivery's row from the buffer the engine decided it into, and a
-    /// method called on it there copied the whole delivery first (~18 strings, arrays and boxes
-    /// retained and released; session 18).
+    /// method called on it there would copy the whole delivery first (~18 strings, arrays and
+    /// boxes retained and released).
     public static func writeBody(at d: UnsafePointer<Delivery>, to out: inout ByteSink) {
         if let app = d.pointee.app {
             out.append("{\"app\":")

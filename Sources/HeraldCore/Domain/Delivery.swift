@@ -169,10 +169,9 @@ public struct RuleTrace: Hashable, Sendable {
 /// consumers and stored. Deterministic: `body` is a pure function of the fields.
 ///
 /// Its initializers live in an extension, so the compiler's memberwise initializer exists: a
-/// hand-written initializer that sets the fields one by one built the value in a temporary and
-/// copied it whole (every string retained and released once more, ~250 instructions; Swift 6.3
-/// -O), and one that delegates to the memberwise initializer does not (docs/service-profile.md,
-/// session 19).
+/// hand-written initializer that sets the fields one by one builds the value in a temporary and
+/// copies it whole (every string retained and released once more; Swift 6.3 -O), and one that
+/// delegates to the memberwise initializer does not (see `InPlace`).
 public struct Delivery: Hashable, Sendable {
     public var kind: DeliveryKind
     public var user: String

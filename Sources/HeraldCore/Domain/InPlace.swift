@@ -6,11 +6,10 @@
 ///
 /// Why: Swift 6.3 -O builds a struct that a hand-written initializer sets field by field in a
 /// temporary, then copies it whole into the caller's slot and destroys the temporary — every
-/// string and array in it retained and released once more (~150–250 instructions for a row of
-/// the hot path). The compiler's memberwise initializer builds it in place. A struct whose
-/// public initializer already has other labels than its fields needs no tag: it delegates to
-/// the memberwise initializer directly (`Delivery`). Measured in docs/service-profile.md,
-/// session 19.
+/// string and array in it retained and released once more, for every row of the hot path. The
+/// compiler's memberwise initializer builds it in place. A struct whose public initializer
+/// already has other labels than its fields needs no tag: it delegates to the memberwise
+/// initializer directly (`Delivery`).
 public struct InPlace: Hashable, Sendable {
     @inlinable public init() {}
 }

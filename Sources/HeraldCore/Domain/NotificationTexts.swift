@@ -25,8 +25,8 @@ struct NotificationTexts: Hashable, Sendable {
     private var bytes: [UInt8] = []
     /// Start and end offset per slot in `bytes` (−1, −1 when absent). Plain 4-byte fields: a
     /// `SIMD8<Int32>` here was 32-byte aligned, and the Swift runtime on Linux allocates any
-    /// object aligned to more than 8 bytes with `posix_memalign` — every notification's box,
-    /// ~250 instructions more than `malloc` a submit (docs/service-profile.md, session 20).
+    /// object aligned to more than 8 bytes with `posix_memalign`, which is dearer than `malloc`
+    /// and would be paid for every notification's box.
     private var spans = Spans()
 
     private struct Span: Hashable {

@@ -7,16 +7,15 @@ import Darwin
 
 /// Where the canonical JSON writers put their bytes. `[UInt8].append` checks uniqueness and
 /// capacity and goes through generic sequence code on every call; a delivery line is some
-/// fifty small appends, and that overhead was most of the cost of encoding one (callgrind:
-/// ~11k instructions per delivery). A sink is a plain pointer, count and capacity.
+/// fifty small appends, and that overhead would be most of the cost of encoding one. A sink is
+/// a plain pointer, count and capacity.
 ///
 /// Owns its memory but is copyable: call `deallocate()` once when done (or use
 /// `withSink(_:)`), and never use a copy after that.
 ///
 /// The memory is C's `malloc`/`realloc`/`free`, not `UnsafeMutablePointer.allocate`: on Linux
 /// the latter asks for "default alignment", which Swift's runtime serves with `posix_memalign`
-/// (past glibc's per-thread cache, ~170 instructions an allocation where `malloc` takes ~60),
-/// and growing by `realloc` often extends the block in place instead of copying it.
+/// (past glibc's per-thread cache, several times dearer than `malloc`), and growing by `realloc` often extends the block in place instead of copying it.
 public struct ByteSink {
     public private(set) var base: UnsafeMutablePointer<UInt8>
     public private(set) var count = 0
@@ -47,7 +46,7 @@ public struct ByteSink {
 
     /// The bytes written so far, copied into an array. (Not `init(unsafeUninitializedCapacity:)`:
     /// it reaches an unspecialized allocation in the standard library that looks up the storage
-    /// type's metadata on every call, ~400 instructions more per array under callgrind.)
+    /// type's metadata on every call.)
     public var array: [UInt8] {
         Array(bytes)
     }

@@ -71,8 +71,8 @@ private func utf8Precedes(_ a: String, _ b: String) -> Bool {
 /// Appends `v` in decimal (the canonical form of `.int`).
 ///
 /// Digits are written from the last, in place, dividing by the constant 10 only (a multiply):
-/// dividing by a varying power of ten took two hardware divisions a digit (a 6-digit value:
-/// 17 ns → 11.5 ns a call on this machine, swiftc -O; four calls a submit; session 18).
+/// dividing by a varying power of ten would take two hardware divisions a digit, and a submit
+/// writes four integers.
 func writeInt(_ v: Int64, to out: inout ByteSink) {
     var rest = v.magnitude
     var digits = 1
@@ -94,7 +94,7 @@ func writeInt(_ v: Int64, to out: inout ByteSink) {
 /// Appends the canonical form of `.double(d)`: Swift's shortest round-trip `description`
 /// (`null` when not finite). Values with at most three decimals below a million — relevance
 /// scores, which every summary item carries twice — are written without `description` (a
-/// `String` and ~600 instructions a call): when the thousandths `m` nearest `d * 1000` give back
+/// `String` allocated a call): when the thousandths `m` nearest `d * 1000` give back
 /// `d` (`m / 1000 == d`), `m` with its trailing zeros dropped is the shortest form, and the only
 /// one of that length (two different numbers of thousandths below a million are farther apart
 /// than a double's spacing there, and a shorter decimal that gives `d` back has the same
@@ -152,7 +152,7 @@ func writeString(_ s: String, to out: inout ByteSink) {
 /// Whether some byte of `bytes` is '"', '\\' or a control character, eight bytes at a time:
 /// the last word overlaps the one before it, and a string shorter than eight bytes is tested as
 /// one word padded with spaces. (A byte at a time, the tail of a short id — most strings a
-/// delivery carries — took about half of `writeString`'s ~120 instructions a call.)
+/// delivery carries — would take about half of `writeString`'s time.)
 @inline(__always)
 private func needsEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
     let n = bytes.count

@@ -5,10 +5,8 @@
 /// sizes); longer copies go to `memcpy`.
 ///
 /// Why: the encoders append many short pieces — keys, ids, a user, a literal — and each
-/// `copyMemory` of them was a call to glibc's `memmove` (~60 calls a submit on the loop thread,
-/// 9–10 bytes each on average, measured with an interposed memcpy in session 18). The call and
-/// its size dispatch cost more than the copy; on this machine's AVX-512 variant the loop spent
-/// ~10% of its cycles in `memmove` (perf).
+/// `copyMemory` of them is a call to glibc's `memmove` (some sixty a submit on the loop thread,
+/// about ten bytes each). The call and its size dispatch cost more than the copy.
 @inlinable @inline(__always)
 public func copyBytes(to destination: UnsafeMutableRawPointer, from source: UnsafeRawPointer, count: Int) {
     if count >= 8 {

@@ -194,7 +194,7 @@ extension Engine {
             warnings.append(RequestWarning(code: "title_ends_with_punctuation",
                 message: "The title “\(clipped(t))” ends in “\(last)”: titles read better without ending punctuation."))
         }
-        // Only actions need it: `split` cost ~8,000 instructions a submit (docs/service-profile.md, session 5).
+        // Only actions need it, and `split` allocates an array of substrings: skipped without them.
         let appName = n.actions.isEmpty ? "" : app.split(separator: ".").last.map { String($0).lowercased() } ?? ""
         for (i, a) in n.actions.enumerated() {
             let lower = a.title.trimmed.lowercased()
@@ -256,8 +256,8 @@ extension Engine {
             return EventDraft(submitFor: u, app: app, notificationId: id, decoded: n, canonicalBody: sink.array)
         }
         // One recipient (most submits): the draft made inside an array literal. Appended to an
-        // array it was built, copied in and destroyed (seven strings and arrays retained and
-        // released once more, session 18).
+        // array it would be built, copied in and destroyed (seven strings and arrays retained and
+        // released once more).
         if users.count == 1 { return AcceptedRequest(events: [draft(for: users[0])], warnings: warnings) }
         var events: [EventDraft] = []
         events.reserveCapacity(users.count)
@@ -267,8 +267,8 @@ extension Engine {
 
     /// False when the title's last byte is ASCII, not whitespace and not one of `.!?,;:` — then
     /// its last character (trimmed) is no ending punctuation and the `Character` check (a trim and
-    /// a search, ~3,600 instructions a submit) is skipped. Any other ending takes the full check.
-    /// Read from the title's last byte `b` in place (`titleLastUnescapedByte`, session 17).
+    /// a search, far dearer than this test) is skipped. Any other ending takes the full check.
+    /// Read from the title's last byte `b` in place (`titleLastUnescapedByte`).
     static func mayEndInPunctuation(lastByte b: UInt8) -> Bool {
         guard b < 0x80 else { return true }
         switch b {
@@ -283,8 +283,7 @@ extension Engine {
     /// (byte-identical: `CanonicalSubmitBodyTests`).
     static func writeNormalizedSubmitBody(_ n: SubmittedNotification, to out: inout ByteSink) {
         // Each key is one literal with its leading `,"` and trailing `":` (one append, as in
-        // `writeContent`); the first one's comma becomes the `{`. Four appends a key cost ~80
-        // instructions each, seven keys a submit (session 18).
+        // `writeContent`); the first one's comma becomes the `{`, instead of four appends a key.
         var first = true
         @inline(__always) func key(_ k: StaticString) {
             let at = out.count

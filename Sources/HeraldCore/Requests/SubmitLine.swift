@@ -15,8 +15,8 @@ import Darwin
 /// recipient, invalid JSON — reads as nil, and the line takes the general path (`JSONValue.parse`,
 /// then `RequestFields`), whose errors and warnings are the reference. So a line read here is
 /// admitted exactly as the general path admits it (`SubmitLineTests`; the fuzz target compares
-/// the two on every input). Why: the general path cost ~25,000 instructions a submit in building,
-/// searching and freeing a dictionary of `JSONValue`s (docs/service-profile.md, session 6).
+/// the two on every input). Why: most of the general path's cost is building, searching and
+/// freeing a dictionary of `JSONValue`s, which a plain submit does not need.
 public struct SubmitLine: Sendable {
     /// The request id to echo (a scalar; the general path drops an array or object too).
     public var rid: JSONValue?
@@ -42,8 +42,8 @@ public struct SubmitLine: Sendable {
     /// Reads `line` (one request, without its newline); nil when it is not a plain submit.
     /// `knownApp`: an app id the caller holds (the connection's previous submit's); when the
     /// line names the same bytes, the line's `app` is that string instead of a new one. An app
-    /// id is usually over 15 bytes — too long for an inline `String` — so building it was a heap
-    /// allocation, a validation and a free per submit (session 17).
+    /// id is usually over 15 bytes — too long for an inline `String` — so building it would be a
+    /// heap allocation, a validation and a free per submit.
     public static func read(_ line: UnsafeRawBufferPointer, knownApp: String? = nil) -> SubmitLine? {
         guard let base = line.baseAddress, !line.isEmpty else { return nil }
         var parser = JSONParser(base: base.assumingMemoryBound(to: UInt8.self), count: line.count, maxDepth: 32)
@@ -122,7 +122,7 @@ extension JSONParser {
         var isSubmit = false
         var rid: JSONValue?
         // The fields are written into the notification's box as they are read: a local `Fields`
-        // (~290 bytes, a dozen strings) was copied into the box at the end and destroyed (session 18).
+        // (~290 bytes, a dozen strings) would be copied into the box at the end and destroyed.
         let box = SubmittedNotification.Storage(SubmittedNotification.Fields())
         var hasId = false, hasApp = false, appIsKnown = false
         var user: String?

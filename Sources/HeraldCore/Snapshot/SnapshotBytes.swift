@@ -17,8 +17,8 @@ public struct SnapshotWriter {
     public mutating func u8(_ v: UInt8) { bytes.append(v) }
     public mutating func bool(_ v: Bool) { bytes.append(v ? 1 : 0) }
 
-    /// One append per value: a byte at a time, each append checked the array's uniqueness and
-    /// capacity (~22% of a snapshot capture's time, session 20).
+    /// One append per value: a byte at a time, each append would check the array's uniqueness
+    /// and capacity, a large share of a snapshot capture's time.
     public mutating func varint(_ v: UInt64) {
         if v < 0x80 { bytes.append(UInt8(v)); return }
         var encoded: (UInt64, UInt64) = (0, 0)   // room for the 10 bytes of the largest value

@@ -34,8 +34,8 @@ extension UserState {
     }
 
     /// `encodeSnapshotRecord(deliveryCount:to:)` of the state at `s`, read where it lies, through
-    /// `scratch` (cleared first; its capacity kept from one user to the next). A capture of a
-    /// million users allocated, copied and freed a writer per user (session 20).
+    /// `scratch` (cleared first; its capacity kept from one user to the next), so a capture of a
+    /// million users does not allocate, copy and free a writer per user.
     public static func encodeSnapshotRecord(at s: UnsafePointer<UserState>, deliveryCount: Int64,
                                             to w: inout SnapshotWriter, scratch: inout SnapshotWriter) {
         scratch.removeAll(keepingCapacity: true)
@@ -54,9 +54,10 @@ extension UserState {
 
     /// `encodeSnapshot(to:)` of the state at `s`, every field read where it lies and every list
     /// walked through its buffer: a method called on the state, `for x in list` or
-    /// `entries.filter`, copied the state or each element (every string and array in it retained
-    /// and released), and the rare fields' getters built a default `FocusState` (dictionaries
-    /// included) for each user without them — most of a million-user capture's time (session 20).
+    /// `entries.filter`, would copy the state or each element (every string and array in it
+    /// retained and released), and the rare fields' getters build a default `FocusState`
+    /// (dictionaries included) for each user without them — together most of a million-user
+    /// capture's time.
     static func encodeSnapshot(at s: UnsafePointer<UserState>, to w: inout SnapshotWriter) {
         w.string(s.pointee.user)
         w.int(s.pointee.lastSeq)
@@ -64,8 +65,8 @@ extension UserState {
         w.u8(previewsCode(s.pointee.global.showPreviews))
         if let b = s.pointee.global.attentionBudget { w.u8(1); w.int(Int64(b)) } else { w.u8(0) }
 
-        // Every app, then the apps with a recent list (the format of `[String: …]` dictionaries
-        // in key order, before the two became one sorted `AppTable`).
+        // Every app, then the apps with a recent list: the format of two `[String: …]`
+        // dictionaries in key order, which one sorted `AppTable` writes as they would.
         s.pointee.apps.entries.withUnsafeBufferPointer { entries in
             w.count(entries.count)
             var withRecent = 0

@@ -6,9 +6,9 @@ import Glibc
 /// its server, a bench asking for shutdown. The only way into a loop from outside it: libevent's
 /// own thread support (`evthread_use_pthreads`) is left off, because with it every event
 /// operation on the loop — each reply's `bufferevent_write`, each `event_add` — takes and releases
-/// the base's mutex, two atomic instructions each, for wake-ups that happen twice in a service's
-/// life (docs/service-profile.md, session 20). Firing writes to an eventfd (the kernel's counter
-/// is the synchronisation); several fires before the loop looks run the callback once.
+/// the base's mutex, for wake-ups that happen twice in a service's life. Firing writes to an
+/// eventfd (the kernel's counter is the synchronisation); several fires before the loop looks
+/// run the callback once.
 public final class LoopTrigger {
     /// The eventfd (internal for the tests).
     let fd: Int32

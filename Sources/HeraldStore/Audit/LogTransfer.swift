@@ -4,10 +4,9 @@ import HeraldCore
 /// One line per stored row: `{"rules":{fromSeq,at,version}}` (first: where each rules version
 /// took over, schema/015), `{"event":{seq,user,type,app,notificationId,engineTime,body}}` or
 /// `{"delivery":{cursor,user,userIndex,causeSeq,kind,app,notificationId,reason,at,rulesVersion,trace,body}}`,
-/// with `body` and `trace` as the exact stored text, and last `{"end":{"events":N,"deliveries":M}}`
-/// (since session 27): an export cut after any whole line — even right after its last event —
-/// lacks it. Import restores positions and bytes, so replay on the copy gives the same result as
-/// on the original.
+/// with `body` and `trace` as the exact stored text, and last `{"end":{"events":N,"deliveries":M}}`,
+/// which an export cut after any whole line — even right after its last event — lacks. Import
+/// restores positions and bytes, so replay on the copy gives the same result as on the original.
 public enum LogTransfer {
     /// Writes the log as of one snapshot (a read-only repeatable-read transaction): a service
     /// appending meanwhile adds nothing half-way, and every delivery's cause is in the export.
@@ -67,7 +66,7 @@ public enum LogTransfer {
 
     public enum ImportError: Error, CustomStringConvertible {
         case notEmpty, badLine(Int, String), store(StoreError)
-        /// No end line: the export was cut after a whole line, or written before session 27.
+        /// No end line: the export was cut after a whole line, or written by a Herald without end lines.
         case noEnd(lines: Int)
         /// The end line's counts differ from the rows before it.
         case endMismatch(line: Int, expected: (events: Int64, deliveries: Int64), found: (events: Int, deliveries: Int))
@@ -91,8 +90,8 @@ public enum LogTransfer {
             case .store(let e): return "\(e.oneShotDescription) \(nothing)"
             case .noEnd(let lines):
                 return "The export ends without its end line (after \(lines) lines): it was cut, so its last events or deliveries may be "
-                    + "missing. Export the log again; an export written by a Herald before session 27 has no end line, and "
-                    + "`herald import --allow-missing-end` takes it as it is. \(nothing)"
+                    + "missing. Export the log again; an export written by an earlier Herald that wrote no end line "
+                    + "is taken as it is by `herald import --allow-missing-end`. \(nothing)"
             case .endMismatch(let n, let expected, let found):
                 return "Line \(n), the end line, counts \(expected.events) events and \(expected.deliveries) deliveries, but the export "
                     + "holds \(found.events) and \(found.deliveries): it was edited. Export the log again. \(nothing)"
@@ -101,8 +100,8 @@ public enum LogTransfer {
     }
 
     /// Imports exported lines into an empty migrated database, keeping every position and byte.
-    /// The export must end with its end line, unless `allowMissingEnd` (exports written before
-    /// session 27 have none).
+    /// The export must end with its end line, unless `allowMissingEnd` (exports written by an
+    /// earlier Herald have none).
     public static func `import`(_ connection: PGConnection, lines: some Sequence<String>,
                                 allowMissingEnd: Bool = false) throws(ImportError) -> (events: Int, deliveries: Int) {
         // Not under a running service (it would not see the rows, and its own rules version row

@@ -155,7 +155,7 @@ public struct Replayer {
 
     /// One run's state: every user's replica, found by the ordinal of its stored id. A struct with
     /// mutating methods rather than locals captured by nested functions: captured locals are
-    /// boxed and every access to them was checked for exclusivity at run time (~3% of replay).
+    /// boxed and every access to them is checked for exclusivity at run time (~3% of replay).
     struct Run {
         /// A user's folded state and how many deliveries it has produced (the next ordinal).
         struct Replica {

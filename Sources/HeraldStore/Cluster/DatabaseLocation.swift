@@ -47,8 +47,8 @@ public final class DatabaseLocation: Sendable {
         return String(cBuffer: buffer)
     }
 
-    /// `name` as an SQL identifier, exactly as given: unquoted, `--private-database Demo` created
-    /// `demo` and then connected to `Demo`, which does not exist (a review of session 29).
+    /// `name` as an SQL identifier, exactly as given: unquoted, `--private-database Demo` would
+    /// create `demo` and then connect to `Demo`, which does not exist.
     static func quotedIdentifier(_ name: String) -> String {
         "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }

@@ -111,8 +111,8 @@ public final class LocalCluster: @unchecked Sendable {
     }
 
     /// initdb into a folder of its own beside `dataDirectory`, renamed into place only once it
-    /// succeeded: a Herald killed during initdb left a half-built cluster that looked usable (its
-    /// PG_VERSION written first) and a server that crashed in a loop on it (a review, session 30).
+    /// succeeded: a Herald killed during initdb would leave a half-built cluster that looks usable
+    /// (its PG_VERSION written first), and a server started on it crashes in a loop.
     private func create(log: (String) -> Void) throws(StoreError) {
         let fm = FileManager.default
         let parent = (dataDirectory as NSString).deletingLastPathComponent

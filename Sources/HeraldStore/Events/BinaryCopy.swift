@@ -36,8 +36,7 @@ enum BinaryCopy {
 
     /// Adds `base` to every tuple's position (encoded at base 0), in place: one load and store
     /// per tuple, at the offsets noted while encoding. Walking the fields' lengths to find them
-    /// touched most of the batch's cache lines again, long after they were written: ~2% of the
-    /// loop's cycles under `bench ingest` for ~1% of its instructions (session 20).
+    /// would touch most of the batch's cache lines again, long after they were written.
     static func rebase(_ data: inout CopyData, by base: Int64) {
         guard base != 0 else { return }
         let offsets = data.positionOffsets

@@ -3,9 +3,9 @@
 /// Binary `COPY deliveries (…) FROM STDIN (FORMAT binary)` data for a batch whose cursors are
 /// known (base + 1 … base + n, claimed by `UPDATE delivery_head … RETURNING` in the same
 /// transaction, as `herald_append_deliveries` does). Sent in the same simple query as the events'
-/// COPY (`EventCopy`), so a transaction with both takes the same three round trips it took when the
-/// deliveries went through the append function, without the function's eleven arrays, `unnest`
-/// and row-at-a-time insert on the server; or alone (`BEGIN; UPDATE delivery_head …; COPY
+/// COPY (`EventCopy`), so a transaction with both takes three round trips, as it would through
+/// the append function, without that function's eleven arrays, `unnest` and row-at-a-time insert
+/// on the server; or alone (`BEGIN; UPDATE delivery_head …; COPY
 /// deliveries …; COMMIT`, two round trips), as a summary storm's appends are. A (user, user_index)
 /// stored already (a delivery re-derived after a restart) aborts the COPY with a unique violation;
 /// the writer then sends the whole transaction through the append functions, whose careful path

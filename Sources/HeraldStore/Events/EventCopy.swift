@@ -32,10 +32,9 @@ public enum EventCopy {
         rows.withUnsafeBufferPointer { encode($0, base: base) }
     }
 
-    /// Rows are read in place (`rs[i].field`): `for r in rows` copied each row, retaining and
+    /// Rows are read in place (`rs[i].field`): `for r in rows` would copy each row, retaining and
     /// releasing its five strings. Written into a buffer of the exact size (`BinaryCopy.data`):
-    /// appending field by field to an array cost ~14 capacity checks per row, ~1,500 instructions
-    /// per row more under callgrind.
+    /// appending field by field to an array would cost ~14 capacity checks per row.
     private static func encode(_ rs: UnsafeBufferPointer<EventRow>, base: Int64) -> CopyData {
         var total = BinaryCopy.framingSize
         for i in rs.indices {

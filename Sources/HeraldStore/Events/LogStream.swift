@@ -32,7 +32,7 @@ public final class LogStream {
         /// The stream's cache of repeated long strings (app ids…), shared by its decoded submits.
         /// The stream's interner. Unowned and unsafe, so that a record holds no reference and costs
         /// nothing to destroy (a `String` and this reference made every `Record?` go through
-        /// Optional's generic destroy, ~120 instructions a record); the stream outlives its records.
+        /// Optional's generic destroy); the stream outlives its records.
         unowned(unsafe) var interner: StringInterner
 
         /// The event as the engine folds it (the body read straight from the COPY buffer). A
@@ -95,8 +95,8 @@ public final class LogStream {
     /// Deliveries are read in `cursor` order (commit order, the primary key) by a second COPY on a
     /// second connection, and each is handed out once the event that caused it has been: so
     /// every delivery follows its causing event, and a timer's delivery comes about where it
-    /// committed. (Until migration 011 one COPY merged the two tables by position, a Merge Append
-    /// that needed an index on `deliveries (cause_seq)`; every delivery insert paid for it.)
+    /// committed. (One COPY merging the two tables by position would be a Merge Append needing an
+    /// index on `deliveries (cause_seq)`, which every delivery insert would pay for.)
     public init(_ connection: PGConnection, after: Int64 = 0, through: Int64 = .max, deliveries: Bool) throws(StoreError) {
         lastEventSeq = after
         copy = try PGCopyOut(connection, sql: """

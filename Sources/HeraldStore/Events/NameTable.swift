@@ -10,7 +10,7 @@ import Darwin
 ///
 /// Why: replay reads a user id with every event and every stored delivery. Looking the bytes
 /// up here costs one cheap hash and one `memcmp`; building a `String` from them and hashing it
-/// into a `Dictionary` cost ~600 instructions an event (SipHash, UTF-8 validation). The
+/// into a `Dictionary` costs many times that (SipHash, UTF-8 validation). The
 /// strings handed out are shared, so equal names compare by identity afterwards.
 struct NameTable {
     /// Open addressing: a slot holds ordinal + 1 (0 = empty). The count of slots is a power of

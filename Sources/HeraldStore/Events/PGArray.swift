@@ -30,7 +30,7 @@ enum PGArray {
 /// Binary-format (`array_send` layout) one-dimensional arrays, all parameters of one statement
 /// packed in one buffer. Why binary: the server's text `array_in` scans and unescapes every
 /// byte of every body and the Swift side had to escape them one scalar at a time; the binary
-/// form is a length prefix and a memcpy on both sides (measured in docs/store-performance.md).
+/// form is a length prefix and a memcpy on both sides.
 /// Text elements still go through the server's encoding check, so a NUL byte is refused, not truncated.
 struct PGBinaryParameters {
     /// Element type OIDs (pg_type.h); the server checks them against the `$n::type[]` casts.

@@ -50,7 +50,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .unavailable(let m):
             // What, not where: libpq's line names the database's host and port, which are not the
-            // client's business (a review, session 31); the service's log keeps the whole text.
+            // client's business; the service's log keeps the whole text.
             var why = Self.firstLine(of: m)
             if let r = why.range(of: "failed: ", options: .backwards) { why = String(why[r.upperBound...]) }
             if why.isEmpty || why.contains("\"") || why.contains("port ") { return "PostgreSQL is unreachable (the service's log says why)" }

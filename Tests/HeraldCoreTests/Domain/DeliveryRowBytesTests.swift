@@ -164,7 +164,7 @@ import Testing
 @Suite struct NotificationTextsOrderTests {
     /// A notification's box is one `malloc` per submit: the Swift runtime on Linux allocates an
     /// object whose fields are aligned to more than 8 bytes with `posix_memalign` (a `SIMD8`
-    /// among the texts' offsets did that; session 20).
+    /// among the texts' offsets would do that).
     @Test func aNotificationsFieldsNeedNoMoreThanEightByteAlignment() {
         #expect(MemoryLayout<NotificationTexts>.alignment <= 8)
         #expect(MemoryLayout<SubmittedNotification.Fields>.alignment <= 8)
@@ -198,7 +198,7 @@ import Testing
     }
 
     /// Every order of setting, replacing and removing texts gives the bytes of setting the final
-    /// texts in key order: texts are put in place, not appended (session 26: no rebuild).
+    /// texts in key order: texts are put in place, not appended, and nothing is rebuilt.
     @Test func textsPutInPlaceInEveryOrderKeepTheCanonicalLayout() {
         typealias Step = (WritableKeyPath<SubmittedNotification, String?>, String?)
         let paths: [WritableKeyPath<SubmittedNotification, String?>] = [\.body, \.subtitle, \.title]

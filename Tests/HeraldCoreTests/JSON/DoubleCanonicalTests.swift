@@ -5,8 +5,8 @@ import HeraldTestSupport
 
 @Suite struct DoubleCanonicalTests {
     /// Every value m / 10^k for k ≤ 3 in 0…20 (and its negative), the thousandths up to 1,000 and
-    /// values near the fast path's edges: the same text as `description` (what the canonical form was
-    /// defined as before the fast path).
+    /// values near the fast path's edges: the same text as `description` (the canonical form's
+    /// definition, which the fast path must match).
     @Test func shortDecimalsMatchDescription() {
         var values: [Double] = [0, -0.0, 1e6, -1e6, 999_999.999, 999_999.5, 1e6 - 1, 0.0005, 0.0001, 1e-5, 123.456, 0.30000000000000004,
                                 Double.ulpOfOne, 1 + Double.ulpOfOne, 0.1 + 0.2, 1.0 / 3, 2.0 / 3, 1e15, 1e16, 5e-324]

@@ -258,8 +258,8 @@ import Testing
         #expect(warnings(#"{"id":"n","app":"a","user":"u","hiddenPreviewsBodyPlaceholder":"Nouveau"}"#) == [])
     }
 
-    /// A `focusOn` whose `until` has passed turns nothing on: the ack says so (a review found it
-    /// silently ended a manual Focus; the usual cause is the sender's clock or zone).
+    /// A `focusOn` whose `until` has passed turns nothing on: the ack says so rather than silently
+    /// ending a manual Focus (the usual cause is the sender's clock or zone).
     @Test func check_warning_focusOnUntilNotInTheFuture() {
         #expect(warnings(#"{"user":"u","focus":"Work","until":"2026-01-05T11:00:00Z"}"#, op: "focusOn") == ["until_not_in_future"])
         #expect(warnings(#"{"user":"u","focus":"Work","until":"2026-01-05T12:00:00Z"}"#, op: "focusOn") == ["until_not_in_future"])
@@ -267,8 +267,8 @@ import Testing
         #expect(warnings(#"{"user":"u","focus":"Work"}"#, op: "focusOn") == [])
     }
 
-    /// A `snooze` whose `until` is not in the future is judged again at once: the ack says so (a
-    /// review found it silent). A `mute` with a past `until` is the documented way to unmute: no warning.
+    /// A `snooze` whose `until` is not in the future is judged again at once: the ack says so,
+    /// not silently. A `mute` with a past `until` is the documented way to unmute: no warning.
     @Test func check_warning_snoozeUntilNotInTheFuture() {
         #expect(warnings(#"{"user":"u","app":"a","id":"n","until":"2026-01-05T12:00:00Z"}"#, op: "snooze") == ["until_not_in_future"])
         #expect(warnings(#"{"user":"u","app":"a","id":"n","until":"2026-01-05T12:00:00.001Z"}"#, op: "snooze") == [])
