@@ -22,10 +22,10 @@ public struct StoreBenchmark {
         public var groupCommitEventsPerSecond: Double
         /// COPY into a table without indexes, rows formatted at the byte level: the ceiling.
         public var copyRowsPerSecond: Double
-        /// The same COPY into a table with the log's indexes (since migration 009): a primary key on
+        /// The same COPY into a table with the log's indexes: a primary key on
         /// seq and the unique (app, notification_id, recipient_index) of rows that have a notification id.
         public var copyIndexedRowsPerSecond: Double
-        /// The first COPY with rows formatted by String interpolation (this benchmark's baseline until 002).
+        /// The first COPY with rows formatted by String interpolation (this benchmark's first baseline).
         public var copyStringFormattedRowsPerSecond: Double
         public var transactions: Int
         public var meanRowsPerTransaction: Double
@@ -235,7 +235,7 @@ extension StoreBenchmark {
         return (plain, indexed)
     }
 
-    /// The indexes `events` keeps (migration 017), built on a baseline table.
+    /// The indexes `events` keeps (schema/001_tables.sql), built on a baseline table.
     static func logIndexes(_ table: String) -> [String] {
         ["ALTER TABLE \(table) ADD PRIMARY KEY (seq)",
          "CREATE UNIQUE INDEX ON \(table) (app, notification_id, recipient_index) WHERE notification_id IS NOT NULL"]
