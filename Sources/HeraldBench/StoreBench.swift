@@ -17,7 +17,7 @@ struct StoreBench: ParsableCommand {
     @Option(help: "Outstanding appends per producer.") var window = 128
     @Option(help: "Writer transactions in flight on its connection (pipelined).") var inFlight = 1
     @Option(help: "Most rows in one writer transaction.") var maxRows = 10_000
-    @Flag(help: "Append events through the append function instead of COPY (the path before migration 004).") var noCopy = false
+    @Flag(help: "Append events through the append function instead of COPY.") var noCopy = false
     @Flag(help: "Print JSON instead of a table.") var json = false
 
     func run() throws {
@@ -48,7 +48,7 @@ struct StoreBench: ParsableCommand {
                 print("  reference: COPY with the log's indexes (pkey + unique (app, id, user))  \(Int(r.copyIndexedRowsPerSecond)) rows/s "
                       + "(ratio \(String(format: "%.2f", r.groupCommitEventsPerSecond / r.copyIndexedRowsPerSecond))×)")
                 print("  reference: COPY, String-formatted rows  \(Int(r.copyStringFormattedRowsPerSecond)) rows/s "
-                      + "(ratio \(String(format: "%.2f", r.groupCommitEventsPerSecond / r.copyStringFormattedRowsPerSecond))×; the baseline before 002)")
+                      + "(ratio \(String(format: "%.2f", r.groupCommitEventsPerSecond / r.copyStringFormattedRowsPerSecond))×; the first baseline)")
             }
         }
     }

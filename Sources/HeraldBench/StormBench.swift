@@ -75,7 +75,7 @@ struct StormBench: ParsableCommand {
             let location = try database.resolve(fresh: fresh)
             defer { location.close() }
             // The schema's latest migration is part of the name: a history saved by a binary with
-            // another schema would be migrated on every copy (007 rewrites both tables).
+            // another schema is not reused (the migrator would refuse it, or migrate it on every copy).
             let schema = Migrator.available.last.map { String($0.name.prefix(3)) } ?? "0"
             let template = "herald_bench_storm_u\(users)_i\(items)_m\(schema)"
             let log: SyntheticLog

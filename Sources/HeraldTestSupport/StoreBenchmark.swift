@@ -235,7 +235,7 @@ extension StoreBenchmark {
         return (plain, indexed)
     }
 
-    /// The indexes `events` keeps (migration 017), built on a baseline table.
+    /// The indexes `events` keeps (schema/001_tables.sql), built on a baseline table.
     static func logIndexes(_ table: String) -> [String] {
         ["ALTER TABLE \(table) ADD PRIMARY KEY (seq)",
          "CREATE UNIQUE INDEX ON \(table) (app, notification_id, recipient_index) WHERE notification_id IS NOT NULL"]

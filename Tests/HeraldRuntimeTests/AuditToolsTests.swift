@@ -96,7 +96,7 @@ import Testing
         #expect(r.string(0, 0) == "held")
         let trace = try #require(RuleStep.steps(storedTrace: r.string(0, 2) ?? ""))
         #expect(trace.last == RuleStep("focus", "decided"), "the deciding rule is the last step")
-        #expect(r.string(0, 2)?.hasSuffix(#","focus:decided"]"#) == true, "stored compact (migration 010)")
+        #expect(r.string(0, 2)?.hasSuffix(#","focus:decided"]"#) == true, "stored compact")
         #expect(try JSONValue.parse(r.string(0, 3) ?? "{}")["focus"] == "Sleep")
     }
 

@@ -1,4 +1,4 @@
-// The operator views (schema/016) against the fold: after each history, what a view says is what
+// The operator views (schema/003_operator_views.sql) against the fold: after each history, what a view says is what
 // `herald state` / `herald pending` (UserHistory.fold) say, on a real service and PostgreSQL.
 import Foundation
 import HeraldCore
@@ -73,10 +73,10 @@ import Testing
         #expect(try Self.rows(conn, view).isEmpty, "the noon summary took both")
     }
 
-    /// schema/018: an item leaves `herald_pending_summary_items` / `herald_held_notifications` at
-    /// any later delivery naming it — suppressed when its summary or digest is screened (rules
-    /// "4": the app was turned off), or decided again when a snooze ran out (rules "5") — not only
-    /// when it expired, was withdrawn or replaced, or it would be listed as pending for good.
+    /// An item leaves `herald_pending_summary_items` / `herald_held_notifications` at any later
+    /// delivery naming it — suppressed when its summary or digest is screened (the app
+    /// was turned off), or decided again when a snooze ran out, not only when it is
+    /// expired, withdrawn or replaced.
     @Test func pendingAndHeldViewsEndAnItemAtAnyLaterDeliveryNamingIt() throws {
         let server = try TestServer(start: "2026-03-27T07:00:00Z")
         defer { server.stop() }

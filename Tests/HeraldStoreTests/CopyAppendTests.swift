@@ -1,4 +1,4 @@
-// The COPY append path against a real PostgreSQL: its fallback, its tail, its recovery, and migration 004.
+// The COPY append path against a real PostgreSQL: its fallback, its tail, its recovery.
 import Foundation
 import HeraldCore
 import HeraldStore
@@ -25,7 +25,7 @@ import Testing
     }
 
     /// A withdraw without a user finds the recipients by (app, notification id): the unique index
-    /// leads with those columns (migration 009), so the look-up never reads the whole log.
+    /// leads with those columns, so the look-up never reads the whole log.
     @Test func theRecipientsOfANotificationAreFoundThroughTheIdempotencyIndex() throws {
         let url = try TestPostgres.freshDatabase()
         let conn = try PGConnection.connect(url)
@@ -308,7 +308,7 @@ import Testing
     }
 
     @Test func theAppendFunctionsStillRefuseInvalidJSON() throws {
-        // Bodies and traces are `text` since migration 007 (Herald's COPY writes canonical bytes);
+        // Bodies and traces are `text` (Herald's COPY writes canonical bytes);
         // the SQL functions other writers call still parse what they are given.
         let url = try TestPostgres.freshDatabase()
         let conn = try PGConnection.connect(url)
@@ -338,8 +338,8 @@ import Testing
     @Test func aCopyThatFailsForAnotherReasonFailsOnlyItsBatch() throws {
         // A NUL byte (the protocol refuses it; PostgreSQL's text type too): the COPY is refused (not
         // a key problem), the batch's waiters get the error, the transaction is rolled back, and the
-        // next batch appends at the next free position. (Bodies are `text` since migration 007: the
-        // server no longer parses them as JSON, so an invalid body is not the failure used here.)
+        // next batch appends at the next free position. (Bodies are `text`: the
+        // server does not parse them as JSON, so an invalid body is not the failure used here.)
         let url = try TestPostgres.freshDatabase()
         let writer = try Self.writer(url)
         _ = try EventStoreTests.appendAll(writer, [Self.event(1)])
@@ -375,30 +375,5 @@ import Testing
         #expect(try EventStoreTests.appendAll(second, [Self.event(24)]) == [.appended(seq: 24)])
         #expect(second.roundTrips - trips == 2, "by COPY again after a batch without a stored key")
         #expect(try EventReader.events(PGConnection.connect(url), after: 0).map(\.seq) == (1...24).map(Int64.init))
-    }
-
-    @Test func migration004UpgradesALogWrittenBeforeIt() throws {
-        // Apply 001–003 only, append through the old function, then migrate: the old rows get their
-        // keys, and a re-sent old id is a duplicate with its original seq.
-        let url = try TestPostgres.freshDatabase(migratedBefore: "004")
-        let conn = try PGConnection.connect(url)
-        // Rows as the 002 function stored them (body_hash included); today's writer speaks the latest schema.
-        for i in 1...31 {
-            let r = Self.event(i, user: "u\(i % 3)")
-            try conn.execute("""
-                INSERT INTO events (seq, user_id, type, app, notification_id, body, body_hash, engine_time)
-                VALUES ($1, $2, $3, $4, $5, $6::json, sha256(convert_to($6::text, 'UTF8')), $7)
-                """, [String(i), r.user, i == 31 ? "opened" : "submit", r.app, i == 31 ? nil : r.notificationId, r.body,
-                     r.engineTime.rfc3339])
-        }
-        try conn.execute("UPDATE event_head SET seq = 31")
-
-        let applied = try Migrator.migrate(conn)
-        #expect(applied.contains { $0.hasPrefix("004") })
-        let writer = try Self.writer(url)
-        let outcomes = try EventStoreTests.appendAll(writer, [Self.event(32), Self.event(7, user: "u1"), Self.event(8, user: "u2", body: "{}")])
-        #expect(outcomes == [.appended(seq: 32), .duplicate(seq: 7), .conflict(seq: 8)])
-        #expect(try conn.execute("SELECT count(*) FROM herald_settings_current").int64(0, 0) == 0, "the operator views still work")
-        #expect(throws: StoreError.self) { try conn.execute("UPDATE events SET type = 'x'") }
     }
 }

@@ -46,7 +46,7 @@ import Testing
     }
 
     /// Every index on the two append tables costs the single writer's backend a B-tree insert per
-    /// row; each one here is read by something Herald runs (migrations 004, 008 and 011 say which).
+    /// row; each one here is read by something Herald runs (schema/001_tables.sql says which).
     /// Adding one is a decision about append speed: measure it (`herald bench store`, BENCHMARKS.md).
     @Test func theAppendTablesKeepOnlyTheIndexesHeraldReads() throws {
         let url = try TestPostgres.freshDatabase()
@@ -64,9 +64,8 @@ import Testing
         ])
     }
 
-    /// Migrations 012 and 013: a young log is analyzed, and vacuumed for its inserts, every
-    /// million rows rather than every 10–20% of growth (each run a burst of PostgreSQL's CPU
-    /// beside the writer's commits).
+    /// A young log is analyzed, and vacuumed for its inserts, every million rows rather than every
+    /// 10–20% of growth (each run a burst of PostgreSQL's CPU beside the writer's commits).
     @Test func theAppendTablesAreAnalyzedAndVacuumedForInsertsEveryMillionRows() throws {
         let url = try TestPostgres.freshDatabase()
         let conn = try PGConnection.connect(url)

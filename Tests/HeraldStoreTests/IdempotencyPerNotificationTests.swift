@@ -1,5 +1,5 @@
 // SPEC §3 "Idempotency": (app, notification id) is unique forever, whoever the recipients
-// (schema/017). The store's side: COPY and the append function alike, fan-outs as a whole.
+// (events_notification_once in schema/001_tables.sql). The store's side: COPY and the append function alike, fan-outs as a whole.
 import HeraldCore
 import HeraldStore
 import HeraldTestSupport
@@ -93,27 +93,6 @@ import Testing
         let conn = try PGConnection.connect(url)
         #expect(try conn.execute("SELECT count(DISTINCT xmin::text) FROM events").int64(0, 0) == 1, "one transaction")
         #expect(try EventStoreTests.appendAll(writer, rows) == (1...7).map { .duplicate(seq: Int64($0)) })
-    }
-
-    /// A log written before 017 may hold one id for several users (each its own request): the
-    /// migration numbers its rows in seq order, so the unique index builds and the log is kept;
-    /// from then on the id is used, for any user.
-    @Test func idempotency_aLogWrittenBeforeTheRuleKeepsItsReusedIdsAndTheIdIsThenUsed() throws {
-        let url = try TestPostgres.freshDatabase(migratedBefore: "017")
-        let conn = try PGConnection.connect(url)
-        defer { conn.close() }
-        _ = try conn.execute("""
-            SELECT * FROM herald_append_events(ARRAY['alice','bob','alice'], ARRAY['submit','submit','submit'],
-                ARRAY['com.example.mail','com.example.mail','com.example.mail'], ARRAY['n1','n1','n2'],
-                ARRAY['{"a":1}','{"b":1}','{"id":"n2","title":"T","user":"alice"}'], ARRAY[now(),now(),now()])
-            """)
-        #expect(try Migrator.migrate(conn) == Migrator.available.filter { $0.name >= "017" }.map(\.name))
-        let indexes = try conn.execute("SELECT recipient_index FROM events ORDER BY seq")
-        #expect((0..<indexes.rowCount).compactMap { indexes.int64($0, 0) } == [0, 1, 0])
-        let writer = try CopyAppendTests.writer(url)
-        #expect(try EventStoreTests.appendAll(writer, [Self.submit("n1", user: "carol")]) == [.conflict(seq: 1)])
-        #expect(try EventStoreTests.appendAll(writer, [Self.submit("n2", user: "alice")]) == [.duplicate(seq: 3)])
-        #expect(try EventReader.head(conn) == 3)
     }
 
     /// An export does not carry recipient indexes: import counts them again, so a fan-out re-sent

@@ -84,8 +84,8 @@ public struct RuleStep: Hashable, Sendable {
     /// The expanded form `{"rule":…,"outcome":…}` (what `herald explain --json` prints).
     public var expandedJSON: JSONValue { .object(["rule": .string(rule), "outcome": .string(outcome)]) }
 
-    /// Reads one stored step: `"rule"`, `"rule:outcome"`, or — as stored before migration
-    /// 010 — `{"rule":…,"outcome":…}`. Nil for anything else.
+    /// Reads one stored step: `"rule"`, `"rule:outcome"`, or the expanded form
+    /// `{"rule":…,"outcome":…}`. Nil for anything else.
     public init?(stored: JSONValue) {
         if let text = stored.stringValue {
             guard let colon = text.firstIndex(of: ":") else { self.init(text, "pass"); return }

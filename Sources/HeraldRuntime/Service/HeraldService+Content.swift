@@ -97,7 +97,7 @@ extension HeraldService {
         }
         list += "}"
         c.readInFlight = true
-        // `body` is `text` (migration 007; `json` before): the stored canonical bytes, unchanged.
+        // `body` is `text`: the stored canonical bytes, unchanged.
         reader.query("SELECT seq, body FROM events WHERE seq = ANY($1::bigint[])", [list]) { [unretained] result in
             unretained.object?.contentRead(seqs, result)
         }

@@ -102,7 +102,7 @@ extension HeraldService {
             appendOne(accepted, request: request, at: at, reply: reply)
             return
         }
-        // A fan-out's rows are numbered 0 … n-1 among its recipients (the store's key, schema/017).
+        // A fan-out's rows are numbered 0 … n-1 among its recipients (the store's key: events_notification_once).
         var rows = accepted.events.map { Self.row($0, at: at) }
         for i in rows.indices where rows[i].notificationId != nil { rows[i].recipientIndex = Int32(i) }
         let warnings = accepted.warnings
@@ -380,7 +380,7 @@ extension HeraldService {
     func replyFor(outcomes: [AppendOutcome], rid: JSONValue?, warnings: [RequestWarning], counted: Bool = false) -> [UInt8] {
         guard let first = outcomes.first else { return WireReply.ok(rid: rid, ["warnings": .array(warnings.map(\.json))]) }
         if outcomes.count > 1 || counted {
-            // A fan-out is stored whole or not at all (schema/017): all appended, or none.
+            // A fan-out is stored whole or not at all (herald_append_events): all appended, or none.
             let appended = outcomes.filter { if case .appended = $0 { return true } else { return false } }.count
             var fields: [String: JSONValue] = ["seq": .int(first.seq), "events": .int(Int64(outcomes.count)),
                                                "appended": .int(Int64(appended)), "warnings": .array(warnings.map(\.json))]

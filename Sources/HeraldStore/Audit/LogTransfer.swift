@@ -2,7 +2,7 @@
 import HeraldCore
 
 /// One line per stored row: `{"rules":{fromSeq,at,version}}` (first: where each rules version
-/// took over, schema/015), `{"event":{seq,user,type,app,notificationId,engineTime,body}}` or
+/// took over: the table `rules_versions`), `{"event":{seq,user,type,app,notificationId,engineTime,body}}` or
 /// `{"delivery":{cursor,user,userIndex,causeSeq,kind,app,notificationId,reason,at,rulesVersion,trace,body}}`,
 /// with `body` and `trace` as the exact stored text, and last `{"end":{"events":N,"deliveries":M}}`,
 /// which an export cut after any whole line — even right after its last event — lacks. Import
@@ -139,8 +139,7 @@ public enum LogTransfer {
                     }
                     lastSeq = seq
                     // The recipient index is not exported: it is the row's place among the rows of
-                    // its (app, id) in seq order (one request's recipients, schema/017), so it is
-                    // counted here, and an export written before 017 imports as 017 numbered it.
+                    // its (app, id) in seq order (one request's recipients), so it is counted here.
                     try connection.execute("""
                         INSERT INTO events (seq, user_id, type, app, notification_id, body, engine_time, recipient_index)
                         VALUES ($1, $2, $3, $4, $5, $6::json, $7,

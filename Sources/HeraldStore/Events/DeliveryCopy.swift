@@ -9,7 +9,7 @@
 /// deliveries …; COMMIT`, two round trips), as a summary storm's appends are. A (user, user_index)
 /// stored already (a delivery re-derived after a restart) aborts the COPY with a unique violation;
 /// the writer then sends the whole transaction through the append functions, whose careful path
-/// skips it. `trace` and `body` are `text` (migration 007): binary COPY sends their bytes as they
+/// skips it. `trace` and `body` are `text`: binary COPY sends their bytes as they
 /// are, and the server checks only their encoding (Herald wrote them as canonical JSON).
 public enum DeliveryCopy {
     /// The COPY's column list, in the order `encode` writes the fields.

@@ -4,8 +4,8 @@ import HeraldCore
 /// Binary `COPY events (…) FROM STDIN (FORMAT binary)` data for a batch whose positions are
 /// known (base + 1 … base + n, claimed by `UPDATE event_head … RETURNING` in the same
 /// transaction). Binary: no escaping on either side; text fields still pass the server's encoding
-/// check (a NUL byte is refused, not truncated). `body` is `text` since migration 007: the server
-/// no longer parses it as JSON (Herald's parser accepted the request, its encoder wrote the bytes).
+/// check (a NUL byte is refused, not truncated). `body` is `text`: the server
+/// does not parse it as JSON (Herald's parser accepted the request, its encoder wrote the bytes).
 public enum EventCopy {
     /// The COPY's column list, in the order `encode` writes the fields.
     public static let columns = "seq, user_id, type, app, notification_id, body, engine_time, recipient_index"

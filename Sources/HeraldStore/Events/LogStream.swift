@@ -95,8 +95,8 @@ public final class LogStream {
     /// Deliveries are read in `cursor` order (commit order, the primary key) by a second COPY on a
     /// second connection, and each is handed out once the event that caused it has been: so
     /// every delivery follows its causing event, and a timer's delivery comes about where it
-    /// committed. (One COPY merging the two tables by position would be a Merge Append needing an
-    /// index on `deliveries (cause_seq)`, which every delivery insert would pay for.)
+    /// committed. (One COPY merging the two tables by position would need an index on
+    /// `deliveries (cause_seq)`, which every delivery insert would pay for.)
     public init(_ connection: PGConnection, after: Int64 = 0, through: Int64 = .max, deliveries: Bool) throws(StoreError) {
         lastEventSeq = after
         copy = try PGCopyOut(connection, sql: """

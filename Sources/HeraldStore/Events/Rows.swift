@@ -12,7 +12,7 @@ public struct EventRow: Sendable, Hashable {
     public var bodyBytes: [UInt8]
     public var engineTime: Instant
     /// The row's place among its submit's recipients: 0 for a single-user submit, 0 … n-1 for a
-    /// fan-out, whose rows are appended together in one call (schema/017: (app, notification id,
+    /// fan-out, whose rows are appended together in one call ((app, notification id,
     /// recipient index) is unique, so a used (app, id) collides on its first row whoever the user).
     public var recipientIndex: Int32 = 0
     /// No size: the public initializers build the row in place through the memberwise one (`InPlace`).

@@ -1,4 +1,4 @@
-// The `rules_versions` table: where in the log each rules version took over (schema/015).
+// The `rules_versions` table: where in the log each rules version took over (schema/001_tables.sql).
 import HeraldCore
 
 /// Reads and records the rules versions a log was decided under (`RulesHistory`).

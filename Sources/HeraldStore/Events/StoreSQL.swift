@@ -14,7 +14,7 @@ enum StoreSQL {
     /// for 510 rows). These statements are all row-at-a-time OLTP work, which JIT never speeds up.
     static let writerSessionSetup = "SET jit = off"
 
-    /// Appends a batch of events through `herald_append_events` (schema/017_idempotency_per_notification.sql;
+    /// Appends a batch of events through `herald_append_events` (schema/002_append_functions.sql;
     /// the writer's fast path is COPY, `EventCopy`, and this is its fallback when a key is stored).
     /// A request (a submit's rows, recipient index 0 … n-1) whose (app, notification id) is stored, or
     /// used by an earlier request of the batch, stores none of its rows: they are reported as
@@ -27,7 +27,7 @@ enum StoreSQL {
         FROM herald_append_events($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::integer[])
         """
 
-    /// Appends a batch of deliveries through `herald_append_deliveries` (schema/002_fast_append.sql).
+    /// Appends a batch of deliveries through `herald_append_deliveries` (schema/002_append_functions.sql).
     /// A delivery whose (user, user_index) is stored already (re-derived after a restart) is
     /// skipped; fresh ones take consecutive cursors. Returns (ord, cursor) of fresh rows, or the
     /// single row (0, base) when every row was stored at base + ord.

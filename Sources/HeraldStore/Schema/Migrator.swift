@@ -2,7 +2,9 @@
 
 /// Brings a database to the schema this build expects. Idempotent: applied migrations are
 /// skipped; one whose text changed since it was applied is an error (fix forward with a new file).
-/// Concurrent migrators serialise on an advisory lock.
+/// A database whose recorded migrations this build cannot continue from (made by the pre-release
+/// schema, or by a newer build) is refused before anything runs. Concurrent migrators
+/// serialise on an advisory lock.
 public enum Migrator {
     /// The migrations this build carries, in order.
     public static var available: [(name: String, sql: String)] { EmbeddedSchema.migrations }
@@ -25,6 +27,7 @@ public enum Migrator {
         for r in 0..<result.rowCount {
             if let name = result.string(r, 0), let sum = result.string(r, 1) { applied[name] = sum }
         }
+        try checkHistory(recorded: Set(applied.keys))
         var appliedNow: [String] = []
         for migration in available {
             let checksum = try connection.execute("SELECT md5($1)", [migration.sql]).string(0, 0) ?? ""
@@ -51,5 +54,31 @@ public enum Migrator {
             appliedNow.append(migration.name)
         }
         return appliedNow
+    }
+
+    /// Refuses a database whose recorded migrations this build cannot continue from: one that
+    /// lacks the baseline (the first migration) yet records others was made by the pre-release
+    /// schema, whose files were replaced by the baseline and cannot be upgraded in place; one that
+    /// records a migration this build does not carry was migrated by a newer build.
+    static func checkHistory(recorded: Set<String>) throws(StoreError) {
+        guard !recorded.isEmpty, let baseline = available.first?.name else { return }
+        let known = Set(available.map(\.name))
+        let unknown = recorded.subtracting(known).sorted()
+        func range(_ names: [String]) -> String { names.count > 1 ? "\(names[0]) … \(names[names.count - 1])" : names.joined() }
+        if !recorded.contains(baseline) {
+            throw .configuration("""
+                This database was made by a pre-release Herald schema (it records the migrations \
+                \(range(recorded.sorted())), not this build's baseline \(baseline)) and cannot be \
+                upgraded. Re-create it (an empty database: this build creates the schema), or move its log: \
+                `herald export` with the build that made it, then `herald import` into an empty database with this one.
+                """)
+        }
+        if !unknown.isEmpty {
+            throw .configuration("""
+                This database was migrated by a newer Herald build: it records the migration(s) \
+                \(range(unknown)), which this build does not carry. Run that build \
+                (or a newer one) against it.
+                """)
+        }
     }
 }

@@ -1,4 +1,4 @@
-// Snapshots in PostgreSQL (schema/005): begin, parts by binary COPY, complete, find the latest, read back.
+// Snapshots in PostgreSQL (tables `snapshots`, `snapshot_parts`): begin, parts by binary COPY, complete, find the latest, read back.
 import CLibPQ
 import HeraldCore
 
@@ -80,8 +80,7 @@ public enum SnapshotStore {
         try conn.execute(abandonSQL, [String(id)])
     }
 
-    /// The latest complete snapshot of this build's format, if any. A database migrated before
-    /// 005 simply has none.
+    /// The latest complete snapshot of this build's format, if any.
     public static func latest(_ conn: PGConnection) throws(StoreError) -> Latest? {
         let r = try conn.execute("""
             SELECT id, through_seq, format, encode(header, 'hex'), users, parts, bytes FROM snapshots

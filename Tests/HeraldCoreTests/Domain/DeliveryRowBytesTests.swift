@@ -28,7 +28,7 @@ import Testing
         #expect(trace == d.traceJSON.canonicalBytes)
     }
 
-    /// The stored trace is compact (migration 010): a `pass` is the bare rule, anything else
+    /// The stored trace is compact: a `pass` is the bare rule, anything else
     /// `rule:outcome`; every step read back gives the step written, and the old object form reads too.
     @Test func storedTraceIsCompactAndReadsBackInEitherFormat() throws {
         var d = Delivery(kind: .held, user: "u", app: "a", notificationId: "n", at: Instant(millisecondsSinceEpoch: 0),

@@ -1,47 +1,27 @@
--- 017: a notification id is unique per app forever, whoever the recipients (SPEC §3:
--- "(A, notification id) is unique forever"). Until 016 the key was (app, notification_id,
--- user_id): the same id submitted later for another user was stored and delivered.
+-- The append functions: the SQL way to add rows to the log. Herald's writer appends by COPY
+-- (one transaction: UPDATE the head … RETURNING the base position, COPY the rows at base + ord,
+-- COMMIT) and comes here only when COPY hits a key that is stored already; writers configured
+-- without COPY, `herald import`, synthetic histories and tools call these directly. Both take one
+-- array per column (row i of the batch is element i of each) and bump the head row in the same
+-- transaction as the insert, so positions stay gap-free and commit-ordered across writers. They
+-- cast bodies and traces with ::json, so what they store is valid JSON.
 --
--- How: a submit's rows carry `recipient_index`, the row's place among the recipients of its
--- request (0 for a single-user submit; 0 … n-1 for a fan-out, whose rows are appended together in
--- one transaction). The unique index is (app, notification_id, recipient_index): a later request
--- with a used (app, id) collides on its first row (index 0) whatever its users, and the careful
--- append path then answers the whole request — a duplicate when it repeats the stored one row for
--- row (same users in the same order, same bodies), a conflict otherwise. One unique index per
--- row as before, on a shorter key (an integer where the user's text was): the COPY fast path is
--- unchanged. Its leading columns still serve the look-ups by (app, notification_id) (a withdraw
--- without a user, `herald explain`).
---
--- Rows without a notification id (every event but submits) have index 0 and are not in the index.
--- A log written before this migration may hold one (app, id) for several requests (another user
--- each): its rows are numbered in seq order, so the index builds, and a re-send of any of them is
--- answered as a conflict (it no longer matches the id's rows one for one). On a large log the fill
--- and the index take about as long as 009's (a minute for ten million events), under this
--- migration's lock.
-ALTER TABLE events ADD COLUMN recipient_index integer NOT NULL DEFAULT 0;
+-- Both have an optimistic fast path: almost every batch carries no key that is stored already (a
+-- duplicate is a client's retry), so they insert every row at base + ord and let the unique index
+-- detect a stored key during the insert they make anyway: one index descent a row, not a probe and
+-- then an insert. If a key is stored, the block's subtransaction rolls back the insert and the head
+-- bump together (no gap, nothing stored) and the careful path runs: probe the keys, answer the
+-- stored ones, number only the fresh rows.
 
--- The log is append-only: the triggers are lifted for the one-time fill, inside this migration's
--- transaction (as in 004). Only ids used by more than one row change.
-ALTER TABLE events DISABLE TRIGGER events_append_only;
-UPDATE events e SET recipient_index = n.k
-FROM (SELECT seq, row_number() OVER (PARTITION BY app, notification_id ORDER BY seq) - 1 AS k
-      FROM events WHERE notification_id IS NOT NULL) n
-WHERE e.seq = n.seq AND n.k > 0;
-ALTER TABLE events ENABLE TRIGGER events_append_only;
-
-CREATE UNIQUE INDEX events_notification_once ON events (app, notification_id, recipient_index)
-    WHERE notification_id IS NOT NULL;
-DROP INDEX events_notification;
-
-COMMENT ON COLUMN events.recipient_index IS
-    'Place of the row among its submit''s recipients (0 … n-1 for a fan-out; 0 otherwise); (app, notification_id, recipient_index) is unique (schema/017)';
-
-DROP FUNCTION herald_append_events(text[], text[], text[], text[], text[], timestamptz[]);
-
--- The careful append path (the writer's COPY falls back to it when a key is stored already, and
--- writers without COPY use it directly). Rows of one request are contiguous and numbered 0 … n-1
--- in `p_index`; outcomes are per row, but decided per request: a request whose (app, id) is
--- stored (or used by an earlier request of the same batch) stores none of its rows.
+-- Appends events. `p_index` is each row's recipient_index: rows of one request are contiguous and
+-- numbered 0 … n-1 (a fan-out), 0 for a single-user submit and for every other event. Outcomes are
+-- per row but decided per request: a request whose (app, id) is stored, or used by an earlier
+-- request of the same batch (the first one wins), stores none of its rows; it is a `duplicate`
+-- when it repeats that request row for row (same users in the same order, same bodies), else a
+-- `conflict` (SPEC §3). Returns (0, base, 'batch') when every row was appended at base + ord (the
+-- common case: one result row, not one per event); otherwise (ord, seq, outcome) for every input
+-- row, ordered by ord: `appended` with its new seq, `duplicate` with its original's seq, or
+-- `conflict` with the seq of the first row of the request it collides with.
 CREATE FUNCTION herald_append_events(
     p_user text[], p_type text[], p_app text[], p_id text[], p_body text[], p_time timestamptz[], p_index integer[])
 RETURNS TABLE (r_ord bigint, r_seq bigint, r_outcome text)
@@ -160,5 +140,73 @@ BEGIN
     JOIN fresh f ON f.ord = CASE WHEN v.duplicate THEN x.first_ord ELSE x.first_request END,
     head
     ORDER BY 1;
+END;
+$$;
+
+-- Appends deliveries. A delivery whose (user_id, user_index) is stored already (re-derived after
+-- a restart) is skipped. Returns (0, base) when every row was stored at base + ord; otherwise
+-- (ord, cursor) of the rows stored, ordered by ord.
+CREATE FUNCTION herald_append_deliveries(
+    p_user text[], p_user_index bigint[], p_cause_seq bigint[], p_kind text[], p_app text[], p_id text[],
+    p_reason text[], p_at timestamptz[], p_rules_version text[], p_trace text[], p_body text[])
+RETURNS TABLE (r_ord bigint, r_cursor bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    n bigint := coalesce(cardinality(p_body), 0);
+    base bigint;
+    fast boolean := true;
+BEGIN
+    BEGIN
+        UPDATE delivery_head h SET cursor = h.cursor + n RETURNING h.cursor - n INTO base;
+        INSERT INTO deliveries (cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason, at,
+                                rules_version, trace, body)
+        SELECT base + t.ord, t.user_id, t.user_index, t.cause_seq, t.kind, t.app, t.notification_id, t.reason,
+               t.at, t.rules_version, t.trace::json, t.body::json
+        FROM unnest(p_user, p_user_index, p_cause_seq, p_kind, p_app, p_id, p_reason, p_at, p_rules_version,
+                    p_trace, p_body)
+             WITH ORDINALITY AS t(user_id, user_index, cause_seq, kind, app, notification_id, reason, at,
+                                  rules_version, trace, body, ord);
+    EXCEPTION WHEN unique_violation THEN
+        fast := false;
+    END;
+    IF fast THEN
+        -- One row stands for the whole batch (ord 0): every row was stored at base + ord.
+        RETURN QUERY SELECT 0::bigint, base;
+        RETURN;
+    END IF;
+
+    -- Careful path: some (user, user_index) is stored already.
+    RETURN QUERY
+    WITH input AS (
+        SELECT t.*
+        FROM unnest(p_user, p_user_index, p_cause_seq, p_kind, p_app, p_id, p_reason, p_at, p_rules_version,
+                    p_trace, p_body)
+             WITH ORDINALITY AS t(user_id, user_index, cause_seq, kind, app, notification_id, reason, at,
+                                  rules_version, trace, body, ord)
+    ),
+    fresh AS (
+        SELECT i.*, row_number() OVER (ORDER BY i.ord) AS rn
+        FROM input i
+        -- LATERAL … LIMIT 1 keeps this an index probe per row (plpgsql caches a generic plan).
+        LEFT JOIN LATERAL (
+            SELECT true AS found FROM deliveries d
+            WHERE d.user_id = i.user_id AND d.user_index = i.user_index
+            LIMIT 1
+        ) d ON true
+        WHERE d.found IS NULL
+    ),
+    head AS (
+        UPDATE delivery_head h SET cursor = h.cursor + (SELECT count(*) FROM fresh)
+        RETURNING h.cursor - (SELECT count(*) FROM fresh) AS base
+    ),
+    inserted AS (
+        INSERT INTO deliveries (cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason, at,
+                                rules_version, trace, body)
+        SELECT head.base + f.rn, f.user_id, f.user_index, f.cause_seq, f.kind, f.app, f.notification_id, f.reason,
+               f.at, f.rules_version, f.trace::json, f.body::json
+        FROM fresh f, head
+        RETURNING cursor
+    )
+    SELECT f.ord, head.base + f.rn FROM fresh f, head ORDER BY 1;
 END;
 $$;
