@@ -15,11 +15,11 @@ extension HeraldService {
             return
         }
         // A withdraw that names no user applies to every recipient of the original submit.
-        if request.submitLine == nil, request.op == "withdraw", accepted.events.contains(where: { $0.user == nil }) {
+        if request.submitLine == nil, request.op == .withdraw, accepted.events.contains(where: { $0.user == nil }) {
             resolveWithdraw(request, accepted: accepted, reply: reply)
             return
         }
-        if request.submitLine == nil, request.op == "withdraw", let w = nothingToWithdraw(accepted) { accepted.warnings.append(w) }
+        if request.submitLine == nil, request.op == .withdraw, let w = nothingToWithdraw(accepted) { accepted.warnings.append(w) }
         append(accepted, request: request, at: at, reply: reply)
     }
 

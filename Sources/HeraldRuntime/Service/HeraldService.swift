@@ -428,11 +428,10 @@ public final class HeraldService: ConnectionDelegate {
     func handle(_ request: ClientSession.Request, from connection: ClientConnection) {
         // The ticket alone, not the request (a copy of its strings, grant and body per reply).
         // The connection is held strongly until the reply: a weak reference cost a side-table
-        // load per reply (`perf`, session 13); a connection closed meanwhile ignores it (`complete`).
+        // load per reply; a connection closed meanwhile ignores it (`complete`).
         let ticket = request.ticket
         let reply = Reply(connection: connection, ticket: ticket)
-        // A plain submit first: comparing its op with the four names below cost ~400
-        // instructions a submit (a `String ==` that fails takes the slow path).
+        // A plain submit first: it shares the app string before the door (below).
         if request.submitLine != nil {
             // A connection's first submit for an app (its app string read from the line): the
             // registry's string for the app replaces it, here and in the connection's next
@@ -449,11 +448,16 @@ public final class HeraldService: ConnectionDelegate {
             return
         }
         switch request.op {
-        case "stats": reply(WireReply.ok(rid: request.rid, stats()))
-        case "subscribe": subscribe(request, connection: connection, reply: reply)
-        case "ack": ack(request, reply: reply)
-        case "clock": clock(request, reply: reply)
-        default: submitEvent(request, reply: reply)
+        case .stats: reply(WireReply.ok(rid: request.rid, stats()))
+        case .subscribe: subscribe(request, connection: connection, reply: reply)
+        case .ack: ack(request, reply: reply)
+        case .clock: clock(request, reply: reply)
+        case .submit, .withdraw, .authorization, .settings, .provisionalKeep, .provisionalTurnOff, .summarySchedule,
+             .focusDefine, .focusOn, .focusOff, .mute, .snooze, .opened, .badgeClear, .registerApp:
+            submitEvent(request, reply: reply)
+        case .hello, .ping:
+            // Answered by the session (`Op.Path.session`), never dispatched.
+            preconditionFailure("\(request.op.name) is the session's to answer")
         }
     }
 
