@@ -78,13 +78,9 @@ public final class HeraldService: ConnectionDelegate {
     var reaper: LoopEvent?
     var nextConnectionId: UInt64 = 1
     var signals: [LoopEvent] = []
+    /// Serving, or how far a graceful stop has come (`beginShutdown`, `shutdownStep`).
+    var lifecycle = ServiceLifecycle.serving
     var shutdownTimer: LoopEvent?
-    var shuttingDown = false
-    var closedForShutdown = false
-    var closedForShutdownAt: Int64 = 0
-    /// How long SIGTERM waits for closed connections to deliver their last replies (a client
-    /// that does not read them is let go then).
-    static let shutdownDrainMilliseconds: Int64 = 10_000
     var stopRequest: LoopTrigger?
 
     /// Engine time: manual, or the wall clock never allowed to go backwards.
@@ -360,7 +356,7 @@ public final class HeraldService: ConnectionDelegate {
         // gives its slot up — as many as it takes, since a closing connection keeps its slot while
         // it lingers: clients that never said hello held every slot until their hello deadline and
         // kept operators and consumers out (a review, session 31).
-        if !shuttingDown, connections.count >= connectionLimit {
+        if lifecycle.isServing, connections.count >= connectionLimit {
             let now = ClientConnection.monotonicMilliseconds()
             while connections.count >= connectionLimit, let id = notHelloYet.first {
                 guard let c = connections[id], !c.isClosing, c.session.grant == nil else { notHelloYet.removeFirst(); continue }
@@ -373,7 +369,7 @@ public final class HeraldService: ConnectionDelegate {
                 }
             }
         }
-        if shuttingDown || connections.count >= connectionLimit {
+        if !lifecycle.isServing || connections.count >= connectionLimit {
             // Plaintext only: a TLS client could not read a line written outside TLS; it just sees the close.
             if tls == nil {
                 let line = WireReply.error(rid: nil, .busy)
@@ -557,8 +553,7 @@ public final class HeraldService: ConnectionDelegate {
 
     /// SIGTERM: stop accepting, finish in-flight commits (their clients get their acks), then stop.
     func beginShutdown() {
-        guard !shuttingDown else { return }
-        shuttingDown = true
+        guard lifecycle.shutdownRequested() else { return }
         log("shutting down: no new connections; finishing in-flight commits")
         listener?.disable()
         plaintextListener?.disable()
@@ -568,36 +563,33 @@ public final class HeraldService: ConnectionDelegate {
 
     /// Drains (every in-flight commit answered, decided deliveries committed, due timers fired),
     /// closes the connections, then writes a final snapshot so the next start folds nothing
-    /// (HeraldService+Snapshot, `shutdownSnapshotStep`), then stops the loop. Without PostgreSQL it
-    /// stops at once: everything acknowledged is in the log, and the next start re-derives the rest.
+    /// (HeraldService+Snapshot, `shutdownSnapshotStep`), then stops the loop (`ServiceLifecycle`).
     private func shutdownStep() {
         // Timers and events waiting for lean content wait for PostgreSQL: while it cannot be read, do
         // not wait for them (they are in the log; the next start decides them).
         let waiting = (dueUsers.isEmpty && restart.content.heldFolds.isEmpty) || restart.content.failingSince != nil
         let idle = (store.writer?.isIdle ?? true) && deliveryStores.allSatisfy { $0.writer?.isIdle ?? true }
             && unsentDeliveries.isEmpty && !deliveriesInFlight && waiting
-        if !idle && store.isReady && deliveryLinks.allSatisfy(\.isReady) {
-            shutdownTimer?.arm(afterMilliseconds: 10)
-            return
-        }
-        if !closedForShutdown {
-            closedForShutdown = true
-            closedForShutdownAt = ClientConnection.monotonicMilliseconds()
+        let step = lifecycle.drainChecked(idle: idle, writersReady: store.isReady && deliveryLinks.allSatisfy(\.isReady),
+                                          storeReady: store.isReady, openConnections: connections.count,
+                                          now: ClientConnection.monotonicMilliseconds())
+        perform(step)
+    }
+
+    private func perform(_ step: ServiceLifecycle.ShutdownStep?) {
+        switch step {
+        case nil:
+            break
+        case .checkAgain(let milliseconds)?:
+            shutdownTimer?.arm(afterMilliseconds: milliseconds)
+        case .closeConnections?:
             for c in connections.values { c.close(reason: "server shutting down") }
+            shutdownStep()
+        case .writeFinalSnapshot?:
+            perform(lifecycle.finalSnapshotStepped(moreToDo: shutdownSnapshotStep()))
+        case .stop?:
+            stopSnapshots()
+            loop.stop()
         }
-        // The replies written must reach their clients: wait, within a bound, until every
-        // connection has sent its output and lingered (a process exiting with a client's input
-        // unread makes the kernel reset the connection, destroying acks still on their way).
-        if !connections.isEmpty
-            && ClientConnection.monotonicMilliseconds() - closedForShutdownAt < Self.shutdownDrainMilliseconds {
-            shutdownTimer?.arm(afterMilliseconds: 10)
-            return
-        }
-        if store.isReady && shutdownSnapshotStep() {
-            shutdownTimer?.arm(afterMilliseconds: 5)
-            return
-        }
-        stopSnapshots()
-        loop.stop()
     }
 }
