@@ -46,7 +46,7 @@ extension HeraldService {
     func fold(_ event: StoredEvent, collect: ((Delivery, Int64) -> Void)? = nil) -> Bool {
         if event.kind == .clock {  // a manual-clock move: no state, timers fire by time
             lastFoldedSeq = max(lastFoldedSeq, event.seq)
-            if let manual = manualNow { manualNow = max(manual, event.at) }  // read back after a lost COMMIT reply
+            if let manual = engineClock.manual { engineClock.manual = max(manual, event.at) }  // read back after a lost COMMIT reply
             return true
         }
         guard let user = event.user else {

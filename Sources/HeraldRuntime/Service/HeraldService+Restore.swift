@@ -83,10 +83,10 @@ extension HeraldService {
         // A manual clock resumes where the last run left it: engine time never goes back.
         // The events' latest time is known from the fold (and the snapshot's capture time): no scan of
         // `events` (a sequential scan of 11M rows was seconds of start-up).
-        if let manual = manualNow {
-            manualNow = max(manual, latestTime)
+        if engineClock.manual != nil {
+            engineClock.holdAtLeast(latestTime)
             let last = try conn.execute("SELECT (extract(epoch FROM (SELECT max(at) FROM deliveries)) * 1000)::bigint")
-            if let ms = last.int64(0, 0) { manualNow = max(manualNow!, Instant(millisecondsSinceEpoch: ms)) }
+            if let ms = last.int64(0, 0) { engineClock.holdAtLeast(Instant(millisecondsSinceEpoch: ms)) }
         }
         latestRestoredTime = latestTime
         eventsCommitted = folded
@@ -114,7 +114,7 @@ extension HeraldService {
         let taken = try RulesVersionStore.takeOver(conn, version: configuration.rulesVersion, at: max(now(), latestRestoredTime))
         engine.book.adopt(taken.history)
         guard let change = taken.recorded else { return }
-        if let manual = manualNow { manualNow = max(manual, change.at) } else { lastNow = max(lastNow, change.at) }
+        engineClock.holdAtLeast(change.at)
         log(change.fromSeq == 1 ? "rules version \(change.version) decides this new log"
             : "rules version \(change.version) decides from seq \(change.fromSeq) and timers due after \(change.at.rfc3339) on (the log's was \(before)); earlier events and timers replay by their own rules")
     }

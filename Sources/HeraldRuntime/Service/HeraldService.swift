@@ -83,17 +83,12 @@ public final class HeraldService: ConnectionDelegate {
     var shutdownTimer: LoopEvent?
     var stopRequest: LoopTrigger?
 
-    /// Engine time: manual, or the wall clock never allowed to go backwards.
-    var manualNow: Instant?
-    var lastNow = Instant.epoch
+    /// Engine time: the manual clock, or the wall clock never allowed to go backwards.
+    var engineClock: EngineClock
     /// A reconnected events writer could not take the instance lock back (`retakeInstanceLock`).
     var instanceLockMissing = false
     /// The latest engine time start-up's fold saw (the rules take-over is no earlier).
     var latestRestoredTime = Instant.epoch
-    /// The last wall-clock reading and the monotonic time it was taken at: a step of the wall
-    /// clock (NTP, an operator) shows as a difference between the two and is logged.
-    var lastWall: (wall: Int64, monotonic: Int64)?
-    var wallClockBehind = false
     /// Engine times of appended events not yet committed, oldest first: timers may not fire past the oldest.
     var inFlightTimes: Deque<Instant> = []
     /// Idempotency keys in flight, each with the requests waiting for it: a re-send racing its
@@ -198,7 +193,7 @@ public final class HeraldService: ConnectionDelegate {
         self.deliveryLinks = deliveryStores.isEmpty ? [store] : deliveryStores
         self.deliveryAppendsPerLink = Array(repeating: 0, count: deliveryLinks.count)
         self.reader = AsyncReader(loop: loop, url: configuration.databaseURL)
-        if case .manual(let start) = configuration.clock { manualNow = start }
+        if case .manual(let start) = configuration.clock { engineClock = EngineClock(manual: start) } else { engineClock = EngineClock() }
         reader.log = log
         for link in [store] + deliveryStores {
             link.log = log
@@ -208,9 +203,9 @@ public final class HeraldService: ConnectionDelegate {
         // A committed batch's deliveries are appended once its requests have all completed: in
         // one batch, and (small transactions) in the transaction sent next.
         store.afterCompletions = { [unretained] in unretained.object?.flushDeliveries() }
-        let systemClock = manualNow == nil
+        let systemClock = engineClock.manual == nil
         let wallClock = configuration.wallClock
-        self.timers = WheelDriver(loop: loop, start: .epoch, systemClock: systemClock) { [unowned self] in self.manualNow ?? wallClock() }
+        self.timers = WheelDriver(loop: loop, start: .epoch, systemClock: systemClock) { [unowned self] in self.engineClock.manual ?? wallClock() }
         timers.onTimer = { [unretained] in unretained.object?.fireTimers() }
         timerCheck = loop.timer { [unretained] in unretained.object?.fireTimers() }
         unretained.object = self
@@ -224,36 +219,8 @@ public final class HeraldService: ConnectionDelegate {
 
     /// The engine's idea of now.
     func now() -> Instant {
-        if let manualNow { return manualNow }
-        let wall = configuration.wallClock()
-        noteWallClockStep(wall)
-        lastNow = max(lastNow, wall)
-        return lastNow
-    }
-
-    /// Logs a step of the wall clock of more than a second. Engine time never goes back: after
-    /// a backward step it holds until the wall clock passes it again (no timer fires meanwhile);
-    /// after a forward step, timers whose instants were skipped fire at once, each with its own
-    /// instant as `at` (they are due by the clock that is now in force). See docs/hostile-input.md.
-    private func noteWallClockStep(_ wall: Instant) {
-        let mono = ClientConnection.monotonicMilliseconds()
-        defer { lastWall = (wall.millisecondsSinceEpoch, mono) }
-        guard let last = lastWall else { return }
-        let drift = (wall.millisecondsSinceEpoch - last.wall) - (mono - last.monotonic)
-        if wall < lastNow {
-            if !wallClockBehind && lastNow.millisecondsSinceEpoch - wall.millisecondsSinceEpoch > 1000 {
-                wallClockBehind = true
-                log("warning: the wall clock went back to \(wall.rfc3339), \((lastNow.millisecondsSinceEpoch - wall.millisecondsSinceEpoch + 500) / 1000) s behind engine time; engine time holds at \(lastNow.rfc3339) until the wall clock passes it (no timer fires early)")
-            }
-            return
-        }
-        if wallClockBehind {
-            wallClockBehind = false
-            log("notice: the wall clock caught up with engine time at \(wall.rfc3339)")
-        }
-        if drift > 1000 {
-            log("warning: the wall clock jumped forward \((drift + 500) / 1000) s to \(wall.rfc3339); timers due in the skipped interval fire now, each with its own instant")
-        }
+        if let manual = engineClock.manual { return manual }
+        return engineClock.read(wall: configuration.wallClock(), monotonic: ClientConnection.monotonicMilliseconds(), log: log)
     }
 
     /// Connects, migrates, rebuilds state from the log, then listens. Returns the bound port.
@@ -320,7 +287,7 @@ public final class HeraldService: ConnectionDelegate {
         fireTimers()
         startSnapshots()
         let plainNote = plaintextListener.map { ", plaintext on \(configuration.plaintextListen!.host):\($0.port)" } ?? ""
-        log("listening on \(configuration.host):\(listener.port)\(tlsContext == nil ? "" : " (TLS)")\(plainNote), clock \(manualNow.map { "manual at \($0)" } ?? "system")")
+        log("listening on \(configuration.host):\(listener.port)\(tlsContext == nil ? "" : " (TLS)")\(plainNote), clock \(engineClock.manual.map { "manual at \($0)" } ?? "system")")
         return listener.port
     }
 
