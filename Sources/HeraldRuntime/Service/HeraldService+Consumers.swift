@@ -217,17 +217,17 @@ extension HeraldService {
             let next = stream.position + 1
             if stream.page != nil {
                 sendFromPage(stream, connection)
-            } else if !ring.isEmpty && next >= ringFirstCursor {
-                let index = Int(next - ringFirstCursor)
+            } else if !ring.isEmpty && next >= ring.firstCursor {
+                let index = Int(next - ring.firstCursor)
                 guard index < ring.count else { return }
                 lineScratch.sink.removeAll()
                 var i = index
                 while i < ring.count && lineScratch.sink.count < Self.consumerBatchBytes {
-                    ring[i].withUnsafeBytes { Self.appendLine($0, cursor: ringFirstCursor + Int64(i), to: &lineScratch.sink) }
+                    ring.bodies[i].withUnsafeBytes { Self.appendLine($0, cursor: ring.firstCursor + Int64(i), to: &lineScratch.sink) }
                     i += 1
                 }
                 connection.send(lineScratch.sink.bytes)
-                stream.position = ringFirstCursor + Int64(i) - 1
+                stream.position = ring.firstCursor + Int64(i) - 1
             } else {
                 readBehind(stream)
                 return

@@ -378,7 +378,7 @@ extension HeraldService {
             let writer: GroupCommitWriter? = if case .deliveryWriter(let w) = append.carrier { deliveryLinks[w].writer } else { nil }
             for (i, cursor) in zip(rows.indices, cursors) where cursor > 0 {
                 deliveriesCommitted += 1
-                committed(rows[i].bodyBytes, cursor: cursor)
+                ring.committed(rows[i].bodyBytes, cursor: cursor)
                 if i & 511 == 511 { writer?.pollWhileCompleting() }
             }
             // A row stored already (cursor 0) committed in an append whose outcome this
@@ -451,14 +451,8 @@ extension HeraldService {
         do {
             let conn = try PGConnection.connect(configuration.databaseURL)
             defer { conn.close() }
-            if let head = try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0), head > deliveryHead {
+            if let head = try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0), ring.headFoundAhead(head) {
                 log("deliveries up to cursor \(head) had committed without this process learning their cursors; consumers read them from PostgreSQL")
-                deliveryHead = head
-                // The ring holds no line past its end: start it after the head, so every consumer
-                // reads the rows it lacks from the table (the ring is only a cache).
-                ring.removeAll()
-                ringBytes = 0
-                ringFirstCursor = head + 1
             }
         } catch {
             log("could not read the delivery head (\(error)); consumers catch up with the next delivery")
@@ -496,23 +490,6 @@ extension HeraldService {
             base[at] = 0x0A
             return at + 1
         }
-    }
-
-    func committed(_ body: [UInt8], cursor: Int64) {
-        if ring.isEmpty { ringFirstCursor = cursor }
-        if cursor != ringFirstCursor + Int64(ring.count) {
-            // Another writer took cursors in between: restart the ring here (consumers read the gap from PostgreSQL).
-            ring.removeAll()
-            ringBytes = 0
-            ringFirstCursor = cursor
-        }
-        ring.append(body)
-        ringBytes += body.count
-        while ring.count > configuration.deliveryRingCapacity || (ringBytes > configuration.deliveryRingBytes && ring.count > 1) {
-            ringBytes -= ring.removeFirst().count
-            ringFirstCursor += 1
-        }
-        deliveryHead = max(deliveryHead, cursor)
     }
 }
 

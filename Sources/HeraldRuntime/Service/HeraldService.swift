@@ -147,14 +147,10 @@ public final class HeraldService: ConnectionDelegate {
     var deliveriesDone = 0
     var deliveryWaiters: Deque<(target: Int, run: () -> Void)> = []
 
-    /// Committed deliveries kept for consumers: cursor of the first, and their stored bodies (the
-    /// very arrays of their rows, shared, not copied); `pump` writes each wire line into a
-    /// consumer's batch (`appendLine`), so a delivery costs no line array of its own.
-    var ring: Deque<[UInt8]> = []
-    var ringFirstCursor: Int64 = 1
-    /// The bytes of the bodies in `ring` (bounded by `deliveryRingBytes`).
-    var ringBytes = 0
-    var deliveryHead: Int64 = 0
+    /// Committed deliveries kept for consumers, and the delivery head.
+    var ring: DeliveryRing
+    /// The newest committed delivery's cursor.
+    var deliveryHead: Int64 { ring.head }
     var consumers: [String: ConsumerStream] = [:]
     /// Where fired timers' deliveries spend their time (reported by `stats`).
     var phases = FiringPhases()
@@ -193,6 +189,7 @@ public final class HeraldService: ConnectionDelegate {
         self.deliveryLinks = deliveryStores.isEmpty ? [store] : deliveryStores
         self.deliveryAppendsPerLink = Array(repeating: 0, count: deliveryLinks.count)
         self.reader = AsyncReader(loop: loop, url: configuration.databaseURL)
+        self.ring = DeliveryRing(capacity: configuration.deliveryRingCapacity, maxBytes: configuration.deliveryRingBytes)
         if case .manual(let start) = configuration.clock { engineClock = EngineClock(manual: start) } else { engineClock = EngineClock() }
         reader.log = log
         for link in [store] + deliveryStores {
@@ -446,7 +443,7 @@ public final class HeraldService: ConnectionDelegate {
             "deliveryHead": .int(deliveryHead),
             // The recent delivery lines kept in memory for consumers, bounded in count and bytes.
             "deliveryRingLines": .int(Int64(ring.count)),
-            "deliveryRingBytes": .int(Int64(ringBytes)),
+            "deliveryRingBytes": .int(Int64(ring.bytes)),
             "tokenCredentials": .int(Int64(tokens.count)),
             "tokenReloads": .int(Int64(tokenReloads)),
             "tokenReloadFailures": .int(Int64(tokenReloadFailures)),
