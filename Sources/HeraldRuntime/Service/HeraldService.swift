@@ -151,7 +151,8 @@ public final class HeraldService: ConnectionDelegate {
     var ring: DeliveryRing
     /// The newest committed delivery's cursor.
     var deliveryHead: Int64 { ring.head }
-    var consumers: [String: ConsumerStream] = [:]
+    /// The subscribed consumers' streams, by name.
+    var consumers = ConsumerRegistry()
     /// Where fired timers' deliveries spend their time (reported by `stats`).
     var phases = FiringPhases()
     /// Tests only: called on the loop right after a consumer's catch-up read is sent, to wake the
@@ -369,7 +370,7 @@ public final class HeraldService: ConnectionDelegate {
 
     func connectionClosing(_ connection: ClientConnection, reason: String) {
         log("connection \(connection.id) from \(connection.peer) closing: \(reason)")
-        for (name, c) in consumers where c.connection === connection { consumers[name] = nil }
+        consumers.connectionClosing(connection)
     }
 
     func connectionWarning(_ connection: ClientConnection, _ message: String) {
@@ -439,7 +440,7 @@ public final class HeraldService: ConnectionDelegate {
             "consumers": .int(Int64(consumers.count)),
             // The most output bytes queued in the server for one consumer: bounded by the
             // consumer buffer (plus one batch) however slowly the consumer reads.
-            "maxConsumerQueuedBytes": .int(Int64(consumers.values.map { $0.connection?.outputBytes ?? 0 }.max() ?? 0)),
+            "maxConsumerQueuedBytes": .int(Int64(consumers.maxQueuedBytes)),
             "deliveryHead": .int(deliveryHead),
             // The recent delivery lines kept in memory for consumers, bounded in count and bytes.
             "deliveryRingLines": .int(Int64(ring.count)),
