@@ -42,7 +42,7 @@ extension HeraldService {
         tokens = table
         tokenReloads += 1
         var revoked = 0
-        for connection in connections.values where !connection.isClosing {
+        for connection in connections.open.values where !connection.isClosing {
             let had = connection.session.grant != nil
             connection.tokensReloaded(table)
             if had && connection.session.grant == nil { revoked += 1 }

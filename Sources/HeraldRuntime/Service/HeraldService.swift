@@ -59,8 +59,6 @@ public final class HeraldService: ConnectionDelegate {
     let deliveryLinks: [StoreLink]
     let reader: AsyncReader
     var listener: Listener?
-    /// `--max-connections`, or fewer when the open-file limit allows fewer (`limitConnectionsToFileLimit`).
-    var connectionLimit = 0
     /// With TLS: the optional loopback plaintext listener.
     var plaintextListener: Listener?
     /// The TLS context of the main listener, when TLS is configured: each new connection's; SIGHUP
@@ -73,10 +71,10 @@ public final class HeraldService: ConnectionDelegate {
     var reloadRequest: LoopTrigger?
     var tokenReloads = 0
     var tokenReloadFailures = 0
-    var connections: [UInt64: ClientConnection] = [:]
-    var graveyard: [ClientConnection] = []
+    /// The client connections, their limit and who gives up a slot before hello.
+    var connections = ConnectionTable()
+    /// Frees closed connections one loop turn after they closed (`ConnectionTable.freeClosed`).
     var reaper: LoopEvent?
-    var nextConnectionId: UInt64 = 1
     var signals: [LoopEvent] = []
     /// Serving, or how far a graceful stop has come (`beginShutdown`, `shutdownStep`).
     var lifecycle = ServiceLifecycle.serving
@@ -170,13 +168,6 @@ public final class HeraldService: ConnectionDelegate {
     var eventsCommitted = 0
     var deliveriesCommitted = 0
     var requestsRejected = 0
-    /// `ClientSession.refusedHellos` of the connections closed so far (stats: `hellosRefused`).
-    var hellosRefusedOnClosedConnections = 0
-    /// Connections closed before hello to make room at the connection limit (stats).
-    var evictedBeforeHello = 0
-    /// Ids of connections accepted and maybe still without hello, oldest first (some said hello or
-    /// closed since: skipped when met): the candidates for eviction at the connection limit.
-    var notHelloYet: Deque<UInt64> = []
 
     public init(configuration: ServiceConfiguration, log: @escaping (String) -> Void) {
         self.configuration = configuration
@@ -268,7 +259,7 @@ public final class HeraldService: ConnectionDelegate {
             }, onAcceptError: acceptError)
         }
         try takeOverRules()
-        reaper = loop.timer { [unretained] in unretained.object?.graveyard.removeAll() }
+        reaper = loop.timer { [unretained] in unretained.object?.connections.freeClosed() }
         stopRequest = loop.trigger { [unretained] in unretained.object?.beginShutdown() }
         for sig in configuration.handleSignals ? [SIGTERM, SIGINT] : [] {
             let s = loop.signal(sig) { [unretained] in unretained.object?.beginShutdown() }
@@ -307,11 +298,11 @@ public final class HeraldService: ConnectionDelegate {
     /// allows (`FileLimit`): past it, clients get `busy` like past `--max-connections`, instead of
     /// waiting in the kernel's backlog while every `accept` fails.
     func limitConnectionsToFileLimit() {
-        connectionLimit = configuration.maxConnections
+        connections.limit = configuration.maxConnections
         guard let soft = FileLimit.raiseSoftToHard() else { return }
         let allowed = FileLimit.connections(allowedBy: soft)
-        if allowed < connectionLimit {
-            connectionLimit = allowed
+        if allowed < connections.limit {
+            connections.limit = allowed
             log("warning: --max-connections \(configuration.maxConnections) is more than the open-file limit allows (\(soft) descriptors, \(FileLimit.reserved) of them kept for PostgreSQL and the service): serving at most \(allowed) connections; raise the limit (ulimit -n, systemd LimitNOFILE=) to serve more")
         }
     }
@@ -320,21 +311,17 @@ public final class HeraldService: ConnectionDelegate {
         // At the limit, the oldest connection without hello for `evictBeforeHelloMilliseconds` (1 s)
         // gives its slot up — as many as it takes, since a closing connection keeps its slot while
         // it lingers: clients that never said hello held every slot until their hello deadline and
-        // kept operators and consumers out (a review, session 31).
-        if lifecycle.isServing, connections.count >= connectionLimit {
+        // kept operators and consumers out.
+        if lifecycle.isServing, connections.isFull {
             let now = ClientConnection.monotonicMilliseconds()
-            while connections.count >= connectionLimit, let id = notHelloYet.first {
-                guard let c = connections[id], !c.isClosing, c.session.grant == nil else { notHelloYet.removeFirst(); continue }
-                // The oldest without hello is too young: so are the rest (accepted later).
-                guard now - c.acceptedAt >= configuration.evictBeforeHelloMilliseconds else { break }
-                notHelloYet.removeFirst()
+            while let c = connections.nextToEvict(now: now, helloGrace: configuration.evictBeforeHelloMilliseconds) {
                 if c.evictBeforeHello(line: WireReply.error(rid: nil, .evictedBeforeHello),
-                                      reason: "no hello after \(now - c.acceptedAt) ms while the service is at its connection limit (\(connectionLimit)): its slot goes to a new client") {
-                    evictedBeforeHello += 1
+                                      reason: "no hello after \(now - c.acceptedAt) ms while the service is at its connection limit (\(connections.limit)): its slot goes to a new client") {
+                    connections.evicted()
                 }
             }
         }
-        if !lifecycle.isServing || connections.count >= connectionLimit {
+        if !lifecycle.isServing || connections.isFull {
             // Plaintext only: a TLS client could not read a line written outside TLS; it just sees the close.
             if tls == nil {
                 let line = WireReply.error(rid: nil, .busy)
@@ -343,8 +330,7 @@ public final class HeraldService: ConnectionDelegate {
             close(fd)
             return
         }
-        let id = nextConnectionId
-        nextConnectionId += 1
+        let id = connections.takeId()
         let session = ClientSession(tokens: tokens, serverName: configuration.serverName)
         guard let connection = ClientConnection(id: id, fd: fd, loop: loop, session: session,
                                                 maxLineBytes: configuration.maxLineBytes, delegate: asConnectionDelegate, tls: tls) else {
@@ -359,13 +345,7 @@ public final class HeraldService: ConnectionDelegate {
         limits.writeMilliseconds = configuration.writeTimeoutMilliseconds
         limits.maxUnsentBytes = configuration.consumerBufferBytes
         connection.startDeadlines(limits)
-        connections[id] = connection
-        notHelloYet.append(id)
-        // Kept within twice the open connections: ids of connections that said hello or closed
-        // are dropped from the front as eviction meets them, and all at once here.
-        if notHelloYet.count > 2 * connections.count + 64 {
-            notHelloYet = Deque(notHelloYet.filter { connections[$0].map { !$0.isClosing && $0.session.grant == nil } ?? false })
-        }
+        connections.accepted(connection)
     }
 
     func connectionClosing(_ connection: ClientConnection, reason: String) {
@@ -379,10 +359,7 @@ public final class HeraldService: ConnectionDelegate {
 
     func connectionClosed(_ connection: ClientConnection) {
         // Freed one loop turn later: libevent may still be inside this connection's callback.
-        if let c = connections.removeValue(forKey: connection.id) {
-            hellosRefusedOnClosedConnections += c.session.refusedHellos
-            graveyard.append(c)
-        }
+        connections.closed(connection)
         reaper?.arm(afterMilliseconds: 0)
     }
 
@@ -429,13 +406,13 @@ public final class HeraldService: ConnectionDelegate {
             "deliveriesCommitted": .int(Int64(deliveriesCommitted)),
             "requestsRejected": .int(Int64(requestsRejected)),
             // Wrong, missing or non-string tokens, closed connections' and open ones' (token guessing shows here).
-            "hellosRefused": .int(Int64(hellosRefusedOnClosedConnections + connections.values.reduce(0) { $0 + $1.session.refusedHellos })),
+            "hellosRefused": .int(Int64(connections.hellosRefused)),
             "users": .int(Int64(users.count)),
             "timers": .int(Int64(timers.wheel.count)),
             "timerWakeups": .int(Int64(timers.wakeups)),
             "connections": .int(Int64(connections.count)),
-            "connectionLimit": .int(Int64(connectionLimit)),
-            "evictedBeforeHello": .int(Int64(evictedBeforeHello)),
+            "connectionLimit": .int(Int64(connections.limit)),
+            "evictedBeforeHello": .int(Int64(connections.evictedBeforeHello)),
             "acceptFailures": .int(Int64((listener?.acceptFailures ?? 0) + (plaintextListener?.acceptFailures ?? 0))),
             "consumers": .int(Int64(consumers.count)),
             // The most output bytes queued in the server for one consumer: bounded by the
@@ -548,7 +525,7 @@ public final class HeraldService: ConnectionDelegate {
         case .checkAgain(let milliseconds)?:
             shutdownTimer?.arm(afterMilliseconds: milliseconds)
         case .closeConnections?:
-            for c in connections.values { c.close(reason: "server shutting down") }
+            for c in connections.open.values { c.close(reason: "server shutting down") }
             shutdownStep()
         case .writeFinalSnapshot?:
             perform(lifecycle.finalSnapshotStepped(moreToDo: shutdownSnapshotStep()))
