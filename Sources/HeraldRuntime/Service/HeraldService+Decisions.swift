@@ -122,10 +122,8 @@ extension HeraldService {
     /// yet committed, so timers and events meet each user's state in the same order replay will
     /// use — and fires them a slice at a time (`fireDueSlice`).
     func fireTimers() {
-        var horizon = now()
-        if let oldest = inFlightTimes.first { horizon = min(horizon, oldest) }
+        var horizon = appendsInFlight.timersMayFire(upTo: now())
         if let held = restart.content.heldFolds.first { horizon = min(horizon, held.at) }  // committed, waiting to fold
-        if let unknown = unknownCommitSince { horizon = min(horizon, unknown) }
         timers.advance(to: horizon) { _, payload in
             // The wheel forgot this handle: an event folded before the user's slice comes up
             // must not cancel it (the slot may hold another timer by then).

@@ -87,17 +87,10 @@ public final class HeraldService: ConnectionDelegate {
     var instanceLockMissing = false
     /// The latest engine time start-up's fold saw (the rules take-over is no earlier).
     var latestRestoredTime = Instant.epoch
-    /// Engine times of appended events not yet committed, oldest first: timers may not fire past the oldest.
-    var inFlightTimes: Deque<Instant> = []
-    /// Idempotency keys in flight, each with the requests waiting for it: a re-send racing its
-    /// original is admitted again once the original committed (and so answered as a duplicate).
-    var inFlightKeys: [InFlightKey: [() -> Void]] = [:]
+    /// Event appends sent and not yet answered: their times, idempotency keys and lost outcomes.
+    var appendsInFlight = AppendsInFlight()
     /// The highest seq folded into memory: every event up to it is in the users' state.
     var lastFoldedSeq: Int64 = 0
-    /// Engine time of the oldest append whose COMMIT outcome is unknown (the connection broke with
-    /// it in flight): it may have committed. Until the log is read back after the reconnect
-    /// (`reconcileUnknownCommits`), new appends are refused and timers do not fire past it.
-    var unknownCommitSince: Instant?
     var retryReconcile: LoopEvent?
     /// Deliveries decided but not yet committed (re-sent after a reconnect). An array, so that
     /// an append taking all of them moves the buffer instead of copying every row (`flushDeliveries`).
