@@ -61,16 +61,9 @@ public final class HeraldService: ConnectionDelegate {
     var listener: Listener?
     /// With TLS: the optional loopback plaintext listener.
     var plaintextListener: Listener?
-    /// The TLS context of the main listener, when TLS is configured: each new connection's; SIGHUP
-    /// replaces it with one read again from the same files (open connections keep theirs).
-    var tlsContext: TLSContext?
-    var certificateReloads = 0
-    var certificateReloadFailures = 0
-    /// The grants in force: `configuration.tokens`, or the tokens file as last (re)loaded.
-    var tokens: TokenTable
+    /// The tokens table and TLS context in force, as last (re)loaded.
+    var credentials: Credentials
     var reloadRequest: LoopTrigger?
-    var tokenReloads = 0
-    var tokenReloadFailures = 0
     /// The client connections, their limit and who gives up a slot before hello.
     var connections = ConnectionTable()
     /// Frees closed connections one loop turn after they closed (`ConnectionTable.freeClosed`).
@@ -165,7 +158,7 @@ public final class HeraldService: ConnectionDelegate {
     public init(configuration: ServiceConfiguration, log: @escaping (String) -> Void) {
         self.configuration = configuration
         self.log = log
-        self.tokens = configuration.tokens
+        self.credentials = Credentials(tokens: configuration.tokens)
         self.loop = EventLoop()
         self.store = StoreLink(loop: loop, url: configuration.databaseURL)
         self.deliveryStores = (0..<min(max(configuration.deliveryWriters, 0), 2)).map { [loop] _ in
@@ -211,7 +204,7 @@ public final class HeraldService: ConnectionDelegate {
         // Configuration first: a bad tokens file or certificate fails before any database work.
         try loadTokensAtStart()
         if let settings = configuration.tls {
-            tlsContext = try TLSContext(settings)
+            credentials.certificateLoaded(try TLSContext(settings))
         }
         if let plain = configuration.plaintextListen {
             guard configuration.tls != nil else {
@@ -243,7 +236,7 @@ public final class HeraldService: ConnectionDelegate {
         let acceptError: (String) -> Void = { [unretained] message in unretained.object?.log("warning: \(message)") }
         let listener = try Listener(loop: loop, host: configuration.host, port: configuration.port, onAccept: { [unretained] fd in
             guard let service = unretained.object else { return }
-            service.accept(fd, tls: service.tlsContext)
+            service.accept(fd, tls: service.credentials.tls)
         }, onAcceptError: acceptError)
         self.listener = listener
         if let plain = configuration.plaintextListen {
@@ -269,7 +262,7 @@ public final class HeraldService: ConnectionDelegate {
         fireTimers()
         startSnapshots()
         let plainNote = plaintextListener.map { ", plaintext on \(configuration.plaintextListen!.host):\($0.port)" } ?? ""
-        log("listening on \(configuration.host):\(listener.port)\(tlsContext == nil ? "" : " (TLS)")\(plainNote), clock \(engineClock.manual.map { "manual at \($0)" } ?? "system")")
+        log("listening on \(configuration.host):\(listener.port)\(credentials.tls == nil ? "" : " (TLS)")\(plainNote), clock \(engineClock.manual.map { "manual at \($0)" } ?? "system")")
         return listener.port
     }
 
@@ -324,7 +317,7 @@ public final class HeraldService: ConnectionDelegate {
             return
         }
         let id = connections.takeId()
-        let session = ClientSession(tokens: tokens, serverName: configuration.serverName)
+        let session = ClientSession(tokens: credentials.tokens, serverName: configuration.serverName)
         guard let connection = ClientConnection(id: id, fd: fd, loop: loop, session: session,
                                                 maxLineBytes: configuration.maxLineBytes, delegate: asConnectionDelegate, tls: tls) else {
             log("connection \(id) refused: could not set up its \(tls == nil ? "socket" : "TLS session") in libevent (memory exhausted?); the client sees the connection close and may retry")
@@ -415,11 +408,11 @@ public final class HeraldService: ConnectionDelegate {
             // The recent delivery lines kept in memory for consumers, bounded in count and bytes.
             "deliveryRingLines": .int(Int64(ring.count)),
             "deliveryRingBytes": .int(Int64(ring.bytes)),
-            "tokenCredentials": .int(Int64(tokens.count)),
-            "tokenReloads": .int(Int64(tokenReloads)),
-            "tokenReloadFailures": .int(Int64(tokenReloadFailures)),
-            "certificateReloads": .int(Int64(certificateReloads)),
-            "certificateReloadFailures": .int(Int64(certificateReloadFailures)),
+            "tokenCredentials": .int(Int64(credentials.tokens.count)),
+            "tokenReloads": .int(Int64(credentials.tokenReloads)),
+            "tokenReloadFailures": .int(Int64(credentials.tokenReloadFailures)),
+            "certificateReloads": .int(Int64(credentials.certificateReloads)),
+            "certificateReloadFailures": .int(Int64(credentials.certificateReloadFailures)),
             "now": .string(now().rfc3339),
             // Lean pending items' content read back when due, and events waiting for it (docs/restart.md).
             "contentReads": .int(Int64(restart.content.reads)),
