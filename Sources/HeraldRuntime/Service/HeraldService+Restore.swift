@@ -72,7 +72,7 @@ extension HeraldService {
                 try EventContent.supply(toApply: event, to: &users[o].state, connection: contentSource)
             }
             applyCommitted(event) { d, index in
-                if index > stored[d.user, default: 0] { self.queueUnsent(Self.row(d, index: index)) }
+                if index > stored[d.user, default: 0] { self.deliveryAppends.queue(Self.row(d, index: index)) }
             }
             if let u = e.user, let o = ordinal(of: u) { users[o].state.dropDeferredContent(dueAfter: keepUntil) }
             folded += 1
@@ -93,12 +93,12 @@ extension HeraldService {
         // thing after start-up goes to both delivery writers at once instead of claiming on one
         // (a stale head fails the first chained append with a conflict, and the next one claims).
         // Re-derived deliveries claim as before: some may be stored already.
-        if deliveryStores.count > 1 && unsentDeliveries.isEmpty { nextDeliveryCursor = deliveryHead }
+        if deliveryStores.count > 1 && deliveryAppends.unsent.isEmpty { deliveryAppends.nextCursor = deliveryHead }
         // The next snapshot is due once as many events were folded since this one as the interval says.
         restart.eventsAtLastSnapshot = 0
         let source = fromSnapshot ? "snapshot through seq \(through) + \(folded) events after it (\(skipped) already in it)" : "\(folded) events (no snapshot)"
         let t2 = ClientConnection.monotonicMilliseconds()
-        log("restored \(source), \(users.count) users, \(timers.wheel.count) timers; \(unsentDeliveries.count) deliveries re-derived (snapshot \(t1 - t0) ms, events after it \(t2 - t1) ms)")
+        log("restored \(source), \(users.count) users, \(timers.wheel.count) timers; \(deliveryAppends.unsent.count) deliveries re-derived (snapshot \(t1 - t0) ms, events after it \(t2 - t1) ms)")
     }
 
     /// Records, when the log's latest rules version is not this build's (or none is recorded),

@@ -85,24 +85,16 @@ public final class HeraldService: ConnectionDelegate {
     /// The highest seq folded into memory: every event up to it is in the users' state.
     var lastFoldedSeq: Int64 = 0
     var retryReconcile: LoopEvent?
-    /// Deliveries decided but not yet committed (re-sent after a reconnect). An array, so that
-    /// an append taking all of them moves the buffer instead of copying every row (`flushDeliveries`).
-    var unsentDeliveries: [DeliveryRow] = []
-    /// Each unsent delivery's number in decision order (`queueUnsent`): a failed append's rows go
-    /// back where they were decided (`requeue`), whatever was sent or put back meanwhile.
-    var unsentOrder: [Int] = []
-    var nextDecision = 0
+    /// Decided deliveries on their way to PostgreSQL: unsent rows, appends in flight, waiters.
+    var deliveryAppends: DeliveryAppends
     /// Delivery appends handed to the writers whose outcome is not handled yet: at most
     /// `maxDeliveryAppends`, so the next batch is queued when one commits and a writer stores it
     /// while this loop handles the committed one (with two delivery writers, one each, at once).
-    var deliveryAppendsInFlight: Int { pendingDeliveryAppends.count }
+    var deliveryAppendsInFlight: Int { deliveryAppends.inFlight }
     static let maxDeliveryAppends = 2
     /// A burst's last rows, when more than this many, are shared between the delivery writers
     /// so they finish together (`burstTailShare`); no share leaves this many or fewer behind.
     static let splitBurstTailAbove = 512
-    /// The pace of the last chained append: its rows over the time from hand-off to completion
-    /// (its wait for the one before it included, so a pace on the slow side). 0 before the first.
-    var deliveryRowsPerNanosecond: Double = 0
     /// WAL writer nudges during bursts (`startWALNudges`): the timer (whether a nudge is in
     /// flight is `phases.walNudgeInFlight`, shown by `stats`).
     var walNudgeTimer: LoopEvent?
@@ -113,23 +105,7 @@ public final class HeraldService: ConnectionDelegate {
     /// to themselves (`herald bench peer`, 10 pairs: p99 median 166 → 153 ms). It still bounds
     /// what piles up while PostgreSQL is slow or away (20,000 rows at the default 4,000).
     static let unsentAppendsAhead = 5
-    /// Appends in flight on each of `deliveryLinks`.
-    var deliveryAppendsPerLink: [Int]
-    /// With two delivery writers: the delivery head once every append sent so far has committed,
-    /// so the next append's cursors follow it (`GroupCommitWriter.append(deliveries:after:)`); at
-    /// start-up the head read from PostgreSQL; nil while unknown (after a failure, or while claiming
-    /// appends are in flight).
-    var nextDeliveryCursor: Int64?
-    /// Appends in the order they were sent, each with its outcome once known: outcomes are handled
-    /// in that order (two writers answer in any order). `firstPendingDeliveryAppend` numbers the first.
-    var pendingDeliveryAppends: Deque<PendingDeliveryAppend> = []
-    var firstPendingDeliveryAppend = 0
     var deliveriesInFlight: Bool { deliveryAppendsInFlight > 0 }
-    /// Rows taken from `unsentDeliveries` into appends (less those put back after a failure), and
-    /// rows of appends committed: a waiter runs once `deliveriesDone` reaches its target.
-    var deliveriesSent = 0
-    var deliveriesDone = 0
-    var deliveryWaiters: Deque<(target: Int, run: () -> Void)> = []
 
     /// Committed deliveries kept for consumers, and the delivery head.
     var ring: DeliveryRing
@@ -165,7 +141,7 @@ public final class HeraldService: ConnectionDelegate {
             StoreLink(loop: loop, url: configuration.databaseURL)
         }
         self.deliveryLinks = deliveryStores.isEmpty ? [store] : deliveryStores
-        self.deliveryAppendsPerLink = Array(repeating: 0, count: deliveryLinks.count)
+        self.deliveryAppends = DeliveryAppends(links: deliveryLinks.count)
         self.reader = AsyncReader(loop: loop, url: configuration.databaseURL)
         self.ring = DeliveryRing(capacity: configuration.deliveryRingCapacity, maxBytes: configuration.deliveryRingBytes)
         if case .manual(let start) = configuration.clock { engineClock = EngineClock(manual: start) } else { engineClock = EngineClock() }
@@ -497,7 +473,7 @@ public final class HeraldService: ConnectionDelegate {
         // not wait for them (they are in the log; the next start decides them).
         let waiting = (dueUsers.isEmpty && restart.content.heldFolds.isEmpty) || restart.content.failingSince != nil
         let idle = (store.writer?.isIdle ?? true) && deliveryStores.allSatisfy { $0.writer?.isIdle ?? true }
-            && unsentDeliveries.isEmpty && !deliveriesInFlight && waiting
+            && deliveryAppends.unsent.isEmpty && !deliveriesInFlight && waiting
         let step = lifecycle.drainChecked(idle: idle, writersReady: store.isReady && deliveryLinks.allSatisfy(\.isReady),
                                           storeReady: store.isReady, openConnections: connections.count,
                                           now: ClientConnection.monotonicMilliseconds())
