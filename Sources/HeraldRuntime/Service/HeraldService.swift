@@ -31,11 +31,9 @@ public final class HeraldService: ConnectionDelegate {
     /// A user's ordinal in `users`: looked up once per event.
     /// Each user's ordinal (its index in `users`) by id; `ordinal(of:)` reads it.
     var userOrdinals = OrdinalIndex()
-    /// Users whose timers the wheel reported due, each with the horizon it was taken at, fired a
-    /// slice per loop turn (`fireDueSlice`).
-    var dueUsers: Deque<(UInt32, Instant)> = []
-    /// Run once `dueUsers` is empty and its deliveries are committed (the `clock` op's reply).
-    var dueWaiters: [() -> Void] = []
+    /// Users whose timers the wheel reported due, fired a slice per loop turn (`fireDueSlice`),
+    /// and who waits for them (the `clock` op's reply).
+    var dueUsers = DueUsers()
     /// The sink each delivery's stored body is written into.
     let rowScratch = ScratchSink()
     /// Each distinct trace's stored bytes, shared by the rows that have it.
