@@ -264,15 +264,15 @@ extension DeliveryWriterTests {
 @Suite struct DeliveryRequeueTests {
     @Test func aFailedAppendsRowsGoBackWhereTheyWereDecided() {
         // Usual: all of them before what is left.
-        #expect(HeraldService.merged(["c", "d"], [3, 4], into: ["e", "f"], [5, 6]) == (["c", "d", "e", "f"], [3, 4, 5, 6]))
-        #expect(HeraldService.merged(["c"], [3], into: [String](), []) == (["c"], [3]))
+        #expect(DeliveryAppends.merged(["c", "d"], [3, 4], into: ["e", "f"], [5, 6]) == (["c", "d", "e", "f"], [3, 4, 5, 6]))
+        #expect(DeliveryAppends.merged(["c"], [3], into: [String](), []) == (["c"], [3]))
         // The trace CI caught: a retry re-took u3, u4 (put back before u5, u6, which failed later
         // but were decided after them) and failed too: u3, u4 go back in front of u5, u6.
-        #expect(HeraldService.merged(["u3", "u4"], [3, 4], into: ["u5", "u6", "u7"], [5, 6, 7])
+        #expect(DeliveryAppends.merged(["u3", "u4"], [3, 4], into: ["u5", "u6", "u7"], [5, 6, 7])
                 == (["u3", "u4", "u5", "u6", "u7"], [3, 4, 5, 6, 7]))
         // Interleaved: an append had taken put-back rows and new ones while another, decided in
         // between, was in flight and was put back first.
-        #expect(HeraldService.merged(["a3", "a4", "a9"], [3, 4, 9], into: ["b5", "b6", "c11"], [5, 6, 11])
+        #expect(DeliveryAppends.merged(["a3", "a4", "a9"], [3, 4, 9], into: ["b5", "b6", "c11"], [5, 6, 11])
                 == (["a3", "a4", "b5", "b6", "a9", "c11"], [3, 4, 5, 6, 9, 11]))
     }
 }

@@ -1,36 +1,10 @@
 // The door for state-changing ops: parse and check one wire request, normalize it into events.
 
 extension Engine {
-    /// The state-changing ops `admit` understands (hello, ping, stats, subscribe, ack and
-    /// clock are the runtime's).
-    public static let admittedOps: [String] = [
-        "submit", "withdraw", "authorization", "settings", "provisionalKeep", "provisionalTurnOff",
-        "summarySchedule", "focusDefine", "focusOn", "focusOff", "mute", "snooze", "opened", "badgeClear",
-        "registerApp",
-    ]
-
-    static let knownFields: [String: Set<String>] = [
-        "withdraw": ["app", "id", "user"],
-        "authorization": ["user", "app", "status", "options"],
-        "settings": ["user", "app", "alert", "sound", "badge", "lockScreen", "notificationCenter", "showPreviews",
-                     "timeSensitive", "delivery", "marketingConsent", "allowNotifications", "attentionBudget"],
-        "provisionalKeep": ["user", "app", "delivery"],
-        "provisionalTurnOff": ["user", "app"],
-        "summarySchedule": ["user", "times", "timeZone"],
-        "focusDefine": ["user", "focus", "allowedPeople", "allowedApps", "allowTimeSensitive", "schedule", "timeZone"],
-        "focusOn": ["user", "focus", "until"],
-        "focusOff": ["user", "focus"],
-        "mute": ["user", "app", "until"],
-        "snooze": ["user", "app", "id", "until"],
-        "opened": ["user", "app", "id"],
-        "badgeClear": ["user", "app"],
-        "registerApp": ["app", "entitlements"],
-    ]
-
     /// The door for a dispatched request: its submit read from the line (`SubmitLine`) when the
     /// session read it so, else its body (`admit(op:request:apps:now:)`).
     public func admit(_ request: ClientSession.Request, apps: AppRegistry, now: Instant? = nil) -> Admission {
-        guard request.submitLine != nil else { return admit(op: request.op, request: request.body, apps: apps, now: now) }
+        guard request.submitLine != nil else { return admit(op: request.op.name, request: request.body, apps: apps, now: now) }
         do throws(RequestError) {
             return .accepted(try admitSubmit(lineOf: request, apps: apps, now: now))
         } catch {
@@ -50,12 +24,12 @@ extension Engine {
         let f = RequestFields(op: op, members: members)
         do throws(RequestError) {
             if op == "submit" { return .accepted(try admitSubmit(f, apps: apps, now: now)) }
-            guard let known = Engine.knownFields[op] else {
+            guard let known = Op(named: op)?.entry, known.path == .door else {
                 throw RequestError(code: "unknown_op", title: "Unknown op “\(clipped(op))”",
-                                   detail: "The ops that change state are: \(Engine.admittedOps.joined(separator: ", ")). Check the spelling.")
+                                   detail: "The ops that change state are: \(Op.admittedNames.joined(separator: ", ")). Check the spelling.")
             }
             var (draft, warnings) = try admitOther(f, apps: apps, now: now)
-            for u in f.unknown(known) {
+            for u in f.unknown(known.fields) {
                 warnings.append(RequestWarning(code: "unknown_field", message: "Field “\(clipped(u))” is not part of \(op) and was ignored (not stored)."))
             }
             // Encoded once: kept as the bytes the runtime stores (`storedBody` encoded them again).

@@ -10,12 +10,6 @@ extension Engine {
     /// The longest action title without a warning, in characters.
     public static let maxActionTitleCharacters = 20
 
-    static let submitFields: Set<String> = [
-        "id", "app", "user", "users", "interruptionLevel", "title", "subtitle", "body",
-        "hiddenPreviewsBodyPlaceholder", "threadId", "collapseId", "relevanceScore", "sound", "actions",
-        "communication", "marketing", "deliverAt", "expiresAt", "relevantAt", "data",
-    ]
-
     /// Action titles that only open the app (compared lowercased, trimmed).
     static let openOnlyTitles: Set<String> = [
         "open", "open app", "open the app", "open in app", "view", "view in app", "show", "launch", "go to app", "see more",
@@ -116,7 +110,7 @@ extension Engine {
             n.data = d
             if let w = Self.integersBeyond64Bits(in: d) { warnings.append(w) }
         }
-        var accepted = try finishSubmit(n, users: users, warnings: warnings, unknownFields: f.unknown(Engine.submitFields),
+        var accepted = try finishSubmit(n, users: users, warnings: warnings, unknownFields: f.unknown(Op.submit.fields),
                                         apps: apps, now: now)
         accepted.fanOut = many != nil
         return accepted
@@ -235,7 +229,7 @@ extension Engine {
         }
 
         // The normalized body and its size, in one sink that then receives each recipient's tail:
-        // "user" sorts after every other submit field (`submitFields`), so each recipient's
+        // "user" sorts after every other submit field (`Op.submit.fields`), so each recipient's
         // canonical body is the shared one with `,"user":…` before its closing brace. (One
         // buffer and one array per recipient: a copy of the shared body per submit cost two
         // allocations more.)

@@ -1,4 +1,4 @@
-// Who may do what: tokens, roles, and which role each op needs.
+// Who may do what: tokens, roles and grants (the role each op needs is in `Op`).
 
 /// The four kinds of clients (SPEC §1) plus operators.
 public enum Role: String, Hashable, Sendable, CaseIterable {
@@ -245,26 +245,4 @@ public struct TokenTable: Sendable {
     /// The keys a tokens file and each of its entries may have ("comment": free text, ignored).
     static let fileKeys: Set<String> = ["tokens", "comment"]
     static let entryKeys: Set<String> = ["name", "sha256", "token", "certificate", "roles", "apps", "consumers", "comment"]
-}
-
-/// The role each op needs; ops absent here (hello, ping, stats) need none.
-public enum OpAccess {
-    public static let requiredRole: [String: Role] = [
-        "submit": .producer, "withdraw": .producer,
-        "authorization": .settings, "settings": .settings, "provisionalKeep": .settings,
-        "provisionalTurnOff": .settings, "summarySchedule": .settings, "focusDefine": .settings,
-        "focusOn": .settings, "focusOff": .settings, "mute": .settings, "opened": .settings,
-        "badgeClear": .settings, "snooze": .settings,
-        "subscribe": .consumer, "ack": .consumer,
-        "registerApp": .admin, "clock": .admin,
-    ]
-    public static let openOps: Set<String> = ["hello", "ping", "stats"]
-
-    /// Every op of the protocol, in SPEC §5's order (for error texts). A test checks it names
-    /// exactly the ops of `requiredRole` and `openOps`.
-    public static let knownOps: [String] = [
-        "hello", "ping", "stats", "submit", "withdraw", "authorization", "settings", "provisionalKeep",
-        "provisionalTurnOff", "summarySchedule", "focusDefine", "focusOn", "focusOff", "mute", "snooze",
-        "opened", "badgeClear", "registerApp", "subscribe", "ack", "clock",
-    ]
 }

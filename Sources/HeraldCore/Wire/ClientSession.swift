@@ -10,7 +10,7 @@ public struct ClientSession: Sendable {
     /// copied several times on its way; a grant is four reference-counted values).
     public struct Request: Sendable {
         public var ticket: UInt64
-        public var op: String
+        public var op: Op
         public var rid: JSONValue?
         /// The members other than `op` and `rid`; `.null` when `submitLine` holds the request.
         public var body: JSONValue
@@ -116,7 +116,7 @@ public struct ClientSession: Sendable {
         if isProducer, let submit = SubmitLine.read(line, knownApp: lastSubmitApp),
            producerApps?.contains(submit.app) ?? true {
             lastSubmitApp = submit.app
-            actions.append(.dispatch(Request(ticket: ticket, op: "submit", rid: submit.rid, body: .null, submitLine: submit)))
+            actions.append(.dispatch(Request(ticket: ticket, op: .submit, rid: submit.rid, body: .null, submitLine: submit)))
             return
         }
         for action in generalLine(line, ticket: ticket) { actions.append(action) }
@@ -137,10 +137,11 @@ public struct ClientSession: Sendable {
         guard let op = body.removeValue(forKey: "op")?.stringValue else {
             return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .missingOp))
         }
-        switch op {
-        case "ping":
+        let known = Op(named: op)
+        switch known {
+        case .ping?:
             return replyCompleted(ticket: ticket, reply: WireReply.ok(rid: rid, ["op": "pong"]))
-        case "hello":
+        case .hello?:
             // A client certificate that maps to a grant decides; a token is not looked at then.
             let presented: Credential
             if tokens.isDevMode {
@@ -171,7 +172,10 @@ public struct ClientSession: Sendable {
         guard let grant else {
             return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .helloRequired))
         }
-        if let role = OpAccess.requiredRole[op] {
+        guard let known else {
+            return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .unknownOp(op)))
+        }
+        if let role = known.requiredRole {
             guard grant.roles.contains(role) else {
                 let app = body["app"]?.stringValue.map { " for app \(JSONValue.string($0).canonicalString)" } ?? ""
                 return refusal("refused \(op)\(app) by token \(JSONValue.string(grant.name).canonicalString): it lacks the \(role.rawValue) role (forbidden)")
@@ -185,10 +189,8 @@ public struct ClientSession: Sendable {
                 return refusal("refused \(op) as consumer \(JSONValue.string(name).canonicalString) by token \(JSONValue.string(grant.name).canonicalString): not one of its consumers (forbidden_consumer)")
                     + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .consumerNotOwned(name)))
             }
-        } else if !OpAccess.openOps.contains(op) {
-            return replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .unknownOp(op)))
         }
-        return [.dispatch(Request(ticket: ticket, op: op, rid: rid, body: .object(body)))]
+        return [.dispatch(Request(ticket: ticket, op: known, rid: rid, body: .object(body)))]
     }
 
     /// The TLS handshake verified a client certificate with these names (CN, DNS and URI SANs).
@@ -196,7 +198,7 @@ public struct ClientSession: Sendable {
         certificateNames = names
     }
 
-    /// The role a submit needs (`OpAccess.requiredRole["submit"]`, without the look-up).
+    /// The role a submit needs (`Op.submit.requiredRole`, without the look-up).
     static let submitRole = Role.producer
 
     /// The tokens file was reloaded. A connection whose credential now maps to the same grant

@@ -83,7 +83,7 @@ extension RequestError {
 
     public static func unknownOp(_ op: String) -> RequestError {
         RequestError(code: "unknown_op", title: "Unknown op “\(clipped(op))”",
-                     detail: "Known ops: \(OpAccess.knownOps.joined(separator: ", ")).")
+                     detail: "Known ops: \(Op.knownNames.joined(separator: ", ")).")
     }
 
     public static let helloRequired = RequestError(

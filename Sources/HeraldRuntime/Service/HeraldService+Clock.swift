@@ -4,7 +4,7 @@ import HeraldStore
 
 extension HeraldService {
     func clock(_ request: ClientSession.Request, reply: Reply) {
-        guard let current = manualNow else {
+        guard let current = engineClock.manual else {
             reply(WireReply.error(rid: request.rid, RequestError(code: "clock_not_manual", title: "The clock can only be moved in manual-clock mode",
                 detail: "This server runs on the system clock. Start it with --clock manual to drive time from tests or demos.")))
             return
@@ -25,12 +25,12 @@ extension HeraldService {
                            engineTime: target)
         // Engine time moves when the op is accepted: a request admitted while the clock event is in
         // flight takes the new time (it is appended after it, and engine time never goes back).
-        manualNow = target
-        inFlightTimes.append(current)
+        engineClock.manual = target
+        appendsInFlight.sent(at: current)
         let rid = request.rid
         writer.append(events: [row]) { [unretained] result in
             guard let self = unretained.object else { return }
-            self.inFlightTimes.removeFirst()
+            self.appendsInFlight.answered()
             switch result {
             case .failure(let error):
                 // The move is not stored (or not known to be): take it back, so engine time stays what
@@ -38,9 +38,9 @@ extension HeraldService {
                 // below theirs. If the connection broke with the event in flight it may have committed:
                 // the log is read back before anything else is appended (`reconcileUnknownCommits`),
                 // and folding a stored clock event moves the clock forward again (`fold`).
-                self.manualNow = max(current, self.inFlightTimes.max() ?? current)
-                if !self.store.isReady { self.unknownCommitSince = min(self.unknownCommitSince ?? current, current) }
-                self.log("clock move to \(target.rfc3339) not stored (\(error)); the manual clock stays at \(self.manualNow!.rfc3339)")
+                self.engineClock.manual = max(current, self.appendsInFlight.latestTime ?? current)
+                if !self.store.isReady { self.appendsInFlight.outcomeLost(at: current) }
+                self.log("clock move to \(target.rfc3339) not stored (\(error)); the manual clock stays at \(self.engineClock.manual!.rfc3339)")
                 reply(WireReply.error(rid: rid, self.requestError(error)))
             case .success(let outcomes):
                 self.eventsCommitted += 1

@@ -2,35 +2,6 @@
 import HeraldCore
 import HeraldStore
 
-/// One subscribed consumer on one connection.
-final class ConsumerStream {
-    let name: String
-    /// Nil once the connection is gone (`Unretained`: a `weak` one gave every connection a side table).
-    var connection: ClientConnection? {
-        get { connectionRef?.object }
-        set { connectionRef = newValue?.unretained }
-    }
-    private var connectionRef: Unretained<ClientConnection>?
-    /// The last cursor sent on this connection.
-    var position: Int64
-    /// A catch-up read from PostgreSQL is in flight.
-    var reading = false
-    /// Set once the subscribe reply has gone out: no delivery line goes before it.
-    var started = false
-    /// The last page read from PostgreSQL and its first row not yet sent: sent a batch at a time as
-    /// the consumer drains, instead of being read again (memory: the consumer buffer plus this page).
-    var page: PGResult?
-    var pageNext = 0
-    /// Pumps again after a catch-up read failed (PostgreSQL away); armed by `retryCatchUp`.
-    var retry: LoopEvent?
-    /// Catch-up reads failed in a row (logged at the first; reset by one that works).
-    var failedReads = 0
-
-    init(name: String, connection: ClientConnection, position: Int64) {
-        self.name = name; self.connectionRef = connection.unretained; self.position = position
-    }
-}
-
 extension HeraldService {
     func subscribe(_ request: ClientSession.Request, connection: ClientConnection, reply: Reply) {
         guard let name = request.body["consumer"]?.stringValue, Self.isConsumerName(name) else {
@@ -112,14 +83,12 @@ extension HeraldService {
 
     /// Answers a subscribe and streams from `start` (another connection of the same name is closed).
     private func startStream(_ name: String, on connection: ClientConnection, at start: Int64, rid: JSONValue?, reply: Reply) {
-        if let old = consumers[name], let c = old.connection, c !== connection {
-            old.connection = nil  // streams nothing more, whatever callback of it is still armed
-            // Said to it, after the replies it is owed (a bare close looked like a network fault).
-            c.closeAfterReplies(WireReply.error(rid: nil, .subscribedElsewhere(name)),
-                                reason: "consumer \(name) subscribed again on another connection")
-        }
         let stream = ConsumerStream(name: name, connection: connection, position: start)
-        consumers[name] = stream
+        if let displaced = consumers.subscribed(stream) {
+            // Said to it, after the replies it is owed (a bare close looked like a network fault).
+            displaced.closeAfterReplies(WireReply.error(rid: nil, .subscribedElsewhere(name)),
+                                        reason: "consumer \(name) subscribed again on another connection")
+        }
         reply(WireReply.ok(rid: rid, ["op": "subscribe", "consumer": .string(name), "cursor": .int(start)]))
         // The reply waits for the connection's earlier replies; the lines wait for the reply.
         connection.whenReplySent(ticket: reply.ticket) { [unretained, weak stream] in
@@ -156,7 +125,7 @@ extension HeraldService {
         // Subscribed here now: known. Otherwise the name must be durable already (a subscribe made
         // it): an ack of a mistyped name created a consumer that never caught up, for good, in
         // `herald_consumer_lag`.
-        guard consumers[name] != nil else {
+        guard consumers.isSubscribed(name) else {
             reader.query("SELECT 1 FROM consumers WHERE name = $1", [name]) { [unretained] result in
                 guard let self = unretained.object else { return }
                 switch result {
@@ -188,15 +157,13 @@ extension HeraldService {
 
     /// New deliveries were committed: wake every consumer that is caught up.
     func publish() {
-        for stream in consumers.values where !stream.reading { pump(stream) }
+        for stream in consumers.streams.values where !stream.reading { pump(stream) }
     }
 
     /// Sends what the consumer has not seen, while its socket buffer has room.
     func pump(_ stream: ConsumerStream) {
         guard let connection = stream.connection, !connection.isClosing else {
-            // Only its own registration: a stream replaced by a subscribe elsewhere may still be
-            // woken (a catch-up read completing), and must not unregister its successor.
-            if consumers[stream.name] === stream { consumers[stream.name] = nil }
+            consumers.streamEnded(stream)
             return
         }
         guard stream.started else { return }
@@ -217,17 +184,17 @@ extension HeraldService {
             let next = stream.position + 1
             if stream.page != nil {
                 sendFromPage(stream, connection)
-            } else if !ring.isEmpty && next >= ringFirstCursor {
-                let index = Int(next - ringFirstCursor)
+            } else if !ring.isEmpty && next >= ring.firstCursor {
+                let index = Int(next - ring.firstCursor)
                 guard index < ring.count else { return }
                 lineScratch.sink.removeAll()
                 var i = index
                 while i < ring.count && lineScratch.sink.count < Self.consumerBatchBytes {
-                    ring[i].withUnsafeBytes { Self.appendLine($0, cursor: ringFirstCursor + Int64(i), to: &lineScratch.sink) }
+                    ring.bodies[i].withUnsafeBytes { Self.appendLine($0, cursor: ring.firstCursor + Int64(i), to: &lineScratch.sink) }
                     i += 1
                 }
                 connection.send(lineScratch.sink.bytes)
-                stream.position = ringFirstCursor + Int64(i) - 1
+                stream.position = ring.firstCursor + Int64(i) - 1
             } else {
                 readBehind(stream)
                 return
@@ -286,7 +253,7 @@ extension HeraldService {
         stream.failedReads += 1
         if stream.retry == nil {
             stream.retry = loop.timer { [unretained, weak stream] in
-                guard let self = unretained.object, let stream, self.consumers[stream.name] === stream else { return }
+                guard let self = unretained.object, let stream, self.consumers.isCurrent(stream) else { return }
                 self.pump(stream)
             }
         }

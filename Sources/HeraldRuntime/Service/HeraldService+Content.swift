@@ -64,7 +64,7 @@ extension HeraldService {
     func nextDueUserContentReady() -> Bool {
         guard let (ordinal, horizon) = dueUsers.first, Int(ordinal) < users.count,
               !users[Int(ordinal)].state.contentNeededInPlace(upTo: horizon).isEmpty else { return true }
-        for (ordinal, horizon) in dueUsers.prefix(configuration.timerSliceUsers) where Int(ordinal) < users.count {
+        for (ordinal, horizon) in dueUsers.queue.prefix(configuration.timerSliceUsers) where Int(ordinal) < users.count {
             let o = Int(ordinal)
             for seq in users[o].state.contentNeededInPlace(upTo: horizon) { restart.content.wanted[seq] = o }
         }

@@ -46,7 +46,7 @@ extension HeraldService {
     func fold(_ event: StoredEvent, collect: ((Delivery, Int64) -> Void)? = nil) -> Bool {
         if event.kind == .clock {  // a manual-clock move: no state, timers fire by time
             lastFoldedSeq = max(lastFoldedSeq, event.seq)
-            if let manual = manualNow { manualNow = max(manual, event.at) }  // read back after a lost COMMIT reply
+            if let manual = engineClock.manual { engineClock.manual = max(manual, event.at) }  // read back after a lost COMMIT reply
             return true
         }
         guard let user = event.user else {
@@ -73,7 +73,7 @@ extension HeraldService {
         decided.withUnsafeBufferPointer { deliveries in
             for i in deliveries.indices {
                 count += 1
-                if let collect { collect(deliveries[i], count) } else { queueUnsent(row(deliveryAt: deliveries.baseAddress! + i, index: count)) }
+                if let collect { collect(deliveries[i], count) } else { deliveryAppends.queue(row(deliveryAt: deliveries.baseAddress! + i, index: count)) }
             }
         }
         decided.removeAll(keepingCapacity: true)
@@ -122,10 +122,8 @@ extension HeraldService {
     /// yet committed, so timers and events meet each user's state in the same order replay will
     /// use — and fires them a slice at a time (`fireDueSlice`).
     func fireTimers() {
-        var horizon = now()
-        if let oldest = inFlightTimes.first { horizon = min(horizon, oldest) }
+        var horizon = appendsInFlight.timersMayFire(upTo: now())
         if let held = restart.content.heldFolds.first { horizon = min(horizon, held.at) }  // committed, waiting to fold
-        if let unknown = unknownCommitSince { horizon = min(horizon, unknown) }
         timers.advance(to: horizon) { _, payload in
             // The wheel forgot this handle: an event folded before the user's slice comes up
             // must not cancel it (the slot may hold another timer by then).
@@ -133,7 +131,7 @@ extension HeraldService {
             guard ordinal < users.count else { return }
             users[ordinal].wakeHandle = nil
             users[ordinal].wakeAt = nil
-            dueUsers.append((UInt32(ordinal), horizon))
+            dueUsers.taken(ordinal: ordinal, horizon: horizon)
         }
         fireDueSlice()
         timers.rearm()
@@ -145,7 +143,7 @@ extension HeraldService {
     /// carry later times, and an event folded for a user still waiting here advances the user's
     /// timers itself first (`Engine.apply`), so every user sees timers and events in replay's order.
     /// Whether firing may go on: fewer than `unsentAppendsAhead` appends' worth of rows wait unsent.
-    private var mayFireAhead: Bool { unsentDeliveries.count < Self.unsentAppendsAhead * configuration.deliveryAppendRows }
+    private var mayFireAhead: Bool { deliveryAppends.unsent.count < Self.unsentAppendsAhead * configuration.deliveryAppendRows }
 
     func fireDueSlice() {
         var fired = 0
@@ -162,7 +160,7 @@ extension HeraldService {
                 waitingForContent = true
                 break
             }
-            dueUsers.removeFirst()
+            dueUsers.fired()
             let o = Int(ordinal)
             let nextWake = engine.advance(&users[o].state, to: horizon, apps: apps, appendingTo: &decided)
             let decidedAt = FiringPhases.now()
@@ -182,9 +180,7 @@ extension HeraldService {
         }
         flushDeliveries()
         if dueUsers.isEmpty {
-            let waiters = dueWaiters
-            dueWaiters.removeAll()
-            for w in waiters { flushDeliveries(then: w) }
+            for w in dueUsers.takeWaiters() { flushDeliveries(then: w) }
         } else if !waitingForContent && mayFireAhead {
             fireTimersSoon()  // the next slice in the next loop turn
         }
@@ -194,23 +190,23 @@ extension HeraldService {
 
     /// Runs `done` once every timer taken from the wheel so far has fired and its deliveries committed.
     func afterDueTimers(_ done: @escaping () -> Void) {
-        if dueUsers.isEmpty { flushDeliveries(then: done) } else { dueWaiters.append(done) }
+        if !dueUsers.wait(done) { flushDeliveries(then: done) }
     }
 
     /// Commits decided deliveries (appends of at most `deliveryAppendRows`, up to
     /// `maxDeliveryAppends` handed to the writers at a time), then streams them. `done` runs once
     /// every delivery decided before it is committed.
     func flushDeliveries(then done: (() -> Void)? = nil) {
-        if let done { deliveryWaiters.append((deliveriesSent + unsentDeliveries.count, done)) }
+        if let done { deliveryAppends.whenDecidedCommitted(done) }
         runDeliveryWaiters()
-        while deliveryAppendsInFlight < Self.maxDeliveryAppends, !unsentDeliveries.isEmpty, sendDeliveryAppend() {}
+        while deliveryAppendsInFlight < Self.maxDeliveryAppends, !deliveryAppends.unsent.isEmpty, sendDeliveryAppend() {}
     }
 
     /// Hands the next append to a delivery writer; false when none can take it now (retried when
     /// an append completes or a writer reconnects). The first writer takes appends as they come
     /// (up to two queued, each claiming its cursors as it commits). A burst — a whole append's
     /// worth of rows waiting, or timers due now still to fire, as in a summary storm — goes to
-    /// both writers, one append each, at cursors assigned here (`nextDeliveryCursor`, chained:
+    /// both writers, one append each, at cursors assigned here (`DeliveryAppends.nextCursor`, chained:
     /// both store at once and commit in cursor order), once the head is known and the first
     /// writer's own appends have committed.
     /// (Chaining small appends too made the delivery line's p99 worse at 20,000 submits/s: more
@@ -218,37 +214,37 @@ extension HeraldService {
     private func sendDeliveryAppend() -> Bool {
         // A failed outcome not yet handled (an earlier append's is awaited): the head and the
         // rows still to send are about to change; wait for it.
-        if pendingDeliveryAppends.contains(where: { if case .failure? = $0.result { return true } else { return false } }) { return false }
+        if deliveryAppends.pending.contains(where: { if case .failure? = $0.result { return true } else { return false } }) { return false }
         let links = deliveryLinks
-        let chainedInFlight = pendingDeliveryAppends.contains { $0.base != nil }
-        let claimingInFlight = pendingDeliveryAppends.contains { $0.base == nil }
+        let chainedInFlight = deliveryAppends.pending.contains { $0.base != nil }
+        let claimingInFlight = deliveryAppends.pending.contains { $0.base == nil }
         // A burst: a whole append's worth of rows waiting, or a firing still under way (users due
         // now wait for the next slice), whose rows are coming. Both writers then take appends as
         // they free up; otherwise the first writer claimed append after append while the second
         // sat idle until a whole append's worth had piled up (a third of a 20,000-job peer burst).
         let firing = !dueUsers.isEmpty
-        let burst = links.count > 1 && (firing || unsentDeliveries.count >= max(configuration.deliveryAppendRows, 1))
+        let burst = links.count > 1 && (firing || deliveryAppends.unsent.count >= max(configuration.deliveryAppendRows, 1))
         // Chained while chained ones are in flight (the head known), or to start a burst with
         // nothing in flight; otherwise claiming, on the first writer, never beside a chained one
         // (its claim would take the cursors the chained one was given).
-        let chained = chainedInFlight || (burst && !claimingInFlight && nextDeliveryCursor != nil)
+        let chained = chainedInFlight || (burst && !claimingInFlight && deliveryAppends.nextCursor != nil)
         // A burst waits for the claiming appends in flight: once they commit the head is known
         // and the burst goes chained (under steady firing one would otherwise always be in flight).
         if !chained && burst && claimingInFlight { return false }
         let carrier: DeliveryCarrier
         if chained {
-            guard nextDeliveryCursor != nil,
-                  let free = links.indices.first(where: { deliveryAppendsPerLink[$0] == 0 && links[$0].isReady }) else { return false }
+            guard deliveryAppends.nextCursor != nil,
+                  let free = links.indices.first(where: { deliveryAppends.perLink[$0] == 0 && links[$0].isReady }) else { return false }
             carrier = .deliveryWriter(free)
         } else {
             // No chained append is in flight (`chained` would be true). Claiming appends in flight
             // are all on one carrier — the first delivery writer, or the events' writer they ride
             // with — so they claim their cursors in the order they were sent; a change of carrier
             // waits until none is in flight.
-            let current = pendingDeliveryAppends.last?.carrier
+            let current = deliveryAppends.pending.last?.carrier
             // Riding pays only when the events' writer has work the rows can join; idle, it would
             // commit them alone, and the next event would wait behind them.
-            let ride = !deliveryStores.isEmpty && !burst && unsentDeliveries.count < configuration.deliveriesRideBelowRows
+            let ride = !deliveryStores.isEmpty && !burst && deliveryAppends.unsent.count < configuration.deliveriesRideBelowRows
                 && !(store.writer?.isIdle ?? true)
             if current == .deliveryWriter(0) || (current == nil && !ride) {
                 carrier = .deliveryWriter(0)
@@ -264,30 +260,11 @@ extension HeraldService {
         case .deliveryWriter(let i): link = links[i]
         }
         guard case .success(let writer) = link.currentWriter() else { return false }  // retried on reconnect
-        var n = min(unsentDeliveries.count, max(configuration.deliveryAppendRows, 1))
+        var n = min(deliveryAppends.unsent.count, max(configuration.deliveryAppendRows, 1))
         if chained, !firing, case .deliveryWriter(let i) = carrier { n = min(n, burstTailShare(writer: i)) }
-        let rows: [DeliveryRow], order: [Int]
-        if n == unsentDeliveries.count {
-            // All of them (every append but a storm's): the buffers move, no row is copied.
-            rows = unsentDeliveries
-            order = unsentOrder
-            unsentDeliveries = []
-            unsentDeliveries.reserveCapacity(n)
-            unsentOrder = []
-            unsentOrder.reserveCapacity(n)
-        } else {
-            rows = Array(unsentDeliveries[..<n])
-            order = Array(unsentOrder[..<n])
-            unsentDeliveries.removeFirst(n)
-            unsentOrder.removeFirst(n)
-        }
-        deliveriesSent += n
-        if case .deliveryWriter(let i) = carrier { deliveryAppendsPerLink[i] += 1 }
-        let base = chained ? nextDeliveryCursor : nil
-        // A claiming append moves the head where this process cannot see it until it commits.
-        nextDeliveryCursor = base.map { $0 + Int64(n) }
-        let id = firstPendingDeliveryAppend + pendingDeliveryAppends.count
-        pendingDeliveryAppends.append(PendingDeliveryAppend(rows: rows, order: order, sentAt: FiringPhases.now(), carrier: carrier, base: base))
+        let (rows, order) = deliveryAppends.take(n)
+        let base = chained ? deliveryAppends.nextCursor : nil
+        let id = deliveryAppends.appendSent(rows: rows, order: order, sentAt: FiringPhases.now(), carrier: carrier, base: base)
         // One writer completes appends in order, and fails the deliveries queued behind a failed
         // one (`GroupCommitWriter.complete`); two writers' outcomes are taken in the order the
         // appends were sent (`deliveryAppendDone`), and a chained append whose predecessor failed
@@ -306,19 +283,20 @@ extension HeraldService {
     /// idle, for 20–25 ms at the end of a 20,000-job burst). Neither the rest nor what a share
     /// would leave is split below `splitBurstTailAbove` rows.
     private func burstTailShare(writer i: Int) -> Int {
-        guard unsentDeliveries.count > Self.splitBurstTailAbove else { return unsentDeliveries.count }
+        let unsent = deliveryAppends.unsent.count
+        guard unsent > Self.splitBurstTailAbove else { return unsent }
         let now = FiringPhases.now()
         var othersStillToStore: [Int] = []
         for j in deliveryLinks.indices where j != i && deliveryLinks[j].isReady {
-            guard deliveryAppendsPerLink[j] > 0,
-                  let busy = pendingDeliveryAppends.last(where: { $0.carrier == .deliveryWriter(j) }) else {
+            guard deliveryAppends.perLink[j] > 0,
+                  let busy = deliveryAppends.pending.last(where: { $0.carrier == .deliveryWriter(j) }) else {
                 othersStillToStore.append(0)
                 continue
             }
-            let stored = deliveryRowsPerNanosecond * Double(now - busy.sentAt)
+            let stored = deliveryAppends.rowsPerNanosecond * Double(now - busy.sentAt)
             othersStillToStore.append(max(0, busy.rows.count - Int(stored.rounded(.down))))
         }
-        return Self.tailShare(unsent: unsentDeliveries.count, othersStillToStore: othersStillToStore,
+        return Self.tailShare(unsent: unsent, othersStillToStore: othersStillToStore,
                               smallest: Self.splitBurstTailAbove)
     }
 
@@ -336,14 +314,8 @@ extension HeraldService {
 
     /// Records an append's outcome, then handles the outcomes of the appends sent before it first.
     private func deliveryAppendDone(_ id: Int, _ result: Result<[Int64], StoreError>) {
-        let slot = id - firstPendingDeliveryAppend
-        pendingDeliveryAppends[slot].result = result
-        if case .deliveryWriter(let i) = pendingDeliveryAppends[slot].carrier { deliveryAppendsPerLink[i] -= 1 }
-        while let first = pendingDeliveryAppends.first, let outcome = first.result {
-            pendingDeliveryAppends.removeFirst()
-            firstPendingDeliveryAppend += 1
-            finishDeliveryAppend(first, outcome)
-        }
+        deliveryAppends.outcomeArrived(id, result)
+        while let next = deliveryAppends.nextOutcome() { finishDeliveryAppend(next.0, next.1) }
     }
 
     private func finishDeliveryAppend(_ append: PendingDeliveryAppend, _ result: Result<[Int64], StoreError>) {
@@ -353,10 +325,8 @@ extension HeraldService {
         switch result {
         case .failure(let error):
             log("deliveries not committed yet (\(error)); will retry")
-            requeue(rows, order: append.order)
-            deliveriesSent -= rows.count
-            // The head is no longer known: the next append claims its cursors itself.
-            nextDeliveryCursor = nil
+            // Its rows go back in decision order; the head is no longer known.
+            deliveryAppends.appendFailed(append)
             // A chained append behind a failed one (or a head moved by another writer) fails with
             // a conflict on a healthy connection: nothing else would send the rows again.
             if case .conflict = error, deliveryAppendsInFlight == 0 { flushDeliveries() }
@@ -366,83 +336,35 @@ extension HeraldService {
             phases.appendNanoseconds += doneAt - append.sentAt
             phases.lastCommitAt = doneAt
             if append.base != nil, doneAt > append.sentAt {
-                deliveryRowsPerNanosecond = Double(rows.count) / Double(doneAt - append.sentAt)
+                deliveryAppends.rowsPerNanosecond = Double(rows.count) / Double(doneAt - append.sentAt)
             }
-            trackDeliveryHead(after: append, cursors: cursors)
+            deliveryAppends.appendCommitted(append, cursors: cursors, chaining: deliveryLinks.count > 1)
             // The writer is free: the next append goes out before this one's lines are built and
             // streamed, so PostgreSQL stores it meanwhile (a 4,000-row append's completion is
             // ~3 ms of the loop, during which the writer's backend sat idle).
-            if !unsentDeliveries.isEmpty { flushDeliveries() }
+            if !deliveryAppends.unsent.isEmpty { flushDeliveries() }
             // By index: `for (row, cursor) in zip(…)` copied every row. Every 512 lines, the
             // append just sent to this writer gets its data as soon as PostgreSQL asks for it.
             let writer: GroupCommitWriter? = if case .deliveryWriter(let w) = append.carrier { deliveryLinks[w].writer } else { nil }
             for (i, cursor) in zip(rows.indices, cursors) where cursor > 0 {
                 deliveriesCommitted += 1
-                committed(rows[i].bodyBytes, cursor: cursor)
+                ring.committed(rows[i].bodyBytes, cursor: cursor)
                 if i & 511 == 511 { writer?.pollWhileCompleting() }
             }
             // A row stored already (cursor 0) committed in an append whose outcome this
             // process never learned (a COMMIT reply lost, a failed later part of a split
             // append): consumers must still be told the head moved past it.
             if cursors.contains(0) { refreshDeliveryHead() }
-            deliveriesDone += rows.count
+            deliveryAppends.rowsDone(rows.count)
             runDeliveryWaiters()
             publish()
             if !dueUsers.isEmpty { fireTimersSoon() }
         }
     }
 
-    /// Queues a decided delivery, numbered in decision order (`unsentOrder`).
-    func queueUnsent(_ row: consuming DeliveryRow) {
-        unsentDeliveries.append(row)
-        unsentOrder.append(nextDecision)
-        nextDecision += 1
-    }
-
-    /// Puts a failed append's rows back among the unsent ones in the order they were decided.
-    /// Usually they all go first; but an append may have re-taken rows another failure put back,
-    /// and rows decided before its own may be back from an append sent after it: merged by number.
-    private func requeue(_ rows: [DeliveryRow], order: [Int]) {
-        (unsentDeliveries, unsentOrder) = Self.merged(rows, order, into: unsentDeliveries, unsentOrder)
-    }
-
-    /// `a` and `b` (each in increasing `order`) as one sequence in increasing order; `a` goes in
-    /// front without comparing when all of it comes first (the usual case).
-    static func merged<Row>(_ a: [Row], _ aOrder: [Int], into b: [Row], _ bOrder: [Int]) -> ([Row], [Int]) {
-        guard let firstB = bOrder.first, let lastA = aOrder.last, lastA > firstB else { return (a + b, aOrder + bOrder) }
-        var rows: [Row] = [], order: [Int] = []
-        rows.reserveCapacity(a.count + b.count)
-        order.reserveCapacity(a.count + b.count)
-        var i = 0, j = 0
-        while i < a.count || j < b.count {
-            if j == b.count || (i < a.count && aOrder[i] < bOrder[j]) {
-                rows.append(a[i]); order.append(aOrder[i]); i += 1
-            } else {
-                rows.append(b[j]); order.append(bOrder[j]); j += 1
-            }
-        }
-        return (rows, order)
-    }
-
-    /// With two delivery writers: after an append that claimed its own cursors (the only one in
-    /// flight), the head is its last cursor; after one whose cursors are not the range asked for
-    /// (the stored rows of a re-derived batch skipped by `herald_append_deliveries`), unknown.
-    private func trackDeliveryHead(after append: PendingDeliveryAppend, cursors: [Int64]) {
-        guard deliveryLinks.count > 1, let first = cursors.first, let last = cursors.last else { return }
-        let contiguous = first > 0 && last - first == Int64(cursors.count - 1)
-        if let base = append.base {
-            if !contiguous || first != base + 1 { nextDeliveryCursor = nil }
-        } else if contiguous && deliveryAppendsInFlight == 0 {
-            nextDeliveryCursor = last
-        }
-    }
-
     /// Runs the waiters whose deliveries have all committed, in order.
     private func runDeliveryWaiters() {
-        while let first = deliveryWaiters.first, first.target <= deliveriesDone {
-            deliveryWaiters.removeFirst()
-            first.run()
-        }
+        while let run = deliveryAppends.nextReadyWaiter() { run() }
     }
 
     /// Reads the committed delivery head from PostgreSQL (blocking, rare: only after an append
@@ -451,14 +373,8 @@ extension HeraldService {
         do {
             let conn = try PGConnection.connect(configuration.databaseURL)
             defer { conn.close() }
-            if let head = try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0), head > deliveryHead {
+            if let head = try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0), ring.headFoundAhead(head) {
                 log("deliveries up to cursor \(head) had committed without this process learning their cursors; consumers read them from PostgreSQL")
-                deliveryHead = head
-                // The ring holds no line past its end: start it after the head, so every consumer
-                // reads the rows it lacks from the table (the ring is only a cache).
-                ring.removeAll()
-                ringBytes = 0
-                ringFirstCursor = head + 1
             }
         } catch {
             log("could not read the delivery head (\(error)); consumers catch up with the next delivery")
@@ -497,44 +413,6 @@ extension HeraldService {
             return at + 1
         }
     }
-
-    func committed(_ body: [UInt8], cursor: Int64) {
-        if ring.isEmpty { ringFirstCursor = cursor }
-        if cursor != ringFirstCursor + Int64(ring.count) {
-            // Another writer took cursors in between: restart the ring here (consumers read the gap from PostgreSQL).
-            ring.removeAll()
-            ringBytes = 0
-            ringFirstCursor = cursor
-        }
-        ring.append(body)
-        ringBytes += body.count
-        while ring.count > configuration.deliveryRingCapacity || (ringBytes > configuration.deliveryRingBytes && ring.count > 1) {
-            ringBytes -= ring.removeFirst().count
-            ringFirstCursor += 1
-        }
-        deliveryHead = max(deliveryHead, cursor)
-    }
-}
-
-/// The writer that carries a delivery append: one of `HeraldService.deliveryLinks` (by index), or
-/// the events' writer (`store`), in whose next transaction a small append rides
-/// (`ServiceConfiguration.deliveriesRideBelowRows`).
-enum DeliveryCarrier: Equatable {
-    case deliveryWriter(Int)
-    case ridingWithEvents
-}
-
-/// A delivery append handed to a writer, until its outcome has been handled (in sending order).
-struct PendingDeliveryAppend {
-    let rows: [DeliveryRow]
-    /// The rows' numbers in decision order (`HeraldService.unsentOrder`).
-    let order: [Int]
-    let sentAt: Int64
-    /// The writer it was handed to.
-    let carrier: DeliveryCarrier
-    /// The cursor after which its rows were placed (a chained append), or nil (the writer claimed them).
-    let base: Int64?
-    var result: Result<[Int64], StoreError>? = nil
 }
 
 /// A reusable byte sink owned by a class, so its memory is freed with the service.

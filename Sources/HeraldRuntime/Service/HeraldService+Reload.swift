@@ -20,12 +20,11 @@ extension HeraldService {
     public func reloadCertificate() {
         guard let settings = configuration.tls else { return }
         do {
-            tlsContext = try TLSContext(settings)
-            certificateReloads += 1
+            credentials.certificateReloaded(try TLSContext(settings))
             log("SIGHUP: TLS certificate and key reloaded from \(settings.certificateFile) and \(settings.keyFile)"
                 + (settings.clientCRLFile.map { ", client CRL from \($0)" } ?? "") + "; new connections use them, open ones keep theirs")
         } catch {
-            certificateReloadFailures += 1
+            credentials.certificateReloadFailed()
             log("error: SIGHUP: \(error) The previous certificate, key and client CRL stay in use; fix the files and send SIGHUP again.")
         }
     }

@@ -15,11 +15,11 @@ extension HeraldService {
             return
         }
         // A withdraw that names no user applies to every recipient of the original submit.
-        if request.submitLine == nil, request.op == "withdraw", accepted.events.contains(where: { $0.user == nil }) {
+        if request.submitLine == nil, request.op == .withdraw, accepted.events.contains(where: { $0.user == nil }) {
             resolveWithdraw(request, accepted: accepted, reply: reply)
             return
         }
-        if request.submitLine == nil, request.op == "withdraw", let w = nothingToWithdraw(accepted) { accepted.warnings.append(w) }
+        if request.submitLine == nil, request.op == .withdraw, let w = nothingToWithdraw(accepted) { accepted.warnings.append(w) }
         append(accepted, request: request, at: at, reply: reply)
     }
 
@@ -31,7 +31,7 @@ extension HeraldService {
     private func nothingToWithdraw(_ accepted: AcceptedRequest) -> RequestWarning? {
         guard accepted.events.count == 1, let user = accepted.events[0].user, let app = accepted.events[0].app,
               let id = accepted.events[0].notificationId, restart.content.heldFolds.isEmpty,
-              inFlightKeys[InFlightKey(app: app, id: id)] == nil else { return nil }
+              !appendsInFlight.isInFlight(InFlightKey(app: app, id: id)) else { return nil }
         if let ordinal = ordinal(of: user), users[ordinal].state.knows(app: app, id: id) { return nil }
         return RequestWarning(code: "nothing_to_withdraw",
             message: "\(user) has no notification “\(id)” from \(app) pending, snoozed or among the deliveries Herald keeps: it was never sent to this user, or it was withdrawn, suppressed or replaced already, or it is older. The withdraw is stored: if “\(id)” was never submitted, it is cancelled for \(user) in advance. To withdraw it from whoever received it, leave out “user”.")
@@ -66,8 +66,8 @@ extension HeraldService {
         guard let draft = accepted.events.first, let app = draft.app, let id = draft.notificationId else { return }
         reply.connection.holdDispatch()
         let key = InFlightKey(app: app, id: id)
-        if inFlightKeys[key] != nil {
-            inFlightKeys[key]!.append { [unretained] in unretained.object?.submitEvent(request, reply: reply) }
+        if appendsInFlight.isInFlight(key) {
+            appendsInFlight.wait(for: key) { [unretained] in unretained.object?.submitEvent(request, reply: reply) }
             return
         }
         reader.query("SELECT DISTINCT user_id FROM events WHERE app = $1 AND notification_id = $2 AND type = 'submit' ORDER BY 1",
@@ -112,19 +112,19 @@ extension HeraldService {
         // then admitted afresh: the store answers it as a duplicate (or conflict) of the committed
         // original, and its engine time is taken then, so it never lands behind fired timers.
         let keys = Array(Set(accepted.events.compactMap(InFlightKey.init)))
-        if let busy = keys.first(where: { inFlightKeys[$0] != nil }) {
-            inFlightKeys[busy]!.append { [unretained] in unretained.object?.submitEvent(request, reply: reply) }
+        if let busy = keys.first(where: { appendsInFlight.isInFlight($0) }) {
+            appendsInFlight.wait(for: busy) { [unretained] in unretained.object?.submitEvent(request, reply: reply) }
             return
         }
 
         guard let writer = writerOrRefuse(rid: rid, reply: reply) else { return }
-        for key in keys { inFlightKeys[key] = [] }
-        inFlightTimes.append(at)
+        for key in keys { _ = appendsInFlight.claim(key) }
+        appendsInFlight.sent(at: at)
         writer.append(events: rows) { [unretained] result in
             guard let self = unretained.object else { return }
-            self.inFlightTimes.removeFirst()
+            self.appendsInFlight.answered()
             // Waiters run after this request's own reply and fold, whatever the outcome.
-            let waiters = keys.flatMap { self.inFlightKeys.removeValue(forKey: $0) ?? [] }
+            let waiters = keys.flatMap { self.appendsInFlight.release($0) }
             defer { waiters.forEach { $0() } }
             switch result {
             case .failure(let error):
@@ -158,26 +158,25 @@ extension HeraldService {
         let key = accepted.events.withUnsafeBufferPointer { InFlightKey(draftAt: $0.baseAddress!) }
         // One look-up for the usual case (not in flight): claim the key, and give it back to
         // its waiters in the rare one.
-        if let key, var waiters = inFlightKeys.updateValue([], forKey: key) {
-            waiters.append { [unretained] in unretained.object?.submitEvent(request, reply: reply) }
-            inFlightKeys[key] = waiters
+        if let key, !appendsInFlight.claim(key) {
+            appendsInFlight.wait(for: key) { [unretained] in unretained.object?.submitEvent(request, reply: reply) }
             return
         }
         let rid = request.rid
         guard let writer = writerOrRefuse(rid: rid, reply: reply) else {
-            if let key { inFlightKeys.removeValue(forKey: key) }
+            if let key { _ = appendsInFlight.release(key) }
             return
         }
-        inFlightTimes.append(at)
+        appendsInFlight.sent(at: at)
         let row = accepted.events.withUnsafeBufferPointer { Self.row(draftAt: $0.baseAddress!, at: at) }
         // `self` strongly: a weak capture cost a weak reference made, loaded and destroyed per
         // submit, on the service's side table (~300 instructions, session 18). The cycle (service →
         // writer → this completion) lasts until the writer completes or fails the append, which it
         // always does: shutdown waits for the writer to be idle, and a broken writer fails all it holds.
         writer.append(event: row) { [self] result in
-            self.inFlightTimes.removeFirst()
+            self.appendsInFlight.answered()
             // Waiters run after this request's own reply and fold, whatever the outcome.
-            let waiters = key.flatMap { self.inFlightKeys.removeValue(forKey: $0) }
+            let waiters = key.map { self.appendsInFlight.release($0) }
             defer { waiters?.forEach { $0() } }
             switch result {
             case .failure(let error):
@@ -218,7 +217,7 @@ extension HeraldService {
     /// An append failed: the connection broke with it in flight, so it may have committed
     /// (reconciled after the reconnect); the client is told it was not stored for sure.
     private func appendFailed(_ error: StoreError, at: Instant, rid: JSONValue?, reply: Reply) {
-        if !store.isReady { unknownCommitSince = min(unknownCommitSince ?? at, at) }
+        if !store.isReady { appendsInFlight.outcomeLost(at: at) }
         reply(WireReply.error(rid: rid, requestError(error)))
     }
 
@@ -233,7 +232,7 @@ extension HeraldService {
 
     /// The store's writer, or nil after answering `store_unavailable` (PostgreSQL is being reconnected).
     func writerOrRefuse(rid: JSONValue?, reply: Reply) -> GroupCommitWriter? {
-        if unknownCommitSince != nil {
+        if appendsInFlight.unknownCommitSince != nil {
             reply(WireReply.error(rid: rid, .storeUnavailable("Herald is reading back appends whose commit it could not confirm")))
             return nil
         }
@@ -251,7 +250,7 @@ extension HeraldService {
     /// finds its event decided, in log order. Blocking read (as at start-up); on failure it is
     /// tried again on the next reconnect or after a second.
     func reconcileUnknownCommits() {
-        guard unknownCommitSince != nil else { return }
+        guard appendsInFlight.unknownCommitSince != nil else { return }
         do {
             let conn = try PGConnection.connect(configuration.databaseURL)
             defer { conn.close() }
@@ -268,7 +267,7 @@ extension HeraldService {
                     after = e.seq
                 }
             }
-            unknownCommitSince = nil
+            appendsInFlight.reconciled()
             log("after the reconnect: \(found) event(s) whose COMMIT reply was lost had committed; folded")
             fireTimersSoon()
         } catch {

@@ -15,8 +15,7 @@ extension HeraldService {
         var stored: [String: Int64] = [:]
         let r = try conn.execute("SELECT user_id, max(user_index) FROM deliveries GROUP BY user_id")
         for i in 0..<r.rowCount { if let u = r.string(i, 0), let n = r.int64(i, 1) { stored[u] = n } }
-        deliveryHead = try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) ?? 0
-        ringFirstCursor = deliveryHead + 1
+        ring.restored(head: try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) ?? 0)
 
         // The log's events are decided by the rules versions that decided them first (this build's
         // takes over in `takeOverRules`, once the service can serve).
@@ -73,7 +72,7 @@ extension HeraldService {
                 try EventContent.supply(toApply: event, to: &users[o].state, connection: contentSource)
             }
             applyCommitted(event) { d, index in
-                if index > stored[d.user, default: 0] { self.queueUnsent(Self.row(d, index: index)) }
+                if index > stored[d.user, default: 0] { self.deliveryAppends.queue(Self.row(d, index: index)) }
             }
             if let u = e.user, let o = ordinal(of: u) { users[o].state.dropDeferredContent(dueAfter: keepUntil) }
             folded += 1
@@ -83,10 +82,10 @@ extension HeraldService {
         // A manual clock resumes where the last run left it: engine time never goes back.
         // The events' latest time is known from the fold (and the snapshot's capture time): no scan of
         // `events` (a sequential scan of 11M rows was seconds of start-up).
-        if let manual = manualNow {
-            manualNow = max(manual, latestTime)
+        if engineClock.manual != nil {
+            engineClock.holdAtLeast(latestTime)
             let last = try conn.execute("SELECT (extract(epoch FROM (SELECT max(at) FROM deliveries)) * 1000)::bigint")
-            if let ms = last.int64(0, 0) { manualNow = max(manualNow!, Instant(millisecondsSinceEpoch: ms)) }
+            if let ms = last.int64(0, 0) { engineClock.holdAtLeast(Instant(millisecondsSinceEpoch: ms)) }
         }
         latestRestoredTime = latestTime
         eventsCommitted = folded
@@ -94,12 +93,12 @@ extension HeraldService {
         // thing after start-up goes to both delivery writers at once instead of claiming on one
         // (a stale head fails the first chained append with a conflict, and the next one claims).
         // Re-derived deliveries claim as before: some may be stored already.
-        if deliveryStores.count > 1 && unsentDeliveries.isEmpty { nextDeliveryCursor = deliveryHead }
+        if deliveryStores.count > 1 && deliveryAppends.unsent.isEmpty { deliveryAppends.nextCursor = deliveryHead }
         // The next snapshot is due once as many events were folded since this one as the interval says.
         restart.eventsAtLastSnapshot = 0
         let source = fromSnapshot ? "snapshot through seq \(through) + \(folded) events after it (\(skipped) already in it)" : "\(folded) events (no snapshot)"
         let t2 = ClientConnection.monotonicMilliseconds()
-        log("restored \(source), \(users.count) users, \(timers.wheel.count) timers; \(unsentDeliveries.count) deliveries re-derived (snapshot \(t1 - t0) ms, events after it \(t2 - t1) ms)")
+        log("restored \(source), \(users.count) users, \(timers.wheel.count) timers; \(deliveryAppends.unsent.count) deliveries re-derived (snapshot \(t1 - t0) ms, events after it \(t2 - t1) ms)")
     }
 
     /// Records, when the log's latest rules version is not this build's (or none is recorded),
@@ -114,7 +113,7 @@ extension HeraldService {
         let taken = try RulesVersionStore.takeOver(conn, version: configuration.rulesVersion, at: max(now(), latestRestoredTime))
         engine.book.adopt(taken.history)
         guard let change = taken.recorded else { return }
-        if let manual = manualNow { manualNow = max(manual, change.at) } else { lastNow = max(lastNow, change.at) }
+        engineClock.holdAtLeast(change.at)
         log(change.fromSeq == 1 ? "rules version \(change.version) decides this new log"
             : "rules version \(change.version) decides from seq \(change.fromSeq) and timers due after \(change.at.rfc3339) on (the log's was \(before)); earlier events and timers replay by their own rules")
     }

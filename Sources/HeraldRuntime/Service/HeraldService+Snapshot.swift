@@ -68,7 +68,7 @@ extension HeraldService {
         guard let every = configuration.snapshotEveryEvents, restart.capture == nil,
               eventsCommitted - restart.eventsAtLastSnapshot >= Self.snapshotInterval(every: every, users: users.count,
                                                                                      eventsPerUser: configuration.snapshotEventsPerUser),
-              restart.writer?.isBusy == false, !shuttingDown else { return }
+              restart.writer?.isBusy == false, lifecycle.isServing else { return }
         beginSnapshot()
     }
 

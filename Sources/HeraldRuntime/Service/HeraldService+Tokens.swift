@@ -5,15 +5,17 @@ extension HeraldService {
     /// Start-up: reads `--tokens` if given and says how access is configured.
     func loadTokensAtStart() throws {
         if let path = configuration.tokensFile {
-            tokens = try TokenFile.load(path)
+            let tokens = try TokenFile.load(path)
+            credentials.tokensLoaded(tokens)
             log("tokens: \(tokens.count) credential(s) loaded from \(path)")
             if let warning = TokenFile.plainTokenWarning(tokens, path: path) { log(warning) }
             if let warning = TokenFile.sharedConsumerNamesWarning(tokens, path: path) { log(warning) }
         }
+        let tokens = credentials.tokens
         if tokens.isDevMode {
             log("dev mode: no tokens configured, every hello is granted every role (pass --tokens FILE in production)")
         }
-        // A review (session 31) started both without a word on every interface.
+        // Either would otherwise start on every interface without a word.
         let loopback = ServiceConfiguration.isLoopback(configuration.host)
         if !loopback && tokens.isDevMode {
             log("warning: dev mode on \(configuration.host):\(configuration.port): anyone who can reach this address gets every role, operator's included; listen on 127.0.0.1, or pass --tokens FILE")
@@ -35,14 +37,13 @@ extension HeraldService {
         do {
             table = try TokenFile.load(path)
         } catch {
-            tokenReloadFailures += 1
-            log("error: SIGHUP: \(error) The previous \(tokens.count) credential(s) stay in force; fix the file and send SIGHUP again.")
+            credentials.tokenReloadFailed()
+            log("error: SIGHUP: \(error) The previous \(credentials.tokens.count) credential(s) stay in force; fix the file and send SIGHUP again.")
             return
         }
-        tokens = table
-        tokenReloads += 1
+        credentials.tokensReloaded(table)
         var revoked = 0
-        for connection in connections.values where !connection.isClosing {
+        for connection in connections.open.values where !connection.isClosing {
             let had = connection.session.grant != nil
             connection.tokensReloaded(table)
             if had && connection.session.grant == nil { revoked += 1 }

@@ -14,7 +14,7 @@ extension HeraldService {
     }
 
     private func nudgeWAL() {
-        guard pendingDeliveryAppends.contains(where: { $0.base != nil }) else { walNudgeTimer = nil; return }
+        guard deliveryAppends.pending.contains(where: { $0.base != nil }) else { walNudgeTimer = nil; return }
         if !phases.walNudgeInFlight {
             phases.walNudgeInFlight = true
             // `set_config(…, true)`: for this transaction only, whose commit it decides.

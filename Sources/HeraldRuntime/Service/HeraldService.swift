@@ -31,11 +31,9 @@ public final class HeraldService: ConnectionDelegate {
     /// A user's ordinal in `users`: looked up once per event.
     /// Each user's ordinal (its index in `users`) by id; `ordinal(of:)` reads it.
     var userOrdinals = OrdinalIndex()
-    /// Users whose timers the wheel reported due, each with the horizon it was taken at, fired a
-    /// slice per loop turn (`fireDueSlice`).
-    var dueUsers: Deque<(UInt32, Instant)> = []
-    /// Run once `dueUsers` is empty and its deliveries are committed (the `clock` op's reply).
-    var dueWaiters: [() -> Void] = []
+    /// Users whose timers the wheel reported due, fired a slice per loop turn (`fireDueSlice`),
+    /// and who waits for them (the `clock` op's reply).
+    var dueUsers = DueUsers()
     /// The sink each delivery's stored body is written into.
     let rowScratch = ScratchSink()
     /// Each distinct trace's stored bytes, shared by the rows that have it.
@@ -59,75 +57,42 @@ public final class HeraldService: ConnectionDelegate {
     let deliveryLinks: [StoreLink]
     let reader: AsyncReader
     var listener: Listener?
-    /// `--max-connections`, or fewer when the open-file limit allows fewer (`limitConnectionsToFileLimit`).
-    var connectionLimit = 0
     /// With TLS: the optional loopback plaintext listener.
     var plaintextListener: Listener?
-    /// The TLS context of the main listener, when TLS is configured: each new connection's; SIGHUP
-    /// replaces it with one read again from the same files (open connections keep theirs).
-    var tlsContext: TLSContext?
-    var certificateReloads = 0
-    var certificateReloadFailures = 0
-    /// The grants in force: `configuration.tokens`, or the tokens file as last (re)loaded.
-    var tokens: TokenTable
+    /// The tokens table and TLS context in force, as last (re)loaded.
+    var credentials: Credentials
     var reloadRequest: LoopTrigger?
-    var tokenReloads = 0
-    var tokenReloadFailures = 0
-    var connections: [UInt64: ClientConnection] = [:]
-    var graveyard: [ClientConnection] = []
+    /// The client connections, their limit and who gives up a slot before hello.
+    var connections = ConnectionTable()
+    /// Frees closed connections one loop turn after they closed (`ConnectionTable.freeClosed`).
     var reaper: LoopEvent?
-    var nextConnectionId: UInt64 = 1
     var signals: [LoopEvent] = []
+    /// Serving, or how far a graceful stop has come (`beginShutdown`, `shutdownStep`).
+    var lifecycle = ServiceLifecycle.serving
     var shutdownTimer: LoopEvent?
-    var shuttingDown = false
-    var closedForShutdown = false
-    var closedForShutdownAt: Int64 = 0
-    /// How long SIGTERM waits for closed connections to deliver their last replies (a client
-    /// that does not read them is let go then).
-    static let shutdownDrainMilliseconds: Int64 = 10_000
     var stopRequest: LoopTrigger?
 
-    /// Engine time: manual, or the wall clock never allowed to go backwards.
-    var manualNow: Instant?
-    var lastNow = Instant.epoch
+    /// Engine time: the manual clock, or the wall clock never allowed to go backwards.
+    var engineClock: EngineClock
     /// A reconnected events writer could not take the instance lock back (`retakeInstanceLock`).
     var instanceLockMissing = false
     /// The latest engine time start-up's fold saw (the rules take-over is no earlier).
     var latestRestoredTime = Instant.epoch
-    /// The last wall-clock reading and the monotonic time it was taken at: a step of the wall
-    /// clock (NTP, an operator) shows as a difference between the two and is logged.
-    var lastWall: (wall: Int64, monotonic: Int64)?
-    var wallClockBehind = false
-    /// Engine times of appended events not yet committed, oldest first: timers may not fire past the oldest.
-    var inFlightTimes: Deque<Instant> = []
-    /// Idempotency keys in flight, each with the requests waiting for it: a re-send racing its
-    /// original is admitted again once the original committed (and so answered as a duplicate).
-    var inFlightKeys: [InFlightKey: [() -> Void]] = [:]
+    /// Event appends sent and not yet answered: their times, idempotency keys and lost outcomes.
+    var appendsInFlight = AppendsInFlight()
     /// The highest seq folded into memory: every event up to it is in the users' state.
     var lastFoldedSeq: Int64 = 0
-    /// Engine time of the oldest append whose COMMIT outcome is unknown (the connection broke with
-    /// it in flight): it may have committed. Until the log is read back after the reconnect
-    /// (`reconcileUnknownCommits`), new appends are refused and timers do not fire past it.
-    var unknownCommitSince: Instant?
     var retryReconcile: LoopEvent?
-    /// Deliveries decided but not yet committed (re-sent after a reconnect). An array, so that
-    /// an append taking all of them moves the buffer instead of copying every row (`flushDeliveries`).
-    var unsentDeliveries: [DeliveryRow] = []
-    /// Each unsent delivery's number in decision order (`queueUnsent`): a failed append's rows go
-    /// back where they were decided (`requeue`), whatever was sent or put back meanwhile.
-    var unsentOrder: [Int] = []
-    var nextDecision = 0
+    /// Decided deliveries on their way to PostgreSQL: unsent rows, appends in flight, waiters.
+    var deliveryAppends: DeliveryAppends
     /// Delivery appends handed to the writers whose outcome is not handled yet: at most
     /// `maxDeliveryAppends`, so the next batch is queued when one commits and a writer stores it
     /// while this loop handles the committed one (with two delivery writers, one each, at once).
-    var deliveryAppendsInFlight: Int { pendingDeliveryAppends.count }
+    var deliveryAppendsInFlight: Int { deliveryAppends.inFlight }
     static let maxDeliveryAppends = 2
     /// A burst's last rows, when more than this many, are shared between the delivery writers
     /// so they finish together (`burstTailShare`); no share leaves this many or fewer behind.
     static let splitBurstTailAbove = 512
-    /// The pace of the last chained append: its rows over the time from hand-off to completion
-    /// (its wait for the one before it included, so a pace on the slow side). 0 before the first.
-    var deliveryRowsPerNanosecond: Double = 0
     /// WAL writer nudges during bursts (`startWALNudges`): the timer (whether a nudge is in
     /// flight is `phases.walNudgeInFlight`, shown by `stats`).
     var walNudgeTimer: LoopEvent?
@@ -138,33 +103,14 @@ public final class HeraldService: ConnectionDelegate {
     /// to themselves (`herald bench peer`, 10 pairs: p99 median 166 → 153 ms). It still bounds
     /// what piles up while PostgreSQL is slow or away (20,000 rows at the default 4,000).
     static let unsentAppendsAhead = 5
-    /// Appends in flight on each of `deliveryLinks`.
-    var deliveryAppendsPerLink: [Int]
-    /// With two delivery writers: the delivery head once every append sent so far has committed,
-    /// so the next append's cursors follow it (`GroupCommitWriter.append(deliveries:after:)`); at
-    /// start-up the head read from PostgreSQL; nil while unknown (after a failure, or while claiming
-    /// appends are in flight).
-    var nextDeliveryCursor: Int64?
-    /// Appends in the order they were sent, each with its outcome once known: outcomes are handled
-    /// in that order (two writers answer in any order). `firstPendingDeliveryAppend` numbers the first.
-    var pendingDeliveryAppends: Deque<PendingDeliveryAppend> = []
-    var firstPendingDeliveryAppend = 0
     var deliveriesInFlight: Bool { deliveryAppendsInFlight > 0 }
-    /// Rows taken from `unsentDeliveries` into appends (less those put back after a failure), and
-    /// rows of appends committed: a waiter runs once `deliveriesDone` reaches its target.
-    var deliveriesSent = 0
-    var deliveriesDone = 0
-    var deliveryWaiters: Deque<(target: Int, run: () -> Void)> = []
 
-    /// Committed deliveries kept for consumers: cursor of the first, and their stored bodies (the
-    /// very arrays of their rows, shared, not copied); `pump` writes each wire line into a
-    /// consumer's batch (`appendLine`), so a delivery costs no line array of its own.
-    var ring: Deque<[UInt8]> = []
-    var ringFirstCursor: Int64 = 1
-    /// The bytes of the bodies in `ring` (bounded by `deliveryRingBytes`).
-    var ringBytes = 0
-    var deliveryHead: Int64 = 0
-    var consumers: [String: ConsumerStream] = [:]
+    /// Committed deliveries kept for consumers, and the delivery head.
+    var ring: DeliveryRing
+    /// The newest committed delivery's cursor.
+    var deliveryHead: Int64 { ring.head }
+    /// The subscribed consumers' streams, by name.
+    var consumers = ConsumerRegistry()
     /// Where fired timers' deliveries spend their time (reported by `stats`).
     var phases = FiringPhases()
     /// Tests only: called on the loop right after a consumer's catch-up read is sent, to wake the
@@ -182,27 +128,21 @@ public final class HeraldService: ConnectionDelegate {
     var eventsCommitted = 0
     var deliveriesCommitted = 0
     var requestsRejected = 0
-    /// `ClientSession.refusedHellos` of the connections closed so far (stats: `hellosRefused`).
-    var hellosRefusedOnClosedConnections = 0
-    /// Connections closed before hello to make room at the connection limit (stats).
-    var evictedBeforeHello = 0
-    /// Ids of connections accepted and maybe still without hello, oldest first (some said hello or
-    /// closed since: skipped when met): the candidates for eviction at the connection limit.
-    var notHelloYet: Deque<UInt64> = []
 
     public init(configuration: ServiceConfiguration, log: @escaping (String) -> Void) {
         self.configuration = configuration
         self.log = log
-        self.tokens = configuration.tokens
+        self.credentials = Credentials(tokens: configuration.tokens)
         self.loop = EventLoop()
         self.store = StoreLink(loop: loop, url: configuration.databaseURL)
         self.deliveryStores = (0..<min(max(configuration.deliveryWriters, 0), 2)).map { [loop] _ in
             StoreLink(loop: loop, url: configuration.databaseURL)
         }
         self.deliveryLinks = deliveryStores.isEmpty ? [store] : deliveryStores
-        self.deliveryAppendsPerLink = Array(repeating: 0, count: deliveryLinks.count)
+        self.deliveryAppends = DeliveryAppends(links: deliveryLinks.count)
         self.reader = AsyncReader(loop: loop, url: configuration.databaseURL)
-        if case .manual(let start) = configuration.clock { manualNow = start }
+        self.ring = DeliveryRing(capacity: configuration.deliveryRingCapacity, maxBytes: configuration.deliveryRingBytes)
+        if case .manual(let start) = configuration.clock { engineClock = EngineClock(manual: start) } else { engineClock = EngineClock() }
         reader.log = log
         for link in [store] + deliveryStores {
             link.log = log
@@ -212,9 +152,9 @@ public final class HeraldService: ConnectionDelegate {
         // A committed batch's deliveries are appended once its requests have all completed: in
         // one batch, and (small transactions) in the transaction sent next.
         store.afterCompletions = { [unretained] in unretained.object?.flushDeliveries() }
-        let systemClock = manualNow == nil
+        let systemClock = engineClock.manual == nil
         let wallClock = configuration.wallClock
-        self.timers = WheelDriver(loop: loop, start: .epoch, systemClock: systemClock) { [unowned self] in self.manualNow ?? wallClock() }
+        self.timers = WheelDriver(loop: loop, start: .epoch, systemClock: systemClock) { [unowned self] in self.engineClock.manual ?? wallClock() }
         timers.onTimer = { [unretained] in unretained.object?.fireTimers() }
         timerCheck = loop.timer { [unretained] in unretained.object?.fireTimers() }
         unretained.object = self
@@ -228,36 +168,8 @@ public final class HeraldService: ConnectionDelegate {
 
     /// The engine's idea of now.
     func now() -> Instant {
-        if let manualNow { return manualNow }
-        let wall = configuration.wallClock()
-        noteWallClockStep(wall)
-        lastNow = max(lastNow, wall)
-        return lastNow
-    }
-
-    /// Logs a step of the wall clock of more than a second. Engine time never goes back: after
-    /// a backward step it holds until the wall clock passes it again (no timer fires meanwhile);
-    /// after a forward step, timers whose instants were skipped fire at once, each with its own
-    /// instant as `at` (they are due by the clock that is now in force). See docs/hostile-input.md.
-    private func noteWallClockStep(_ wall: Instant) {
-        let mono = ClientConnection.monotonicMilliseconds()
-        defer { lastWall = (wall.millisecondsSinceEpoch, mono) }
-        guard let last = lastWall else { return }
-        let drift = (wall.millisecondsSinceEpoch - last.wall) - (mono - last.monotonic)
-        if wall < lastNow {
-            if !wallClockBehind && lastNow.millisecondsSinceEpoch - wall.millisecondsSinceEpoch > 1000 {
-                wallClockBehind = true
-                log("warning: the wall clock went back to \(wall.rfc3339), \((lastNow.millisecondsSinceEpoch - wall.millisecondsSinceEpoch + 500) / 1000) s behind engine time; engine time holds at \(lastNow.rfc3339) until the wall clock passes it (no timer fires early)")
-            }
-            return
-        }
-        if wallClockBehind {
-            wallClockBehind = false
-            log("notice: the wall clock caught up with engine time at \(wall.rfc3339)")
-        }
-        if drift > 1000 {
-            log("warning: the wall clock jumped forward \((drift + 500) / 1000) s to \(wall.rfc3339); timers due in the skipped interval fire now, each with its own instant")
-        }
+        if let manual = engineClock.manual { return manual }
+        return engineClock.read(wall: configuration.wallClock(), monotonic: ClientConnection.monotonicMilliseconds(), log: log)
     }
 
     /// Connects, migrates, rebuilds state from the log, then listens. Returns the bound port.
@@ -266,7 +178,7 @@ public final class HeraldService: ConnectionDelegate {
         // Configuration first: a bad tokens file or certificate fails before any database work.
         try loadTokensAtStart()
         if let settings = configuration.tls {
-            tlsContext = try TLSContext(settings)
+            credentials.certificateLoaded(try TLSContext(settings))
         }
         if let plain = configuration.plaintextListen {
             guard configuration.tls != nil else {
@@ -298,7 +210,7 @@ public final class HeraldService: ConnectionDelegate {
         let acceptError: (String) -> Void = { [unretained] message in unretained.object?.log("warning: \(message)") }
         let listener = try Listener(loop: loop, host: configuration.host, port: configuration.port, onAccept: { [unretained] fd in
             guard let service = unretained.object else { return }
-            service.accept(fd, tls: service.tlsContext)
+            service.accept(fd, tls: service.credentials.tls)
         }, onAcceptError: acceptError)
         self.listener = listener
         if let plain = configuration.plaintextListen {
@@ -307,7 +219,7 @@ public final class HeraldService: ConnectionDelegate {
             }, onAcceptError: acceptError)
         }
         try takeOverRules()
-        reaper = loop.timer { [unretained] in unretained.object?.graveyard.removeAll() }
+        reaper = loop.timer { [unretained] in unretained.object?.connections.freeClosed() }
         stopRequest = loop.trigger { [unretained] in unretained.object?.beginShutdown() }
         for sig in configuration.handleSignals ? [SIGTERM, SIGINT] : [] {
             let s = loop.signal(sig) { [unretained] in unretained.object?.beginShutdown() }
@@ -324,7 +236,7 @@ public final class HeraldService: ConnectionDelegate {
         fireTimers()
         startSnapshots()
         let plainNote = plaintextListener.map { ", plaintext on \(configuration.plaintextListen!.host):\($0.port)" } ?? ""
-        log("listening on \(configuration.host):\(listener.port)\(tlsContext == nil ? "" : " (TLS)")\(plainNote), clock \(manualNow.map { "manual at \($0)" } ?? "system")")
+        log("listening on \(configuration.host):\(listener.port)\(credentials.tls == nil ? "" : " (TLS)")\(plainNote), clock \(engineClock.manual.map { "manual at \($0)" } ?? "system")")
         return listener.port
     }
 
@@ -346,11 +258,11 @@ public final class HeraldService: ConnectionDelegate {
     /// allows (`FileLimit`): past it, clients get `busy` like past `--max-connections`, instead of
     /// waiting in the kernel's backlog while every `accept` fails.
     func limitConnectionsToFileLimit() {
-        connectionLimit = configuration.maxConnections
+        connections.limit = configuration.maxConnections
         guard let soft = FileLimit.raiseSoftToHard() else { return }
         let allowed = FileLimit.connections(allowedBy: soft)
-        if allowed < connectionLimit {
-            connectionLimit = allowed
+        if allowed < connections.limit {
+            connections.limit = allowed
             log("warning: --max-connections \(configuration.maxConnections) is more than the open-file limit allows (\(soft) descriptors, \(FileLimit.reserved) of them kept for PostgreSQL and the service): serving at most \(allowed) connections; raise the limit (ulimit -n, systemd LimitNOFILE=) to serve more")
         }
     }
@@ -359,21 +271,17 @@ public final class HeraldService: ConnectionDelegate {
         // At the limit, the oldest connection without hello for `evictBeforeHelloMilliseconds` (1 s)
         // gives its slot up — as many as it takes, since a closing connection keeps its slot while
         // it lingers: clients that never said hello held every slot until their hello deadline and
-        // kept operators and consumers out (a review, session 31).
-        if !shuttingDown, connections.count >= connectionLimit {
+        // kept operators and consumers out.
+        if lifecycle.isServing, connections.isFull {
             let now = ClientConnection.monotonicMilliseconds()
-            while connections.count >= connectionLimit, let id = notHelloYet.first {
-                guard let c = connections[id], !c.isClosing, c.session.grant == nil else { notHelloYet.removeFirst(); continue }
-                // The oldest without hello is too young: so are the rest (accepted later).
-                guard now - c.acceptedAt >= configuration.evictBeforeHelloMilliseconds else { break }
-                notHelloYet.removeFirst()
+            while let c = connections.nextToEvict(now: now, helloGrace: configuration.evictBeforeHelloMilliseconds) {
                 if c.evictBeforeHello(line: WireReply.error(rid: nil, .evictedBeforeHello),
-                                      reason: "no hello after \(now - c.acceptedAt) ms while the service is at its connection limit (\(connectionLimit)): its slot goes to a new client") {
-                    evictedBeforeHello += 1
+                                      reason: "no hello after \(now - c.acceptedAt) ms while the service is at its connection limit (\(connections.limit)): its slot goes to a new client") {
+                    connections.evicted()
                 }
             }
         }
-        if shuttingDown || connections.count >= connectionLimit {
+        if !lifecycle.isServing || connections.isFull {
             // Plaintext only: a TLS client could not read a line written outside TLS; it just sees the close.
             if tls == nil {
                 let line = WireReply.error(rid: nil, .busy)
@@ -382,9 +290,8 @@ public final class HeraldService: ConnectionDelegate {
             close(fd)
             return
         }
-        let id = nextConnectionId
-        nextConnectionId += 1
-        let session = ClientSession(tokens: tokens, serverName: configuration.serverName)
+        let id = connections.takeId()
+        let session = ClientSession(tokens: credentials.tokens, serverName: configuration.serverName)
         guard let connection = ClientConnection(id: id, fd: fd, loop: loop, session: session,
                                                 maxLineBytes: configuration.maxLineBytes, delegate: asConnectionDelegate, tls: tls) else {
             log("connection \(id) refused: could not set up its \(tls == nil ? "socket" : "TLS session") in libevent (memory exhausted?); the client sees the connection close and may retry")
@@ -398,18 +305,12 @@ public final class HeraldService: ConnectionDelegate {
         limits.writeMilliseconds = configuration.writeTimeoutMilliseconds
         limits.maxUnsentBytes = configuration.consumerBufferBytes
         connection.startDeadlines(limits)
-        connections[id] = connection
-        notHelloYet.append(id)
-        // Kept within twice the open connections: ids of connections that said hello or closed
-        // are dropped from the front as eviction meets them, and all at once here.
-        if notHelloYet.count > 2 * connections.count + 64 {
-            notHelloYet = Deque(notHelloYet.filter { connections[$0].map { !$0.isClosing && $0.session.grant == nil } ?? false })
-        }
+        connections.accepted(connection)
     }
 
     func connectionClosing(_ connection: ClientConnection, reason: String) {
         log("connection \(connection.id) from \(connection.peer) closing: \(reason)")
-        for (name, c) in consumers where c.connection === connection { consumers[name] = nil }
+        consumers.connectionClosing(connection)
     }
 
     func connectionWarning(_ connection: ClientConnection, _ message: String) {
@@ -418,21 +319,17 @@ public final class HeraldService: ConnectionDelegate {
 
     func connectionClosed(_ connection: ClientConnection) {
         // Freed one loop turn later: libevent may still be inside this connection's callback.
-        if let c = connections.removeValue(forKey: connection.id) {
-            hellosRefusedOnClosedConnections += c.session.refusedHellos
-            graveyard.append(c)
-        }
+        connections.closed(connection)
         reaper?.arm(afterMilliseconds: 0)
     }
 
     func handle(_ request: ClientSession.Request, from connection: ClientConnection) {
         // The ticket alone, not the request (a copy of its strings, grant and body per reply).
         // The connection is held strongly until the reply: a weak reference cost a side-table
-        // load per reply (`perf`, session 13); a connection closed meanwhile ignores it (`complete`).
+        // load per reply; a connection closed meanwhile ignores it (`complete`).
         let ticket = request.ticket
         let reply = Reply(connection: connection, ticket: ticket)
-        // A plain submit first: comparing its op with the four names below cost ~400
-        // instructions a submit (a `String ==` that fails takes the slow path).
+        // A plain submit first: it shares the app string before the door (below).
         if request.submitLine != nil {
             // A connection's first submit for an app (its app string read from the line): the
             // registry's string for the app replaces it, here and in the connection's next
@@ -449,11 +346,16 @@ public final class HeraldService: ConnectionDelegate {
             return
         }
         switch request.op {
-        case "stats": reply(WireReply.ok(rid: request.rid, stats()))
-        case "subscribe": subscribe(request, connection: connection, reply: reply)
-        case "ack": ack(request, reply: reply)
-        case "clock": clock(request, reply: reply)
-        default: submitEvent(request, reply: reply)
+        case .stats: reply(WireReply.ok(rid: request.rid, stats()))
+        case .subscribe: subscribe(request, connection: connection, reply: reply)
+        case .ack: ack(request, reply: reply)
+        case .clock: clock(request, reply: reply)
+        case .submit, .withdraw, .authorization, .settings, .provisionalKeep, .provisionalTurnOff, .summarySchedule,
+             .focusDefine, .focusOn, .focusOff, .mute, .snooze, .opened, .badgeClear, .registerApp:
+            submitEvent(request, reply: reply)
+        case .hello, .ping:
+            // Answered by the session (`Op.Path.session`), never dispatched.
+            preconditionFailure("\(request.op.name) is the session's to answer")
         }
     }
 
@@ -464,27 +366,27 @@ public final class HeraldService: ConnectionDelegate {
             "deliveriesCommitted": .int(Int64(deliveriesCommitted)),
             "requestsRejected": .int(Int64(requestsRejected)),
             // Wrong, missing or non-string tokens, closed connections' and open ones' (token guessing shows here).
-            "hellosRefused": .int(Int64(hellosRefusedOnClosedConnections + connections.values.reduce(0) { $0 + $1.session.refusedHellos })),
+            "hellosRefused": .int(Int64(connections.hellosRefused)),
             "users": .int(Int64(users.count)),
             "timers": .int(Int64(timers.wheel.count)),
             "timerWakeups": .int(Int64(timers.wakeups)),
             "connections": .int(Int64(connections.count)),
-            "connectionLimit": .int(Int64(connectionLimit)),
-            "evictedBeforeHello": .int(Int64(evictedBeforeHello)),
+            "connectionLimit": .int(Int64(connections.limit)),
+            "evictedBeforeHello": .int(Int64(connections.evictedBeforeHello)),
             "acceptFailures": .int(Int64((listener?.acceptFailures ?? 0) + (plaintextListener?.acceptFailures ?? 0))),
             "consumers": .int(Int64(consumers.count)),
             // The most output bytes queued in the server for one consumer: bounded by the
             // consumer buffer (plus one batch) however slowly the consumer reads.
-            "maxConsumerQueuedBytes": .int(Int64(consumers.values.map { $0.connection?.outputBytes ?? 0 }.max() ?? 0)),
+            "maxConsumerQueuedBytes": .int(Int64(consumers.maxQueuedBytes)),
             "deliveryHead": .int(deliveryHead),
             // The recent delivery lines kept in memory for consumers, bounded in count and bytes.
             "deliveryRingLines": .int(Int64(ring.count)),
-            "deliveryRingBytes": .int(Int64(ringBytes)),
-            "tokenCredentials": .int(Int64(tokens.count)),
-            "tokenReloads": .int(Int64(tokenReloads)),
-            "tokenReloadFailures": .int(Int64(tokenReloadFailures)),
-            "certificateReloads": .int(Int64(certificateReloads)),
-            "certificateReloadFailures": .int(Int64(certificateReloadFailures)),
+            "deliveryRingBytes": .int(Int64(ring.bytes)),
+            "tokenCredentials": .int(Int64(credentials.tokens.count)),
+            "tokenReloads": .int(Int64(credentials.tokenReloads)),
+            "tokenReloadFailures": .int(Int64(credentials.tokenReloadFailures)),
+            "certificateReloads": .int(Int64(credentials.certificateReloads)),
+            "certificateReloadFailures": .int(Int64(credentials.certificateReloadFailures)),
             "now": .string(now().rfc3339),
             // Lean pending items' content read back when due, and events waiting for it (docs/restart.md).
             "contentReads": .int(Int64(restart.content.reads)),
@@ -553,8 +455,7 @@ public final class HeraldService: ConnectionDelegate {
 
     /// SIGTERM: stop accepting, finish in-flight commits (their clients get their acks), then stop.
     func beginShutdown() {
-        guard !shuttingDown else { return }
-        shuttingDown = true
+        guard lifecycle.shutdownRequested() else { return }
         log("shutting down: no new connections; finishing in-flight commits")
         listener?.disable()
         plaintextListener?.disable()
@@ -564,36 +465,33 @@ public final class HeraldService: ConnectionDelegate {
 
     /// Drains (every in-flight commit answered, decided deliveries committed, due timers fired),
     /// closes the connections, then writes a final snapshot so the next start folds nothing
-    /// (HeraldService+Snapshot, `shutdownSnapshotStep`), then stops the loop. Without PostgreSQL it
-    /// stops at once: everything acknowledged is in the log, and the next start re-derives the rest.
+    /// (HeraldService+Snapshot, `shutdownSnapshotStep`), then stops the loop (`ServiceLifecycle`).
     private func shutdownStep() {
         // Timers and events waiting for lean content wait for PostgreSQL: while it cannot be read, do
         // not wait for them (they are in the log; the next start decides them).
         let waiting = (dueUsers.isEmpty && restart.content.heldFolds.isEmpty) || restart.content.failingSince != nil
         let idle = (store.writer?.isIdle ?? true) && deliveryStores.allSatisfy { $0.writer?.isIdle ?? true }
-            && unsentDeliveries.isEmpty && !deliveriesInFlight && waiting
-        if !idle && store.isReady && deliveryLinks.allSatisfy(\.isReady) {
-            shutdownTimer?.arm(afterMilliseconds: 10)
-            return
+            && deliveryAppends.unsent.isEmpty && !deliveriesInFlight && waiting
+        let step = lifecycle.drainChecked(idle: idle, writersReady: store.isReady && deliveryLinks.allSatisfy(\.isReady),
+                                          storeReady: store.isReady, openConnections: connections.count,
+                                          now: ClientConnection.monotonicMilliseconds())
+        perform(step)
+    }
+
+    private func perform(_ step: ServiceLifecycle.ShutdownStep?) {
+        switch step {
+        case nil:
+            break
+        case .checkAgain(let milliseconds)?:
+            shutdownTimer?.arm(afterMilliseconds: milliseconds)
+        case .closeConnections?:
+            for c in connections.open.values { c.close(reason: "server shutting down") }
+            shutdownStep()
+        case .writeFinalSnapshot?:
+            perform(lifecycle.finalSnapshotStepped(moreToDo: shutdownSnapshotStep()))
+        case .stop?:
+            stopSnapshots()
+            loop.stop()
         }
-        if !closedForShutdown {
-            closedForShutdown = true
-            closedForShutdownAt = ClientConnection.monotonicMilliseconds()
-            for c in connections.values { c.close(reason: "server shutting down") }
-        }
-        // The replies written must reach their clients: wait, within a bound, until every
-        // connection has sent its output and lingered (a process exiting with a client's input
-        // unread makes the kernel reset the connection, destroying acks still on their way).
-        if !connections.isEmpty
-            && ClientConnection.monotonicMilliseconds() - closedForShutdownAt < Self.shutdownDrainMilliseconds {
-            shutdownTimer?.arm(afterMilliseconds: 10)
-            return
-        }
-        if store.isReady && shutdownSnapshotStep() {
-            shutdownTimer?.arm(afterMilliseconds: 5)
-            return
-        }
-        stopSnapshots()
-        loop.stop()
     }
 }

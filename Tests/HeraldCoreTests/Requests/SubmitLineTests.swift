@@ -158,13 +158,13 @@ import Testing
         _ = s.lineReceived(Array(#"{"op":"hello","token":"p"}"#.utf8))
         let actions = s.lineReceived(Array(Self.plain.utf8))
         guard case .dispatch(let r)? = actions.first else { Issue.record("not dispatched: \(actions)"); return }
-        #expect(r.submitLine != nil && r.op == "submit" && r.rid == .int(7))
+        #expect(r.submitLine != nil && r.op == .submit && r.rid == .int(7))
         _ = s.replyCompleted(ticket: r.ticket, reply: WireReply.ok(rid: r.rid))
         // Another app's submit is refused on the general path, as before.
         let other = Self.plain.replacingOccurrences(of: "com.example.mail", with: "com.example.bank")
         guard case .send(let reply)? = s.lineReceived(Array(other.utf8)).last else { Issue.record("no refusal"); return }
         #expect((try? JSONValue.parse(Array(reply.dropLast())))?["error"]?["code"] == "forbidden_app")
-        #expect(OpAccess.requiredRole["submit"] == ClientSession.submitRole)
+        #expect(Op.submit.requiredRole == ClientSession.submitRole)
     }
 }
 
