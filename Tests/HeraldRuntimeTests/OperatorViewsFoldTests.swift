@@ -73,10 +73,9 @@ import Testing
         #expect(try Self.rows(conn, view).isEmpty, "the noon summary took both")
     }
 
-    /// schema/018: an item leaves `herald_pending_summary_items` / `herald_held_notifications` at
-    /// any later delivery naming it — suppressed when its summary or digest is screened (rules
-    /// "4": the app was turned off), or decided again when a snooze ran out (rules "5"). The 016
-    /// views knew only expired/withdrawn/replaced and listed such items as pending for good.
+    /// An item leaves `herald_pending_summary_items` / `herald_held_notifications` at any later
+    /// delivery naming it — suppressed when its summary or digest is screened (the app was turned
+    /// off), or decided again when a snooze ran out — not only when expired, withdrawn or replaced.
     @Test func pendingAndHeldViewsEndAnItemAtAnyLaterDeliveryNamingIt() throws {
         let server = try TestServer(start: "2026-03-27T07:00:00Z")
         defer { server.stop() }
@@ -107,7 +106,7 @@ import Testing
         }
         #expect(try fold()["queued"] == ["q1", "q2"] && fold()["held"] == ["h1", "h2"])
 
-        // The user turns news off: its summary leaves q1 and q2 out as suppressed (rules "4").
+        // The user turns news off: its summary leaves q1 and q2 out as suppressed.
         _ = try c.call(["op": "authorization", "user": "alice", "app": .string(Self.news), "status": "denied"])
         try Self.settle(c, "2026-03-27T08:00:00Z")
         #expect(try Self.rows(conn, queued).isEmpty, "suppressed when the summary fired")

@@ -169,10 +169,9 @@ public struct RuleTrace: Hashable, Sendable {
 /// consumers and stored. Deterministic: `body` is a pure function of the fields.
 ///
 /// Its initializers live in an extension, so the compiler's memberwise initializer exists: a
-/// hand-written initializer that sets the fields one by one built the value in a temporary and
-/// copied it whole (every string retained and released once more, ~250 instructions; Swift 6.3
-/// -O), and one that delegates to the memberwise initializer does not (docs/service-profile.md,
-/// session 19).
+/// hand-written initializer that sets the fields one by one builds the value in a temporary and
+/// copies it whole (every string retained and released once more; Swift 6.3 -O), and one that
+/// delegates to the memberwise initializer does not.
 public struct Delivery: Hashable, Sendable {
     public var kind: DeliveryKind
     public var user: String
@@ -201,7 +200,7 @@ public struct Delivery: Hashable, Sendable {
     public var focus: String?
     /// For a decision made when a snooze ran out.
     public var snoozed = false
-    /// Rules "5", a summary or Focus digest split over several lines (SPEC §5's 64 KiB): this
+    /// For a summary or Focus digest split over several lines (SPEC §5's 64 KiB): this
     /// part's number from 1, and how many parts there are; 0 and 0 for one that fits a line.
     public var part: Int32 = 0
     public var parts: Int32 = 0
