@@ -74,9 +74,8 @@ import Testing
     }
 
     /// An item leaves `herald_pending_summary_items` / `herald_held_notifications` at any later
-    /// delivery naming it — suppressed when its summary or digest is screened (the app
-    /// was turned off), or decided again when a snooze ran out, not only when it is
-    /// expired, withdrawn or replaced.
+    /// delivery naming it — suppressed when its summary or digest is screened (the app was turned
+    /// off), or decided again when a snooze ran out — not only when expired, withdrawn or replaced.
     @Test func pendingAndHeldViewsEndAnItemAtAnyLaterDeliveryNamingIt() throws {
         let server = try TestServer(start: "2026-03-27T07:00:00Z")
         defer { server.stop() }
@@ -107,7 +106,7 @@ import Testing
         }
         #expect(try fold()["queued"] == ["q1", "q2"] && fold()["held"] == ["h1", "h2"])
 
-        // The user turns news off: its summary leaves q1 and q2 out as suppressed (rules "4").
+        // The user turns news off: its summary leaves q1 and q2 out as suppressed.
         _ = try c.call(["op": "authorization", "user": "alice", "app": .string(Self.news), "status": "denied"])
         try Self.settle(c, "2026-03-27T08:00:00Z")
         #expect(try Self.rows(conn, queued).isEmpty, "suppressed when the summary fired")

@@ -200,7 +200,7 @@ public struct Delivery: Hashable, Sendable {
     public var focus: String?
     /// For a decision made when a snooze ran out.
     public var snoozed = false
-    /// Rules "5", a summary or Focus digest split over several lines (SPEC §5's 64 KiB): this
+    /// For a summary or Focus digest split over several lines (SPEC §5's 64 KiB): this
     /// part's number from 1, and how many parts there are; 0 and 0 for one that fits a line.
     public var part: Int32 = 0
     public var parts: Int32 = 0

@@ -54,8 +54,8 @@ extension StoredEvent {
         self.init(seq: seq, user: user, kind: kind, type: type, body: body, bodyBytes: nil, at: at, decoded: decoded, target: target)
     }
 
-    /// Every stored property at once: setting `bodyBytes` after a delegating init copied the
-    /// whole event twice (~540 instructions a submit under callgrind).
+    /// Every stored property at once: setting `bodyBytes` after a delegating init copies the
+    /// whole event twice.
     private init(seq: Int64, user: String?, kind: EventKind, type: String, body: JSONValue, bodyBytes: [UInt8]?, at: Instant,
                  decoded: SubmittedNotification?, target: NotificationTarget?) {
         self.init(seq: seq, user: user, type: type, kind: kind, bodyValue: body, bodyBytes: bodyBytes, at: at,
@@ -70,9 +70,8 @@ extension StoredEvent {
 
     /// `init(_:seq:at:)` of the draft at `d` (e.g. an element of an array, read through its
     /// buffer): its fields are read one by one where they lie. A `borrowing` draft passed from an
-    /// array was copied whole first — its seven strings and arrays retained and released (session
-    /// 18) — and an event set field by field here was built in a temporary and copied whole
-    /// (session 19, `InPlace`).
+    /// array is copied whole first (its seven strings and arrays retained and released), and an
+    /// event set field by field here would be built in a temporary and copied whole (`InPlace`).
     public init(draftAt d: UnsafePointer<EventDraft>, seq: Int64, at: Instant) {
         let bytes = !d.pointee.holdsBodyValue && d.pointee.decoded != nil ? d.pointee.canonicalBody : nil
         self.init(seq: seq, user: d.pointee.user, type: d.pointee.type, kind: EventKind(d.pointee.type),
@@ -98,13 +97,13 @@ public struct Outcome: Hashable, Sendable {
 /// included) is an argument, every output a return value.
 public struct Engine: Sendable {
     /// The version of the rules this build implements; recorded in every delivery.
-    public static let currentRulesVersion = "5"
+    public static let currentRulesVersion = "1"
     /// How many delivered notifications per (user, app) are remembered for collapse,
     /// snooze, `opened` and `withdraw`.
     public static let recentLimit = 64
     /// How many recent deliveries per user keep their content so a snooze can deliver them
     /// again (at least this many, at most twice; an older one's is read back from the log by the
-    /// fold's caller under rules "2", see `UserState.contentNeeded(toApply:)`).
+    /// fold's caller, see `UserState.contentNeeded(toApply:)`).
     public static let snoozableLimit = 16
     /// How many early withdrawals (withdraw before its submit) a user remembers.
     public static let tombstoneLimit = 64
@@ -112,23 +111,18 @@ public struct Engine: Sendable {
     /// schedule: 08:00 and 18:00 UTC (SPEC §3).
     public static var defaultSummaryCalendar: SummaryCalendar { SummaryCalendar.defaultSchedule }
 
-    /// Every rules version this build can decide by (`RulesHistory`): "1" ignores a snooze of a
-    /// notification whose content the state no longer keeps; "2" (session 25) has it read back;
-    /// "3" (session 27) follows SPEC §3/§10 where a review found "2" did not (`followsRulesThree`);
-    /// "4" (session 28) likewise where a review found "3" did not (`followsRulesFour`); "5"
-    /// (session 29) decides a deferred one's collapse and timing as of its `deliverAt`
-    /// (`followsRulesFive`).
-    public static let knownRulesVersions = ["1", "2", "3", "4", "5"]
+    /// Every rules version this build can decide by (`RulesHistory`), oldest first. A change that
+    /// can alter a stored delivery or timer of an existing log adds a version and keeps the older
+    /// ones' code paths (docs/decisions/0002-rules-versions.md).
+    public static let knownRulesVersions = ["1"]
 
     /// Which version decides each event and timer of the log being folded. A reference, so an
     /// engine copies as one word and a small string, and the service can adopt the log's history
     /// at start-up (`RulesBook.adopt`) while its engine stays a `let` its hot path borrows (a
-    /// stored `var` engine was copied at every call: ~300 instructions a submit).
+    /// stored `var` engine was copied at every call).
     public let book: RulesBook
     /// Set on a copy deciding what an older build owed (`under`).
     private var olderVersion: String?
-    /// `olderVersion`'s place in `knownRulesVersions` (1 for "1"); 0 when none is set.
-    private var olderOrdinal = 0
 
     /// The rules version stamped on deliveries: the one deciding now.
     public var rulesVersion: String { olderVersion ?? book.latest }
@@ -149,44 +143,8 @@ public struct Engine: Sendable {
     func under(_ version: String) -> Engine {
         var e = self
         e.olderVersion = version
-        e.olderOrdinal = Engine.ordinal(of: version)
         return e
     }
-
-    /// Version "1" ignored a snooze whose content was not among the last deliveries kept.
-    var readsBackSnoozedContent: Bool { rulesOrdinal >= 2 }
-
-    /// The deciding version's place in `knownRulesVersions` (1 for "1"): the `follows…` checks
-    /// compare one integer instead of up to four strings (several a decision on some paths).
-    var rulesOrdinal: Int { olderVersion == nil ? book.latestOrdinal : olderOrdinal }
-
-    /// `version`'s place in `knownRulesVersions`, from 1 (0 for one this build does not know).
-    static func ordinal(of version: String) -> Int { (knownRulesVersions.firstIndex(of: version) ?? -1) + 1 }
-
-    /// Version "3" (session 27; docs/engine.md "Rules versions"): an allowed critical banner
-    /// counts toward the attention budget; a provisional app kept for the summary is judged as a
-    /// summary app (Time Sensitive and communication are not queued, a mute makes it quiet); a
-    /// snooze that ends expired or suppressed carries the lowered badge; an `opened` of an id
-    /// not remembered as counting (withdrawn, suppressed, long forgotten) lowers nothing.
-    var followsRulesThree: Bool { rulesOrdinal >= 3 }
-
-    /// Version "4" (session 28; docs/engine.md "Rules versions"): a notification stopped by rules
-    /// 1–4 (withdrawn, expired, not authorized, silenced, marketing without consent) replaces no
-    /// pending one; an `opened` without an id marks the newest counted notification as opened; a
-    /// summary or Focus digest leaves out, as `suppressed`, the items of apps no longer authorized
-    /// and, under silence all, those of apps without `government`; a provisional app kept for
-    /// immediate delivery delivers quietly without a badge; a summary or digest too long for one
-    /// line goes out as several.
-    var followsRulesFour: Bool { rulesOrdinal >= 4 }
-
-    /// Version "5" (session 29; docs/engine.md "Rules versions"): a deferred notification replaces
-    /// a scheduled (deferred) one of its collapse id at arrival, but the queued and held ones — already
-    /// in Notification Center — only at its `deliverAt`, and only if it reaches the user then; a
-    /// deferred decision or a snooze due at a summary instant is made before that summary fires (so
-    /// an item queued then is in it); the parts of a summary or digest split over several lines
-    /// carry `part` and `parts`; `focusOff` of a Focus scheduled all week lasts until its next
-    /// window starts, not for good; a held or queued notification can be snoozed.
-    var followsRulesFive: Bool { rulesOrdinal >= 5 }
 
     /// Apply one committed event (with its global seq and the engine time it was accepted
     /// at). First advances the user's own timers to `event.at` (a timer due at exactly

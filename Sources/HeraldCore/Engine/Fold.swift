@@ -89,10 +89,10 @@ extension Engine {
                 state.focus.manualUntil = nil
             }
             if let cal = state.focus.definition(name)?.calendar, cal.isActive(at: t), var end = cal.activeUntil(t) {
-                // Rules "5": a schedule covering the whole week never ends, so off "until the window
-                // ends" was off for good; it comes back at the next start of one of its windows
-                // (the next day's, for an all-day window every day).
-                if followsRulesFive && end == Instant.latestRepresentable, let next = cal.nextWindowStart(after: t) { end = next }
+                // A schedule covering the whole week never ends, so off "until the window ends" would
+                // be off for good; it comes back at the next start of one of its windows (the next
+                // day's, for an all-day window every day).
+                if end == Instant.latestRepresentable, let next = cal.nextWindowStart(after: t) { end = next }
                 state.focus.offUntil[name] = end
             }
             focusChanged(&state, at: t, seq: event.seq, apps: apps, out: &out)
@@ -104,9 +104,9 @@ extension Engine {
             guard let app = b["app"]?.stringValue, let id = b["id"]?.stringValue,
                   let until = b["until"]?.stringValue.flatMap(Instant.init(rfc3339:)) else { return }
             guard let rec = state.recent(app).last(where: { $0.id == id }) else {
-                // Rules "5": a held or queued one is in Notification Center too (SPEC §3 rules 9, 10),
-                // so the user can snooze it; "1"–"4" ignored that snooze.
-                guard followsRulesFive, let i = state.pending.firstIndex(where: { $0.app == app && $0.id == id && $0.stage != .deferred })
+                // A held or queued one is in Notification Center too (SPEC §3 rules 9, 10), so the
+                // user can snooze it.
+                guard let i = state.pending.firstIndex(where: { $0.app == app && $0.id == id && $0.stage != .deferred })
                 else { return }
                 state.snooze(Snooze(app: app, id: id, notification: state.pending[i].notification, seq: state.pending[i].seq,
                                     until: max(until, t), causeSeq: event.seq))
@@ -117,19 +117,17 @@ extension Engine {
             // (`contentNeeded(toApply:)`). Without any (a tool folding without a store) the snooze
             // is ignored.
             let prefetched = state.takePrefetched(seq: rec.seq)
-            let kept = state.snoozable.last(where: { $0.seq == rec.seq })?.notification
-            // Rules "1" knew only the kept content (a snooze of anything older was ignored).
-            guard let content = readsBackSnoozedContent ? kept ?? state.snoozedContent(seq: rec.seq) ?? prefetched : kept
+            guard let content = state.snoozable.last(where: { $0.seq == rec.seq })?.notification
+                    ?? state.snoozedContent(seq: rec.seq) ?? prefetched
             else { return }
             // An `until` already past alerts again now (at the event's time, not in the past).
             state.snooze(Snooze(app: app, id: id, notification: content, seq: rec.seq, until: max(until, t), causeSeq: event.seq))
         case .opened:
             guard let app = event.target?.app ?? b["app"]?.stringValue else { return }
             let id = event.target.map({ $0.id }) ?? b["id"]?.stringValue
-            // Rules "3": an id not remembered as counting (withdrawn, suppressed, never sent, or
-            // older than the records kept) lowers nothing; "1"/"2" lowered by one (a withdraw
-            // racing the user's tap lowered the badge twice).
-            var lower = id == nil || !followsRulesThree
+            // An id not remembered as counting (withdrawn, suppressed, never sent, or older than
+            // the records kept) lowers nothing: a withdraw racing the user's tap lowers the badge once.
+            var lower = id == nil
             if let id, let was = state.withRecent(app, { list -> Bool? in
                 guard let i = list.lastIndex(where: { $0.id == id }) else { return nil }
                 defer { list[i].counted = false }
@@ -139,10 +137,9 @@ extension Engine {
             } else if let id, let p = state.pending.first(where: { $0.app == app && $0.id == id }) {
                 lower = p.counted  // opened from "upcoming summary" or while held
                 state.setCounted(false) { $0.app == app && $0.id == id }
-            } else if id == nil && followsRulesFour {
-                // Rules "4": the newest counted notification (delivered, queued or held) is the one
-                // opened, so a later withdraw or expiry of it does not lower the count again ("3"
-                // lowered the count without marking one).
+            } else if id == nil {
+                // The newest counted notification (delivered, queued or held) is the one opened, so
+                // a later withdraw or expiry of it does not lower the count again.
                 let delivered = state.recent(app).last(where: \.counted)?.seq ?? -1
                 let pending = state.pending.last(where: { $0.app == app && $0.counted })?.seq ?? -1
                 if delivered > pending {
@@ -168,7 +165,7 @@ extension Engine {
             d.ruleTrace = RuleTrace(.badgeClear, .decided)
             out.append(d)
         case .registerApp, .clock, .other:
-            break  // registerApp is folded by `apply`; clock moves time only; unknown types (from a newer rules version) are ignored
+            break  // registerApp is folded by `apply`; clock moves time only; unknown types (from a newer build) are ignored
         }
     }
 
@@ -181,12 +178,12 @@ extension Engine {
             return
         }
         // Collapse: a pending notification with the same (user, app, collapseId) is replaced now,
-        // under rules "4" only by one that reaches the user (`stopsAtArrival`). Rules "5": a
-        // deferred one replaces only the scheduled ones now (a reschedule); the queued and held
-        // ones, already in Notification Center, at its `deliverAt` (`fire`, `.deferred`).
-        if let cid = n.collapseId, !(followsRulesFour && stopsAtArrival(n, at: t, state: state, apps: apps)) {
+        // only by one that reaches the user (`stopsAtArrival`). A deferred one replaces only the
+        // scheduled ones now (a reschedule); the queued and held ones, already in Notification
+        // Center, at its `deliverAt` (`fire`, `.deferred`).
+        if let cid = n.collapseId, !stopsAtArrival(n, at: t, state: state, apps: apps) {
             let deferred = n.deliverAt.map { $0 > t } ?? false
-            replacePending(app: n.app, collapseId: cid, onlyDeferred: followsRulesFive && deferred, by: seq, at: t,
+            replacePending(app: n.app, collapseId: cid, onlyDeferred: deferred, by: seq, at: t,
                            state: &state, out: &out)
         }
         if let da = n.deliverAt, da > t {
@@ -270,14 +267,13 @@ extension Engine {
         out.append(d)
     }
 
-    /// Rules "4": the queued or held `items` a summary or Focus digest may still carry. An item
+    /// The queued or held `items` a summary or Focus digest may still carry. An item
     /// whose app the user no longer authorizes (denied, Turn Off) or, under silence all, whose app
     /// lacks `government`, leaves it with a `suppressed` delivery (rule 3's or silence all's
     /// reason; the client removes it from "upcoming summary" or Notification Center), lowering the
-    /// badge if it counted. Rules "1"–"3" kept every item.
+    /// badge if it counted.
     func screen(_ items: [PendingItem], at t: Instant, state: inout UserState, apps: AppRegistry,
                 out: inout [Delivery]) -> [PendingItem] {
-        guard followsRulesFour else { return items }
         // By app name: handing each item to a closure copied it (retains of all its strings).
         func stop(_ app: String) -> RuleCode? {
             let status = state.apps.index(of: app).map { state.apps[at: $0].state.status } ?? .notDetermined
@@ -390,7 +386,7 @@ extension UserState {
 
     /// Moves the items a summary or digest delivered to their apps' recently delivered lists.
     /// A list still empty gets room for all of them at once: a user's first summary grew each
-    /// list 1 → 2 → 4 (an allocation and a copy each; ~1/5 of the engine's 08:00 storm).
+    /// list 1 → 2 → 4 (an allocation and a copy each, for every user at a shared summary instant).
     mutating func remember(contentsOf items: [PendingItem]) {
         if snoozable.isEmpty { snoozable.reserveCapacity(items.count) }
         for i in items.indices {

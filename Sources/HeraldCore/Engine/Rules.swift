@@ -80,8 +80,8 @@ extension Engine {
         var level = n.level
         if criticalAllowed {
             trace.append(.critical, .decided)
-            // Exempt from the attention budget, but counted (SPEC §10; rules "3").
-            if followsRulesThree, state.global.attentionBudget != nil {
+            // Exempt from the attention budget, but counted (SPEC §10).
+            if state.global.attentionBudget != nil {
                 state.forgetBanners(before: t)
                 state.bannerTimes.append(t)
             }
@@ -107,34 +107,30 @@ extension Engine {
 
         let quietPresentation = Presentation(notificationCenter: app.flags.contains(.notificationCenter))
 
-        // 6. Provisional. Under rules "3", Keep → Deliver in Scheduled Summary puts the app in the
-        // summary (SPEC §3 rule 6): it goes on to rules 7–11 as a summary app, so a mute makes it
-        // quiet, and Time Sensitive and communication are not queued (rules 8 and 9).
+        // 6. Provisional. Keep → Deliver in Scheduled Summary puts the app in the summary (SPEC §3
+        // rule 6): it goes on to rules 7–11 as a summary app, so a mute makes it quiet, and Time
+        // Sensitive and communication are not queued (rules 8 and 9).
         var keptInSummary = false
-        if app.status == .provisional && app.provisionalChoice == .keptSummary && followsRulesThree {
+        switch app.status == .provisional ? app.provisionalChoice : nil {
+        case nil:
+            trace.append(.provisional, .pass)
+        case .keptSummary?:
             trace.append(.provisional, .applied)
             keptInSummary = true
-        } else if app.status == .provisional {
+        case .undecided?:
             trace.append(.provisional, .decided)
-            switch app.provisionalChoice {
-            case .undecided:
-                land(n, seq: seq, kind: .quiet, reason: Reason.provisional,
-                     presentation: Presentation(notificationCenter: true), at: t, trace: trace,
-                     replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: true, state: &state, out: &out)
-            case .keptImmediate:
-                // Rules "4": delivered quietly as rule 6 defines quiet, without a badge (it does not count).
-                land(n, seq: seq, kind: .quiet, reason: Reason.provisionalKept,
-                     presentation: quietPresentation, at: t, trace: trace,
-                     replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false, state: &state, out: &out,
-                     badged: !followsRulesFour)
-            case .keptSummary:
-                land(n, seq: seq, kind: .queued, reason: Reason.provisionalKeptSummary,
-                     presentation: quietPresentation, at: t, trace: trace,
-                     replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false, state: &state, out: &out)
-            }
+            land(n, seq: seq, kind: .quiet, reason: Reason.provisional,
+                 presentation: Presentation(notificationCenter: true), at: t, trace: trace,
+                 replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: true, state: &state, out: &out)
             return
-        } else {
-            trace.append(.provisional, .pass)
+        case .keptImmediate?:
+            // Delivered quietly as rule 6 defines quiet, without a badge (it does not count).
+            trace.append(.provisional, .decided)
+            land(n, seq: seq, kind: .quiet, reason: Reason.provisionalKept,
+                 presentation: quietPresentation, at: t, trace: trace,
+                 replaces: replacesRecord, appIndex: appIndex, carriedCount: carriedCount, provisional: false, state: &state, out: &out,
+                 badged: false)
+            return
         }
 
         // 7. Muted until m > t.
@@ -244,7 +240,7 @@ extension Engine {
     }
 
     /// The first of rules 1–4 and silence all that stops `n` at `t` (nil: none does). Pure: `decide`
-    /// acts on the answer, and a submit asks it before replacing a pending one (rules "4").
+    /// acts on the answer, and a submit asks it before replacing a pending one.
     func gate(_ n: SubmittedNotification, at t: Instant, app: AppView, ents: Entitlements, criticalAllowed: Bool,
               state: UserState) -> Gate? {
         // 1. Withdrawn before t (a pending one is withdrawn by the withdraw event itself;

@@ -14,7 +14,9 @@
 ///   recorded before `t` (`at < t`): timers due at or before a start-up were owed by the build
 ///   that stopped, whenever they are fired. A change recorded on an empty log (`fromSeq == 1`)
 ///   governs every timer.
-/// - Before any change: `initial` ("1" for a log written before versions were recorded).
+/// - Before any change: `initial`. A build records its version at its first start-up on a log
+///   (from seq 1 when none is recorded yet), so only a log no build has served — events written by
+///   a tool — has none: it is decided by the version of the build folding it.
 public struct RulesHistory: Sendable, Equatable {
     /// One start-up at which a build with another rules version took over the log.
     public struct Change: Sendable, Equatable {
@@ -32,12 +34,10 @@ public struct RulesHistory: Sendable, Equatable {
     public private(set) var initial: String
     /// In `fromSeq` order.
     public private(set) var changes: [Change]
-    /// The version of a log that records none: written before versions were recorded.
-    public static let unrecorded = "1"
 
     /// A history from its stored changes in recording order (sorted here by `fromSeq`; changes
     /// with one `fromSeq`, recorded with no event between them, keep their order: the last decides).
-    public init(initial: String = RulesHistory.unrecorded, changes: [Change] = []) {
+    public init(initial: String = Engine.currentRulesVersion, changes: [Change] = []) {
         self.initial = initial
         self.changes = changes.enumerated()
             .sorted { ($0.element.fromSeq, $0.offset) < ($1.element.fromSeq, $1.offset) }.map(\.element)
@@ -63,7 +63,7 @@ public struct RulesHistory: Sendable, Equatable {
     }
 
     /// Which rules decided which part of the log, for people: "1 for seq 1–41, 2 from seq 42
-    /// (timers due after …)", "2 throughout", "1 throughout (none recorded)".
+    /// (timers due after …)", "1 throughout", "1 throughout (none recorded)".
     public var summary: String {
         typealias Segment = (version: String, fromSeq: Int64, at: Instant?)
         var segments: [Segment] = []
@@ -120,8 +120,6 @@ public final class RulesBook: @unchecked Sendable {
     public private(set) var history: RulesHistory
     /// `history.latest`, kept for the label of every delivery.
     public private(set) var latest: String
-    /// `latest`'s place in `Engine.knownRulesVersions` (1 for "1").
-    private(set) var latestOrdinal: Int
     /// The first seq the latest version decides, and the instant after which it decides timers
     /// (milliseconds; `Int64.min`: all): the per-event check compares two integers.
     private var latestFromSeq = Int64.min
@@ -130,7 +128,6 @@ public final class RulesBook: @unchecked Sendable {
     init(_ history: RulesHistory) {
         self.history = history
         latest = history.latest
-        latestOrdinal = Engine.ordinal(of: history.latest)
         adopt(history)
     }
 
@@ -140,7 +137,6 @@ public final class RulesBook: @unchecked Sendable {
         precondition(history.unknownVersions.isEmpty, "a log decided by rules this build does not know (\(history)): run a newer build")
         self.history = history
         latest = history.latest
-        latestOrdinal = Engine.ordinal(of: history.latest)
         if let last = history.changes.last {
             latestFromSeq = last.fromSeq
             latestAfterMilliseconds = last.fromSeq == 1 ? .min : last.at.millisecondsSinceEpoch

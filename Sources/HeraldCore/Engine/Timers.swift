@@ -21,7 +21,7 @@ struct DueTimer: Hashable, Comparable, Sendable {
 
 extension UserState {
     /// The earliest deadline of this user, by (deadline, kind, seq). Always inlined: it runs after
-    /// every event (`fireTimers`), and out of line it cost ~80 instructions a decision (session 29).
+    /// every event (`fireTimers`).
     @inline(__always)
     func earliestTimer() -> DueTimer? {
         var best = earliestItemDeadline
@@ -32,8 +32,8 @@ extension UserState {
         return best
     }
 
-    /// Rules "5": the first deferred decision, else the first snooze, due at exactly `t` (a summary
-    /// instant), by seq: made before the summary due then fires.
+    /// The first deferred decision, else the first snooze, due at exactly `t` (a summary instant),
+    /// by seq: made before the summary due then fires.
     func decisionDue(at t: Instant) -> DueTimer? {
         var best: DueTimer?
         for i in pending.indices where pending[i].stage == .deferred && pending[i].deadline == t {
@@ -62,7 +62,7 @@ extension Engine {
         while let timer = state.earliestTimer() {
             guard timer.deadline <= now else { return timer.deadline }
             if timer.kind == .summary {
-                fire(decisionFirst(timer, state, byEventsVersion: byEventsVersion), &state, apps: apps, out: &out, byEventsVersion: byEventsVersion)
+                fire(decisionFirst(timer, state), &state, apps: apps, out: &out, byEventsVersion: byEventsVersion)
             } else {
                 fire(timer, &state, apps: apps, out: &out, byEventsVersion: byEventsVersion)
             }
@@ -70,30 +70,21 @@ extension Engine {
         return nil
     }
 
-    /// Rules "5": a deferred decision or snooze due at the instant of `summary` goes first.
-    /// Out of line: this loop runs after every event, and the rare branch kept it from being inlined
-    /// into `apply` (~110 instructions a submit).
+    /// A deferred decision or snooze due at the instant of `summary` goes first (an item it
+    /// queues then is in that summary). Out of line: this loop runs after every event, and the
+    /// rare branch kept it from being inlined into `apply`.
     @inline(never)
-    func decisionFirst(_ summary: DueTimer, _ state: UserState, byEventsVersion: Bool) -> DueTimer {
-        guard let decision = state.decisionDue(at: summary.deadline),
-              deciding(at: summary.deadline, byEventsVersion: byEventsVersion).followsRulesFive else { return summary }
-        return decision
-    }
-
-    /// The engine that decides a timer due at `t`: this one, or a copy deciding by the version an
-    /// older build owed it under (`RulesHistory`).
-    func deciding(at t: Instant, byEventsVersion: Bool) -> Engine {
-        if byEventsVersion || book.latestDecides(timerDueAt: t) { return self }
-        let version = book.history.version(forTimerDueAt: t)
-        return version == rulesVersion ? self : under(version)
+    func decisionFirst(_ summary: DueTimer, _ state: UserState) -> DueTimer {
+        state.decisionDue(at: summary.deadline) ?? summary
     }
 
     func fire(_ timer: DueTimer, _ state: inout UserState, apps: AppRegistry, out: inout [Delivery], byEventsVersion: Bool = false) {
         let t = timer.deadline
-        // A timer an older build owed (a copy of the engine deciding by its version checks again and goes on).
+        // A timer an older build owed: decided by a copy of the engine under that build's version
+        // (`RulesHistory.version(forTimerDueAt:)`).
         if !byEventsVersion && !book.latestDecides(timerDueAt: t) {
-            let older = deciding(at: t, byEventsVersion: false)
-            if older.rulesVersion != rulesVersion { return older.fire(timer, &state, apps: apps, out: &out) }
+            let version = book.history.version(forTimerDueAt: t)
+            if version != rulesVersion { return under(version).fire(timer, &state, apps: apps, out: &out) }
         }
         switch timer.kind {
         case .expiry:
@@ -121,13 +112,13 @@ extension Engine {
         case .deferred:
             guard let i = state.pendingIndex(seq: timer.seq, deferred: true) else { return }
             let p = state.removePending(at: i)
-            // Rules "5": the queued and held ones of its collapse id leave now, if it reaches the user.
-            if followsRulesFive, let cid = p.collapseId, !gateStops(p.notification, at: t, state: state, apps: apps) {
+            // The queued and held ones of its collapse id leave now, if it reaches the user.
+            if let cid = p.collapseId, !gateStops(p.notification, at: t, state: state, apps: apps) {
                 replacePending(app: p.app, collapseId: cid, onlyDeferred: false, by: p.seq, at: t, state: &state, out: &out)
             }
-            // Rules "5": queued at one of the user's summary instants, it goes out in that summary
-            // (next in this loop: decisions come before the summary due at `t`), not the next one.
-            let summaryNow = followsRulesFive && state.summaryDue == nil
+            // Queued at one of the user's summary instants, it goes out in that summary (next in
+            // this loop: decisions come before the summary due at `t`), not the next one.
+            let summaryNow = state.summaryDue == nil
                 && (state.summarySchedule ?? Engine.defaultSummaryCalendar).nextFiring(after: t.adding(.init(milliseconds: -1))) == t
             if summaryNow { state.summaryDue = t }
             decide(p.notification, seq: p.seq, at: t, carriedCount: nil, state: &state, apps: apps, out: &out)
@@ -139,15 +130,15 @@ extension Engine {
             // (the service's restore always supplies it, `snapshotContentNeeded`).
             guard !s.notification.isSnapshotPlaceholder else { return }
             let app = s.app
-            // Still delivered (not withdrawn, replaced or long forgotten)? Rules "5": or still held or
-            // queued, snoozed there; it leaves its Focus or summary to be judged again now.
+            // Still delivered (not withdrawn, replaced or long forgotten)? Or still held or queued,
+            // snoozed there: it leaves its Focus or summary to be judged again now.
             let counted: Bool
             var fromPending = false
             if let rec = state.withRecent(app, { list -> DeliveredRecord? in
                 list.lastIndex(where: { $0.seq == s.seq }).map { list.remove(at: $0) }
             }) ?? nil {
                 counted = rec.counted
-            } else if followsRulesFive, let i = state.pendingIndex(seq: s.seq, deferred: false) {
+            } else if let i = state.pendingIndex(seq: s.seq, deferred: false) {
                 counted = state.removePending(at: i).counted
                 fromPending = true
             } else {
@@ -165,8 +156,8 @@ extension Engine {
                     a.badge = max(0, a.badge - 1)
                     return a.flags.contains(.badge)
                 }
-                // Rules "3": the delivery that lowered the count carries it (SPEC §3 Badge).
-                if badgeOn && followsRulesThree { out[out.count - 1].presentation = Presentation(badge: Int(state.apps[app]!.badge)) }
+                // The delivery that lowered the count carries it (SPEC §3 Badge).
+                if badgeOn { out[out.count - 1].presentation = Presentation(badge: Int(state.apps[app]!.badge)) }
             }
             for k in before..<out.count { out[k].causeSeq = s.causeSeq }
         }
@@ -195,8 +186,8 @@ extension Engine {
             d.focus = focus
             d.items = parts.count == 1 ? items : Array(part)  // one part: the array itself, not a copy
             d.ruleTrace = trace
-            // Rules "5": a consumer knows it has the whole summary when it has every part.
-            if parts.count > 1 && followsRulesFive {
+            // A consumer knows it has the whole summary when it has every part.
+            if parts.count > 1 {
                 d.part = Int32(i + 1)
                 d.parts = Int32(parts.count)
             }
@@ -204,12 +195,11 @@ extension Engine {
         }
     }
 
-    /// Rules "4": `items` cut, in order, into runs whose line stays within
-    /// `maxDeliveryLineBytes` (SPEC §5): a summary or digest too long for one line goes out as
-    /// several at the same instant. Measured only past `itemsAlwaysFitting` items, so ordinary
-    /// summaries cost nothing. Rules "1"–"3": one run, whatever its size.
+    /// `items` cut, in order, into runs whose line stays within `maxDeliveryLineBytes` (SPEC §5):
+    /// a summary or digest too long for one line goes out as several at the same instant. Measured
+    /// only past `itemsAlwaysFitting` items, so ordinary summaries cost nothing.
     func lineSizedParts(_ items: [DeliveryItem]) -> [ArraySlice<DeliveryItem>] {
-        guard followsRulesFour && items.count > Engine.itemsAlwaysFitting else { return [items[...]] }
+        guard items.count > Engine.itemsAlwaysFitting else { return [items[...]] }
         var parts: [ArraySlice<DeliveryItem>] = []
         var sink = ByteSink(capacity: 2 * Engine.maxPayloadBytes)
         defer { sink.deallocate() }

@@ -104,7 +104,7 @@ extension UserState {
             })
         }
         // Scheduled Focuses turned off (`focusOff`) until a later instant: when each comes back
-        // is a scheduled decision too (`until` null: off for good, a whole-week Focus under rules "1"–"4").
+        // is a scheduled decision too (`until` null: off for good).
         o["focusesOff"] = .array(focus.offUntil.keys.sorted().compactMap { name in
             guard let until = focus.offUntil[name], until > now else { return nil }
             return .object(["focus": .string(name), "until": until == .latestRepresentable ? .null : .string(until.rfc3339)])

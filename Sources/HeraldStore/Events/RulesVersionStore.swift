@@ -3,14 +3,15 @@ import HeraldCore
 
 /// Reads and records the rules versions a log was decided under (`RulesHistory`).
 public enum RulesVersionStore {
-    /// Every recorded change, in log order (none: the log predates recorded versions, "1").
+    /// Every recorded change, in log order (none: no build has served the log yet; it is decided by
+    /// this build's version, `RulesHistory.initial`).
     public static func history(_ connection: PGConnection) throws(StoreError) -> RulesHistory {
         let r = try connection.execute("""
             SELECT from_seq, (extract(epoch FROM at) * 1000)::bigint, version FROM rules_versions ORDER BY id
             """)
         let changes = (0..<r.rowCount).map { i in
             RulesHistory.Change(fromSeq: r.int64(i, 0) ?? 1, at: Instant(millisecondsSinceEpoch: r.int64(i, 1) ?? 0),
-                                version: r.string(i, 2) ?? RulesHistory.unrecorded)
+                                version: r.string(i, 2) ?? "")
         }
         return RulesHistory(changes: changes)
     }
@@ -25,8 +26,9 @@ public enum RulesVersionStore {
     }
 
     /// Records that `version` decides from the event after the log's head and the timers due
-    /// after `at` on, when the log's latest version is another (or none is recorded); returns
-    /// the history to decide by and the change recorded, if any.
+    /// after `at` on, when the log's latest version is another; or, when none is recorded yet,
+    /// that it decides the whole log (from seq 1: no build decided any of it before). Returns the
+    /// history to decide by and the change recorded, if any.
     /// Fails with a clear error when the log was decided by a version this build does not know
     /// (a newer build wrote it): folding it by older rules would decide differently.
     public static func takeOver(_ connection: PGConnection, version: String = Engine.currentRulesVersion,
@@ -41,7 +43,8 @@ public enum RulesVersionStore {
         let newest = try connection.execute("SELECT (extract(epoch FROM max(at)) * 1000)::bigint FROM deliveries")
         var since = max(at, newest.int64(0, 0).map(Instant.init(millisecondsSinceEpoch:)) ?? at)
         if let previous = history.changes.last { since = max(since, previous.at) }
-        let change = RulesHistory.Change(fromSeq: try EventReader.head(connection) + 1, at: since, version: version)
+        let fromSeq = history.changes.isEmpty ? 1 : try EventReader.head(connection) + 1
+        let change = RulesHistory.Change(fromSeq: fromSeq, at: since, version: version)
         try connection.execute("INSERT INTO rules_versions (from_seq, at, version) VALUES ($1, $2, $3)",
                                [String(change.fromSeq), change.at.rfc3339, change.version])
         history.append(change)

@@ -18,11 +18,9 @@ struct EngineHarness {
 
     init(now: Instant = T0) { self.now = now }
 
-    /// A harness deciding by rules `version` (the rules-version suites compare one with the last),
-    /// with com.example.mail authorized for "u" (alert, sound, badge) when `authorizingMail`.
-    init(rulesVersion version: String, authorizingMail: Bool = false) {
+    /// A harness with com.example.mail authorized for "u" (alert, sound, badge) when `authorizingMail`.
+    init(authorizingMail: Bool) {
         self.init()
-        engine = Engine(rulesVersion: version)
         if authorizingMail { authorize() }
     }
 
