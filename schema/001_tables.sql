@@ -199,7 +199,8 @@ ALTER TABLE snapshot_parts ALTER COLUMN data SET STORAGE EXTERNAL;
 -- for byte: every delivery records the version that made it (SPEC §10), a build that changes a
 -- rule bumps it, and replay decides each event by the rules in force when it was first decided.
 -- One row per start-up of `herald serve` (or load of a synthetic history) whose build's version
--- differs from the latest row's, or that finds no row; a log with no row is read as version "1".
+-- differs from the latest row's, or that finds no row (then from seq 1). A log with no row was
+-- never served (events written by a tool) and is decided by the folding build's version.
 -- An event at seq s is decided by the version of the last row with from_seq <= s; a timer by its
 -- arming event's version when it fires as that event folds, otherwise by the last row with at <
 -- its deadline (timers due by a start-up were owed by the build that stopped); a row with
