@@ -1,4 +1,5 @@
 // The protocol state of one client connection, as a pure state machine: lines in, actions out.
+import DequeModule
 
 /// One connection's protocol state (SPEC §5). Inputs are facts (`lineReceived`,
 /// `replyCompleted`); outputs are actions the runtime performs. Replies leave in request
@@ -97,18 +98,15 @@ public struct ClientSession: Sendable {
 
     /// A complete line arrived, as bytes valid during the call (`LineFramer.feedLines`).
     public mutating func lineReceived(_ line: UnsafeRawBufferPointer) -> [Action] {
-        var actions = MoveQueue<Action>()
+        var actions = Deque<Action>()
         lineReceived(line, into: &actions)
-        return actions.drainedToArray()
+        return Array(actions)
     }
 
-    /// `lineReceived`, appending its actions to `actions`: the runtime collects a whole chunk's
-    /// actions in one queue (an array per line, then appended to the chunk's, cost ~800
-    /// instructions a line). A `MoveQueue`, so an action is moved in and the runtime moves it out
-    /// (`popFirst`), and keeps one queue, with its capacity, per connection: iterating an array
-    /// copied each action, and so did a `Deque`'s append (a request's strings and arrays
-    /// retained and released once more).
-    public mutating func lineReceived(_ line: UnsafeRawBufferPointer, into actions: inout MoveQueue<Action>) {
+    /// `lineReceived`, appending its actions to `actions`: the runtime keeps one queue, with its
+    /// capacity, per connection and collects a whole chunk's actions in it (an array per line,
+    /// appended to the chunk's, cost an allocation and a copy a line).
+    public mutating func lineReceived(_ line: UnsafeRawBufferPointer, into actions: inout Deque<Action>) {
         let ticket = nextTicket
         nextTicket += 1
         // The common case first: a plain submit from a producer for one of its apps, read without

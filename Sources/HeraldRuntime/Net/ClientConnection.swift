@@ -1,5 +1,6 @@
 // One client's TCP connection: bytes in through the framer and session, replies and deliveries out.
 import CLibEvent
+import DequeModule
 import Glibc
 import HeraldCore
 
@@ -15,7 +16,7 @@ public final class ClientConnection {
     private var framer: LineFramer
     public private(set) var session: ClientSession
     /// The session's actions not yet carried out (one queue kept with its capacity; see `performPending`).
-    private var pendingActions = MoveQueue<ClientSession.Action>()
+    private var pendingActions = Deque<ClientSession.Action>()
     /// Not `weak`: a weak reference would give the service a side table (see `Unretained`);
     /// the service clears this when its deinit starts.
     private let delegateRef: ConnectionDelegateRef
