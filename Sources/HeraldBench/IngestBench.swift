@@ -27,7 +27,6 @@ struct IngestBench: ParsableCommand {
     @Option(help: "Producer connections.") var producers = 8
     @Option(help: "Outstanding submits per producer.") var window = 256
     @Option(help: "Distinct users (each authorized first).") var users = 10_000
-    @Flag(help: "Deliveries through the append function even beside events (instead of COPY).") var noCopyDeliveries = false
     @Option(help: "The writer's largest transaction, in rows (default: the service's).") var maxRowsPerTransaction: Int?
     @OptionGroup var writer: WriterOptions
     @Flag(help: "Print JSON instead of a table.") var json = false
@@ -41,7 +40,6 @@ struct IngestBench: ParsableCommand {
             load.events = events; load.producers = producers; load.window = window; load.users = users
             var costs = IngestCosts()
             let r = try withInProcessService(url: url, configure: {
-                $0.writerLimits.copyDeliveries = !noCopyDeliveries
                 if let maxRowsPerTransaction { $0.writerLimits.maxRowsPerTransaction = maxRowsPerTransaction }
                 writer.apply(to: &$0)
             }) { port in

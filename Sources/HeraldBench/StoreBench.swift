@@ -15,9 +15,7 @@ struct StoreBench: ParsableCommand {
     @Option(help: "Events to append.") var events = 200_000
     @Option(help: "Simulated producers.") var producers = 8
     @Option(help: "Outstanding appends per producer.") var window = 128
-    @Option(help: "Writer transactions in flight on its connection (pipelined).") var inFlight = 1
     @Option(help: "Most rows in one writer transaction.") var maxRows = 10_000
-    @Flag(help: "Append events through the append function instead of COPY.") var noCopy = false
     @Flag(help: "Print JSON instead of a table.") var json = false
 
     func run() throws {
@@ -28,16 +26,13 @@ struct StoreBench: ParsableCommand {
             let url = try scratchDatabase(location, name: "herald_bench")
             var bench = StoreBenchmark()
             bench.events = events; bench.producers = producers; bench.window = window
-            bench.limits.maxTransactionsInFlight = inFlight
             bench.limits.maxRowsPerTransaction = maxRows
-            bench.limits.copyEvents = !noCopy
             bench.progress = { Log.info($0) }
             let r = try bench.run(databaseURL: url)
             if json {
                 print(#"{"groupCommitEventsPerSecond":\#(Int(r.groupCommitEventsPerSecond)),"copyRowsPerSecond":\#(Int(r.copyRowsPerSecond)),"ratio":\#(String(format: "%.2f", r.ratio)),"copyIndexedRowsPerSecond":\#(Int(r.copyIndexedRowsPerSecond)),"ratioIndexed":\#(String(format: "%.2f", r.groupCommitEventsPerSecond / r.copyIndexedRowsPerSecond)),"copyStringFormattedRowsPerSecond":\#(Int(r.copyStringFormattedRowsPerSecond)),"ratioStringFormatted":\#(String(format: "%.2f", r.groupCommitEventsPerSecond / r.copyStringFormattedRowsPerSecond)),"transactions":\#(r.transactions),"walSyncsPer1000":\#(String(format: "%.2f", r.walSyncsPerThousandEvents)),"walBytesPerEvent":\#(Int(r.walBytesPerEvent)),"roundTripsPerEvent":\#(String(format: "%.4f", r.roundTripsPerEvent)),"ackP50Ms":\#(String(format: "%.2f", r.ackLatencyP50Ms)),"ackP99Ms":\#(String(format: "%.2f", r.ackLatencyP99Ms))}"#)
             } else {
-                print("store append, \(events) events of ~300 B, \(producers) producers × \(window) outstanding, \(inFlight) in flight, "
-                      + (noCopy ? "through the append function" : "by COPY"))
+                print("store append, \(events) events of ~300 B, \(producers) producers × \(window) outstanding, by COPY")
                 print("  group commit (acked after COMMIT)  \(Int(r.groupCommitEventsPerSecond)) events/s   "
                       + "\(r.transactions) transactions, \(Int(r.meanRowsPerTransaction)) rows each; "
                       + "ack p50 \(String(format: "%.1f", r.ackLatencyP50Ms)) ms, p99 \(String(format: "%.1f", r.ackLatencyP99Ms)) ms")

@@ -12,7 +12,7 @@ public struct StoreBenchmark {
     public var producers = 8
     public var window = 128
     public var users = 10_000
-    /// Writer limits (transactions in flight, rows per transaction).
+    /// Writer limits (rows per transaction).
     public var limits = GroupCommitWriter.Limits()
     public var progress: (String) -> Void = { _ in }
 

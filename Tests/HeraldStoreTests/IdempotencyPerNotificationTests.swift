@@ -22,27 +22,22 @@ import Testing
     }
 
     @Test func idempotency_aUsedIdSubmittedForAnotherUserIsAConflictAndStoresNothing() throws {
-        for copy in [true, false] {
-            let url = try TestPostgres.freshDatabase()
-            let writer = try CopyAppendTests.writer(url, copy: copy)
-            #expect(try EventStoreTests.appendAll(writer, [Self.submit("n1", user: "alice")]) == [.appended(seq: 1)])
-            #expect(try EventStoreTests.appendAll(writer, [Self.submit("n1", user: "bob")]) == [.conflict(seq: 1)], "copy: \(copy)")
-            #expect(try EventStoreTests.appendAll(writer, [Self.submit("n1", user: "alice")]) == [.duplicate(seq: 1)])
-            #expect(try Self.stored(url).map(\.row.user) == ["alice"], "bob's row was not stored (copy: \(copy))")
-            #expect(try EventReader.head(PGConnection.connect(url)) == 1, "no position was used")
-        }
+        let url = try TestPostgres.freshDatabase()
+        let writer = try CopyAppendTests.writer(url)
+        #expect(try EventStoreTests.appendAll(writer, [Self.submit("n1", user: "alice")]) == [.appended(seq: 1)])
+        #expect(try EventStoreTests.appendAll(writer, [Self.submit("n1", user: "bob")]) == [.conflict(seq: 1)])
+        #expect(try EventStoreTests.appendAll(writer, [Self.submit("n1", user: "alice")]) == [.duplicate(seq: 1)])
+        #expect(try Self.stored(url).map(\.row.user) == ["alice"], "bob's row was not stored")
+        #expect(try EventReader.head(PGConnection.connect(url)) == 1, "no position was used")
     }
 
     @Test func idempotency_aFanOutReSentWithTheSameRecipientsIsADuplicateRowForRow() throws {
-        for copy in [true, false] {
-            let url = try TestPostgres.freshDatabase()
-            let writer = try CopyAppendTests.writer(url, copy: copy)
-            let rows = Self.fanOut("n1", ["alice", "bob", "carol"])
-            #expect(try EventStoreTests.appendAll(writer, rows) == [.appended(seq: 1), .appended(seq: 2), .appended(seq: 3)])
-            #expect(try EventStoreTests.appendAll(writer, rows) == [.duplicate(seq: 1), .duplicate(seq: 2), .duplicate(seq: 3)],
-                    "copy: \(copy)")
-            #expect(try Self.stored(url).map(\.row) == rows, "stored once, with the recipient indexes")
-        }
+        let url = try TestPostgres.freshDatabase()
+        let writer = try CopyAppendTests.writer(url)
+        let rows = Self.fanOut("n1", ["alice", "bob", "carol"])
+        #expect(try EventStoreTests.appendAll(writer, rows) == [.appended(seq: 1), .appended(seq: 2), .appended(seq: 3)])
+        #expect(try EventStoreTests.appendAll(writer, rows) == [.duplicate(seq: 1), .duplicate(seq: 2), .duplicate(seq: 3)])
+        #expect(try Self.stored(url).map(\.row) == rows, "stored once, with the recipient indexes")
     }
 
     @Test func idempotency_aFanOutReSentWithOtherRecipientsIsAConflictAndStoresNoneOfItsRows() throws {
@@ -53,32 +48,28 @@ import Testing
             ("the same recipients in another order", Self.fanOut("n1", ["bob", "alice"])),
             ("another body for one", Self.fanOut("n1", ["alice", "bob"], body: { $0 == "bob" ? #"{"other":1}"# : #"{"id":"n1","title":"T","user":"\#($0)"}"# })),
         ]
-        for copy in [true, false] {
-            let url = try TestPostgres.freshDatabase()
-            let writer = try CopyAppendTests.writer(url, copy: copy)
-            let original = Self.fanOut("n1", ["alice", "bob"])
-            _ = try EventStoreTests.appendAll(writer, original)
-            for (what, rows) in variants {
-                let outcomes = try EventStoreTests.appendAll(writer, rows)
-                #expect(outcomes == Array(repeating: .conflict(seq: 1), count: rows.count), "\(what) (copy: \(copy)): \(outcomes)")
-            }
-            #expect(try Self.stored(url).map(\.row) == original, "nothing of the variants was stored (copy: \(copy))")
+        let url = try TestPostgres.freshDatabase()
+        let writer = try CopyAppendTests.writer(url)
+        let original = Self.fanOut("n1", ["alice", "bob"])
+        _ = try EventStoreTests.appendAll(writer, original)
+        for (what, rows) in variants {
+            let outcomes = try EventStoreTests.appendAll(writer, rows)
+            #expect(outcomes == Array(repeating: .conflict(seq: 1), count: rows.count), "\(what): \(outcomes)")
         }
+        #expect(try Self.stored(url).map(\.row) == original, "nothing of the variants was stored")
     }
 
     @Test func idempotency_theFirstOfTwoRequestsWithOneIdInABatchWinsWhateverTheUser() throws {
-        for copy in [true, false] {
-            let url = try TestPostgres.freshDatabase()
-            let writer = try CopyAppendTests.writer(url, copy: copy)
-            // Three requests in one append: the first stores n1, the second (another user) and the
-            // third (a fan-out that starts with the first's row) are answered against it.
-            let batch = [Self.submit("n1", user: "alice"), Self.submit("n1", user: "bob")]
-                + Self.fanOut("n1", ["alice", "carol"]) + [Self.submit("n2", user: "bob"), Self.submit("n1", user: "alice")]
-            let outcomes = try EventStoreTests.appendAll(writer, batch)
-            #expect(outcomes == [.appended(seq: 1), .conflict(seq: 1), .conflict(seq: 1), .conflict(seq: 1),
-                                 .appended(seq: 2), .duplicate(seq: 1)], "copy: \(copy)")
-            #expect(try Self.stored(url).map(\.row.notificationId) == ["n1", "n2"])
-        }
+        let url = try TestPostgres.freshDatabase()
+        let writer = try CopyAppendTests.writer(url)
+        // Three requests in one append: the first stores n1, the second (another user) and the
+        // third (a fan-out that starts with the first's row) are answered against it.
+        let batch = [Self.submit("n1", user: "alice"), Self.submit("n1", user: "bob")]
+            + Self.fanOut("n1", ["alice", "carol"]) + [Self.submit("n2", user: "bob"), Self.submit("n1", user: "alice")]
+        let outcomes = try EventStoreTests.appendAll(writer, batch)
+        #expect(outcomes == [.appended(seq: 1), .conflict(seq: 1), .conflict(seq: 1), .conflict(seq: 1),
+                             .appended(seq: 2), .duplicate(seq: 1)])
+        #expect(try Self.stored(url).map(\.row.notificationId) == ["n1", "n2"])
     }
 
     /// A fan-out is stored whole: one transaction, even past the writer's row limit (which only
