@@ -266,7 +266,7 @@ extension HeraldService {
         let base = chained ? deliveryAppends.nextCursor : nil
         let id = deliveryAppends.appendSent(rows: rows, order: order, sentAt: FiringPhases.now(), carrier: carrier, base: base)
         // One writer completes appends in order, and fails the deliveries queued behind a failed
-        // one (`GroupCommitWriter.complete`); two writers' outcomes are taken in the order the
+        // one (`GroupCommitStateMachine.deliveriesFailed`); two writers' outcomes are taken in the order the
         // appends were sent (`deliveryAppendDone`), and a chained append whose predecessor failed
         // fails too. Either way no append commits ahead of an earlier one that failed.
         let done: GroupCommitWriter.DeliveriesCompletion = { [unretained] result in unretained.object?.deliveryAppendDone(id, result) }

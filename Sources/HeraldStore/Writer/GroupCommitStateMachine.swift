@@ -1,4 +1,5 @@
 // The group-commit writer's protocol as a pure state machine: requests and PostgreSQL's answers in, what to send and whom to tell out.
+import DequeModule
 import HeraldCore
 
 /// Decides the writer's transactions, without I/O: `GroupCommitWriter` feeds it the requests and
@@ -44,8 +45,8 @@ struct GroupCommitStateMachine: ~Copyable {
     private(set) var state: State = .idle
     private(set) var eventRoute = EventRoute.copy
     private(set) var stats = WriterStats()
-    /// Moved in and out (`MoveQueue`): a `Deque`'s append copied each request's row once more.
-    private var queue = MoveQueue<WriterWork>()
+    /// Requests not yet in a transaction, in arrival order.
+    private var queue = Deque<WriterWork>()
 
     init(limits: GroupCommitWriter.Limits) {
         self.limits = limits
@@ -322,7 +323,8 @@ struct GroupCommitStateMachine: ~Copyable {
         case .idle, .modifying: break
         }
         state = .broken(error)
-        let queued = queue.take().drainedToArray()
+        let queued = Array(queue)
+        queue.removeAll()
         return WriterFailure(error: error, inFlight: inFlight, queued: queued)
     }
 
