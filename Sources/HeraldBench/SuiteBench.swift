@@ -1,4 +1,4 @@
-// `herald bench suite`: every scenario N times, each in a child process, medians against issue 7's targets.
+// `herald bench suite`: every scenario N times, each in a child process, medians against the performance targets (BENCHMARKS.md).
 import ArgumentParser
 import HeraldCommandLine
 import Foundation
@@ -8,7 +8,7 @@ import HeraldTestSupport
 struct SuiteBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "suite",
-        abstract: "Every scenario N times (each a child process, its JSON line kept), then the medians against issue 7's targets.",
+        abstract: "Every scenario N times (each a child process, its JSON line kept), then the medians against the performance targets (BENCHMARKS.md).",
         discussion: """
             Runs `herald bench <scenario> --json` for ingest, latency, storm, restart, replay and peer \
             (or those named with --only), --runs times each, in that order, and prints one table: each \

@@ -4,8 +4,8 @@
 ///
 /// A user has a handful of apps, so the entries are a small array kept sorted by name and found
 /// by a linear scan comparing names (one pointer compare for an interned id), not a dictionary:
-/// hashing the app id cost ~330 instructions per lookup and a decision made three or four
-/// (docs/replay-performance.md, session 5). A decision finds its app once and passes the index on.
+/// hashing the app id costs far more than the scan, and a decision would look it up three or
+/// four times. A decision finds its app once and passes the index on.
 /// Sorted, so two tables with the same apps are equal and iterate in the same order.
 struct AppTable: Hashable, Sendable {
     struct Entry: Hashable, Sendable {

@@ -119,7 +119,7 @@ public struct Engine: Sendable {
     /// Which version decides each event and timer of the log being folded. A reference, so an
     /// engine copies as one word and a small string, and the service can adopt the log's history
     /// at start-up (`RulesBook.adopt`) while its engine stays a `let` its hot path borrows (a
-    /// stored `var` engine was copied at every call).
+    /// stored `var` engine would be copied at every call).
     public let book: RulesBook
     /// Set on a copy deciding what an older build owed (`under`).
     private var olderVersion: String?

@@ -6,8 +6,8 @@ import Darwin
 #endif
 
 /// The stored `type` of an event, decoded once. The fold, the engine's entry points and the
-/// readers branch on it; comparing the `type` string there cost a string comparison per
-/// branch per event (replay measured ~500 instructions an event).
+/// readers branch on it; comparing the `type` string there would cost a string comparison per
+/// branch per event, a measurable share of replay.
 public enum EventKind: UInt8, Sendable, CaseIterable {
     case submit, withdraw, authorization, settings, provisionalKeep, provisionalTurnOff, summarySchedule,
          focusDefine, focusOn, focusOff, mute, snooze, opened, badgeClear, registerApp, clock

@@ -274,7 +274,7 @@ extension Engine {
     /// badge if it counted.
     func screen(_ items: [PendingItem], at t: Instant, state: inout UserState, apps: AppRegistry,
                 out: inout [Delivery]) -> [PendingItem] {
-        // By app name: handing each item to a closure copied it (retains of all its strings).
+        // By app name: handing each item to a closure would copy it (retains of all its strings).
         func stop(_ app: String) -> RuleCode? {
             let status = state.apps.index(of: app).map { state.apps[at: $0].state.status } ?? .notDetermined
             if status == .notDetermined || status == .denied { return .notAuthorized }

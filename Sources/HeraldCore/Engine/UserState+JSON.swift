@@ -94,7 +94,7 @@ extension UserState {
                 "nextChange": focus.nextChange(after: now).map { .string($0.rfc3339) } ?? .null,
             ])
         }
-        // `focuses[]` as of `now` too: an `offUntil` already past is over (a review saw it listed).
+        // `focuses[]` as of `now` too: an `offUntil` already past is over and is not listed.
         if case .array(let defs)? = o["focuses"] {
             o["focuses"] = .array(defs.map { d in
                 guard case .object(var f) = d, let until = f["offUntil"]?.stringValue.flatMap(Instant.init(rfc3339:)),

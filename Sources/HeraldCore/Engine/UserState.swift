@@ -268,7 +268,7 @@ struct RareFields: Hashable, Sendable {
 
     /// File-private so `UserState`'s accessors read a field through the box directly: going
     /// through `values` builds (and destroys) a whole default `Values` for every user without a
-    /// box, on every read (measured: ~5% of replay).
+    /// box, on every read (a measurable share of replay).
     fileprivate var box: Box?
 
     init() {}
@@ -365,7 +365,7 @@ extension UserState {
 extension UserState {
     /// Inserts keeping seq order.
     mutating func insertPending(_ item: consuming PendingItem) {
-        // Counted first: the item is then moved into the list, not copied (a borrowed one was).
+        // Counted first: the item is then moved into the list, not copied (a borrowed one would be).
         switch item.stage {
         case .queued: queuedCount += 1
         case .held: heldCount += 1
@@ -393,7 +393,7 @@ extension UserState {
     }
 
     /// The earliest deadline of a pending item (deferred decision or expiry), by (deadline,
-    /// kind, seq). Derived by a scan, not kept in a sorted side array: that array cost 24 bytes
+    /// kind, seq). Derived by a scan, not kept in a sorted side array: that array would cost 24 bytes
     /// and an allocation per pending item (240 MB at 10M timers), and users hold few items.
     @inline(__always)
     var earliestItemDeadline: DueTimer? {
@@ -458,8 +458,8 @@ extension UserState {
     /// `t` or advancing to `t` (the decision needs the notification). Cheap when none are due.
     public func contentNeeded(upTo t: Instant) -> [Int64] {
         // Read in place, the cheap tests first: the runtime asks this of up to a slice's worth of
-        // users before every slice, and `for p in pending` copied each item (retaining its
-        // strings) — ~14k instructions per summary of the storm (docs/service-profile.md, session 5).
+        // users before every slice, and `for p in pending` would copy each item (retaining its
+        // strings).
         var seqs: [Int64] = []
         pending.withUnsafeBufferPointer { items in
             for i in items.indices where items[i].stage == .deferred && items[i].content == nil && items[i].deadline! <= t {

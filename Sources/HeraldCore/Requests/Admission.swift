@@ -35,7 +35,7 @@ public struct EventDraft: Hashable, Sendable {
     /// RFC 3339), no `op`/`rid`/`token`/`users`; a per-user event has its own `user`.
     /// A submit from the door holds only its canonical bytes (and `decoded`): the value is
     /// parsed from them when asked for — the runtime never asks, and building the dictionary
-    /// for every submit was ~11,500 instructions (docs/service-profile.md, session 5).
+    /// for every submit would be a large share of a submit's cost.
     public var body: JSONValue {
         get { builtBody ?? canonicalBody.flatMap { try? JSONValue.parse($0) } ?? .null }
         set { builtBody = newValue; canonicalBody = nil }

@@ -147,7 +147,7 @@ extension Engine {
     }
 
     /// `admitSubmit(_:apps:now:)` of the request's line (which must be there), its two parts read
-    /// where they lie: `if let line = request.submitLine` copied the whole line first (its
+    /// where they lie: `if let line = request.submitLine` would copy the whole line first (its
     /// recipients and notification retained and released once more).
     func admitSubmit(lineOf request: borrowing ClientSession.Request, apps: AppRegistry, now: Instant?) throws(RequestError) -> AcceptedRequest {
         try finishSubmit(request.submitLine.unsafelyUnwrapped.notification, users: request.submitLine.unsafelyUnwrapped.users,
@@ -231,8 +231,8 @@ extension Engine {
         // The normalized body and its size, in one sink that then receives each recipient's tail:
         // "user" sorts after every other submit field (`Op.submit.fields`), so each recipient's
         // canonical body is the shared one with `,"user":…` before its closing brace. (One
-        // buffer and one array per recipient: a copy of the shared body per submit cost two
-        // allocations more.)
+        // buffer and one array per recipient: a copy of the shared body per submit would cost
+        // two allocations more.)
         var sink = ByteSink(capacity: 1024)
         defer { sink.deallocate() }
         Engine.writeNormalizedSubmitBody(n, to: &sink)

@@ -15,8 +15,8 @@ public struct Grant: Hashable, Sendable {
     /// `reservedConsumers`.
     public var consumers: Set<String>?
     /// Without a `consumers` list: the names other entries of the tokens file list, which only
-    /// they may use (a review, session 31: one unbound consumer token took over a bound name's
-    /// stream and cursor).
+    /// they may use, so an unbound consumer token cannot take over a bound name's stream and
+    /// cursor.
     public var reservedConsumers: Set<String> = []
 
     public init(name: String, roles: Set<Role>, apps: Set<String>?, consumers: Set<String>? = nil) {
@@ -137,8 +137,8 @@ public struct TokenTable: Sendable {
             RequestError(code: "invalid_tokens_file", title: "The tokens file is not valid", detail: why)
         }
         guard let list = json["tokens"]?.arrayValue else { throw bad("It must be an object with a \"tokens\" array.") }
-        // A misspelt key ("consumer" for "consumers") left an entry with more rights than meant,
-        // without a word (a review, session 31): every key must be one the loader reads.
+        // A misspelt key ("consumer" for "consumers") would leave an entry with more rights than
+        // meant, without a word: every key must be one the loader reads.
         if let other = json.objectValue?.keys.sorted().first(where: { !Self.fileKeys.contains($0) }) {
             throw bad("It has the unknown key “\(clipped(other))”; the file's keys are \(Self.fileKeys.sorted().map { "\"\($0)\"" }.joined(separator: ", ")).")
         }

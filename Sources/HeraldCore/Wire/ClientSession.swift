@@ -48,10 +48,9 @@ public struct ClientSession: Sendable {
             producerApps = isProducer ? grant?.apps : nil
         }
     }
-    /// The grant's producer rights, decided once per hello instead of once per line: the fast
-    /// submit path checked `Set<Role>` (a hash) and copied the grant on every submit, and then
-    /// (session 19) still copied the optional grant to call `mayActFor` — its sets retained and
-    /// released, atomics on the loop's hottest path.
+    /// The grant's producer rights, decided once per hello instead of once per line: on every
+    /// submit, checking `Set<Role>` would cost a hash, and copying the optional grant to call
+    /// `mayActFor` would retain and release its sets — atomics on the loop's hottest path.
     private var isProducer = false
     /// The apps a producer may act for (`Grant.apps`: nil means any app).
     private var producerApps: Set<String>?
@@ -69,8 +68,8 @@ public struct ClientSession: Sendable {
     private var refusalsLogged = 0
     public static let maxLoggedRefusals = 16
     /// Hellos refused on this connection (summed in `stats` as `hellosRefused`). At
-    /// `maxRefusedHellos` the connection is closed: one connection guessed ~54,000 tokens a second
-    /// unseen once its refusals were no longer logged (a review, session 31).
+    /// `maxRefusedHellos` the connection is closed: otherwise one connection could guess tens of
+    /// thousands of tokens a second, unseen once its refusals are no longer logged.
     public private(set) var refusedHellos = 0
     public static let maxRefusedHellos = 10
 
@@ -105,7 +104,7 @@ public struct ClientSession: Sendable {
 
     /// `lineReceived`, appending its actions to `actions`: the runtime keeps one queue, with its
     /// capacity, per connection and collects a whole chunk's actions in it (an array per line,
-    /// appended to the chunk's, cost an allocation and a copy a line).
+    /// appended to the chunk's, would cost an allocation and a copy a line).
     public mutating func lineReceived(_ line: UnsafeRawBufferPointer, into actions: inout Deque<Action>) {
         let ticket = nextTicket
         nextTicket += 1

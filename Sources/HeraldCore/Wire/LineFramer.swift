@@ -30,8 +30,8 @@ public struct LineFramer: Sendable {
     }
 
     /// `feed`, handing each line over as bytes valid only during the call: a line that arrived
-    /// whole in `bytes` is not copied at all (the service's path; a copy and an allocation per
-    /// request before).
+    /// whole in `bytes` is not copied at all (the service's path: it saves a copy and an
+    /// allocation per request).
     public mutating func feedLines(_ bytes: UnsafeRawBufferPointer, line: (UnsafeRawBufferPointer) -> Void) -> Bool {
         guard !overflowed else { return false }
         guard let base = bytes.baseAddress else { return true }

@@ -312,8 +312,8 @@ public final class ClientConnection {
 
     /// A lingering close (as web servers do): closing a socket whose client is still sending
     /// makes the kernel answer with a reset, and a reset destroys the replies and the last error
-    /// line still on their way to the client (a review lost `line_too_long` and thousands of
-    /// acks of committed requests so, with a client reading slowly or still sending). So the
+    /// line still on their way to the client (a client reading slowly or still sending would
+    /// lose `line_too_long` and the acks of committed requests). So the
     /// output goes out with a FIN after it (`SHUT_WR`; TLS: close_notify first), and input is
     /// read and dropped until the client's TCP has acknowledged all of the output and the FIN
     /// (from then on a reset harms nothing: the client can read what it has), or it closes too,
@@ -460,8 +460,8 @@ public final class ClientConnection {
     func shareApp(_ app: String) { session.shareApp(app) }
 
     /// Carries out the session's actions in order, each moved out of the queue (`popFirst`):
-    /// `for action in actions` over an array copied each one, a request's strings and arrays
-    /// retained and released once more (session 18).
+    /// iterating over an array would copy each one, retaining and releasing a request's strings
+    /// and arrays once more.
     private func performPending() {
         while !dispatchHeld, let action = pendingActions.popFirst() {
             switch action {

@@ -4,8 +4,8 @@ import HeraldCore
 
 /// Cumulative time and counts of the phases a fired timer's deliveries go through: the engine's
 /// decision, encoding the stored row, the append until its COMMIT, building the wire lines, and
-/// consumers' catch-up reads. A few clock reads per fired user (tens of nanoseconds against the
-/// ~10k instructions of the work measured); `herald bench storm` prints them after the storm.
+/// consumers' catch-up reads. A few clock reads per fired user (tens of nanoseconds, small
+/// against the work they measure); `herald bench storm` prints them after the storm.
 struct FiringPhases {
     /// Users fired, loop turns that fired some, and the loop time they took in all.
     var usersFired = 0

@@ -46,8 +46,7 @@ extension HeraldService {
 
     /// True unless `snooze` names a notification whose content the user's state no longer keeps
     /// (`contentNeeded(toApply:)`); then asks for it like lean content and returns false. Only
-    /// for snooze events: passing every event here as an optional copied it (~350 instructions
-    /// a submit, session 25).
+    /// for snooze events: passing every event here as an optional would copy it on every submit.
     func snoozedContentReady(ordinal: Int, snooze: StoredEvent) -> Bool {
         guard let seq = users[ordinal].state.contentNeeded(toApply: snooze) else { return true }
         restart.content.wanted[seq] = ordinal
@@ -58,9 +57,9 @@ extension HeraldService {
     /// True when the first due user's lean content is in memory, so the slice can fire that user.
     /// Otherwise the content is asked for — for that user and every one of the next slice's worth
     /// of due users missing some, in one read — and the slice stops there (`contentArrived` fires
-    /// it again). Checked user by user as the slice reaches them: checking a whole slice's worth
-    /// (2,000 users) before every slice, when a slice bounded in time fires ~60, cost ~14k
-    /// instructions per summary of the storm (docs/service-profile.md, session 5).
+    /// it again). Checked user by user as the slice reaches them: a slice bounded in time fires
+    /// only some tens of users, so checking a whole slice's worth (2,000 users) before every slice
+    /// would mostly be wasted.
     func nextDueUserContentReady() -> Bool {
         guard let (ordinal, horizon) = dueUsers.first, Int(ordinal) < users.count,
               !users[Int(ordinal)].state.contentNeededInPlace(upTo: horizon).isEmpty else { return true }
@@ -172,9 +171,8 @@ extension HeraldService {
 
 extension UserState {
     /// `contentNeeded(upTo:)` through an `inout` access, for a state inside the service's
-    /// `users` array: read through the class's property, the non-mutating call copied the whole
-    /// user record first (retaining each of its references) on every event — ~1% of the loop's
-    /// samples (`perf`, session 13). Mutates nothing.
+    /// `users` array: read through the class's property, the non-mutating call would copy the
+    /// whole user record first (retaining each of its references) on every event. Mutates nothing.
     mutating func contentNeededInPlace(upTo t: Instant) -> [Int64] {
         contentNeeded(upTo: t)
     }

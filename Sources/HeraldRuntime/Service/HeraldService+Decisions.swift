@@ -69,7 +69,7 @@ extension HeraldService {
     /// it for the next decision, and moves the user's wake-up.
     func take(nextWake: Instant?, ordinal: Int, collect: ((Delivery, Int64) -> Void)? = nil) {
         var count = users[ordinal].deliveryCount
-        // Borrowed from the buffer: `for d in decided` copied each delivery.
+        // Borrowed from the buffer: `for d in decided` would copy each delivery.
         decided.withUnsafeBufferPointer { deliveries in
             for i in deliveries.indices {
                 count += 1
@@ -88,8 +88,8 @@ extension HeraldService {
     /// The stored row of a delivery: the body encoded once, into bytes, through the service's
     /// reusable sink; the trace's bytes shared with every earlier row that had the same trace.
     /// The delivery is read where it lies (`d`, in the decided buffer), its fields one by one:
-    /// passed as a `borrowing` value from the buffer, or a method called on it there, it was
-    /// copied whole first (session 18).
+    /// passed as a `borrowing` value from the buffer, or a method called on it there, it would
+    /// be copied whole first.
     func row(deliveryAt d: UnsafePointer<Delivery>, index: Int64) -> DeliveryRow {
         let body = Delivery.storedBody(at: d, using: &rowScratch.sink)
         return Self.row(at: d, index: index, body: body, trace: traceBytes.bytes(for: d.pointee.ruleTrace))
@@ -209,8 +209,8 @@ extension HeraldService {
     /// both writers, one append each, at cursors assigned here (`DeliveryAppends.nextCursor`, chained:
     /// both store at once and commit in cursor order), once the head is known and the first
     /// writer's own appends have committed.
-    /// (Chaining small appends too made the delivery line's p99 worse at 20,000 submits/s: more
-    /// commits at once; docs/store-performance.md session 11.)
+    /// Small appends are not chained: more commits at once make the delivery line's p99 worse
+    /// under load.
     private func sendDeliveryAppend() -> Bool {
         // A failed outcome not yet handled (an earlier append's is awaited): the head and the
         // rows still to send are about to change; wait for it.
@@ -279,7 +279,7 @@ extension HeraldService {
     /// The rows writer `i` takes of a burst's last ones (no user left to fire): its share, so that
     /// the writers finish together. Another writer free takes the rest in this same flush; a busy
     /// one counts with the rows it has still to store, estimated at the pace of the last append
-    /// (a writer that got the whole rest while the other was finishing stored it alone, one core
+    /// (a writer given the whole rest while the other is finishing stores it alone, one core
     /// idle, for 20–25 ms at the end of a 20,000-job burst). Neither the rest nor what a share
     /// would leave is split below `splitBurstTailAbove` rows.
     private func burstTailShare(writer i: Int) -> Int {
@@ -343,7 +343,7 @@ extension HeraldService {
             // streamed, so PostgreSQL stores it meanwhile (a 4,000-row append's completion is
             // ~3 ms of the loop, during which the writer's backend sat idle).
             if !deliveryAppends.unsent.isEmpty { flushDeliveries() }
-            // By index: `for (row, cursor) in zip(…)` copied every row. Every 512 lines, the
+            // By index: `for (row, cursor) in zip(…)` would copy every row. Every 512 lines, the
             // append just sent to this writer gets its data as soon as PostgreSQL asks for it.
             let writer: GroupCommitWriter? = if case .deliveryWriter(let w) = append.carrier { deliveryLinks[w].writer } else { nil }
             for (i, cursor) in zip(rows.indices, cursors) where cursor > 0 {

@@ -130,7 +130,7 @@ extension HeraldService {
             case .failure(let error):
                 self.appendFailed(error, at: at, rid: rid, reply: reply)
             case .success(let outcomes):
-                // By index: `for (outcome, draft) in zip(…)` copied every draft.
+                // By index: `for (outcome, draft) in zip(…)` would copy every draft.
                 for (i, outcome) in zip(accepted.events.indices, outcomes) {
                     if case .appended(let seq) = outcome {
                         self.eventsCommitted += 1
@@ -152,9 +152,8 @@ extension HeraldService {
     /// same steps without the arrays of rows, keys and outcomes around the one event.
     private func appendOne(_ accepted: AcceptedRequest, request: ClientSession.Request, at: Instant, reply: Reply) {
         // The draft is read where it lies, field by field through the array's buffer: a copy of
-        // it (captured by the completion), or `accepted.events[0]` passed as `borrowing`, retained
-        // and released each of its seven strings and arrays once more (~1,100 instructions a
-        // submit for the three uses, session 18).
+        // it (captured by the completion), or `accepted.events[0]` passed as `borrowing`, would
+        // retain and release each of its seven strings and arrays once more per use.
         let key = accepted.events.withUnsafeBufferPointer { InFlightKey(draftAt: $0.baseAddress!) }
         // One look-up for the usual case (not in flight): claim the key, and give it back to
         // its waiters in the rare one.
@@ -169,8 +168,8 @@ extension HeraldService {
         }
         appendsInFlight.sent(at: at)
         let row = accepted.events.withUnsafeBufferPointer { Self.row(draftAt: $0.baseAddress!, at: at) }
-        // `self` strongly: a weak capture cost a weak reference made, loaded and destroyed per
-        // submit, on the service's side table (~300 instructions, session 18). The cycle (service →
+        // `self` strongly: a weak capture would cost a weak reference made, loaded and destroyed
+        // per submit, on the service's side table. The cycle (service →
         // writer → this completion) lasts until the writer completes or fails the append, which it
         // always does: shutdown waits for the writer to be idle, and a broken writer fails all it holds.
         writer.append(event: row) { [self] result in
@@ -282,15 +281,15 @@ extension HeraldService {
 
     /// The in-flight key of a submit: (app, id), unique forever whoever the recipients (SPEC §3;
     /// a fan-out has one key). Other events carry none. Two fields, not one joined `String`:
-    /// joining them allocated twice per submit (docs/service-profile.md, session 6).
+    /// joining them would allocate twice per submit.
     /// The strings are hashed once, when the key is made: the key is looked up, inserted
-    /// and removed again, and each hashed all its strings (~2,600 instructions a submit).
+    /// and removed again, and each of those would otherwise hash all its strings.
     /// The hash is over the strings' UTF-8 bytes, as the store's unique index tells keys apart
-    /// (PostgreSQL compares bytes): `String.hash(into:)` checked each string's normalization first
-    /// (~730 instructions for three, session 17). It is a multiply-fold hash (wyhash's mixing)
+    /// (PostgreSQL compares bytes); `String.hash(into:)` would check each string's normalization
+    /// first. It is a multiply-fold hash (wyhash's mixing)
     /// seeded at random per process, and the dictionary mixes it with its seed by one multiply
     /// (`_rawHashValue`): the seeded `Hasher` (SipHash) over the bytes and once more over the
-    /// result cost ~800 instructions a submit (session 18). The keys are those in flight only,
+    /// result is measurably slower per submit. The keys are those in flight only,
     /// and the seed is unknown to clients, so colliding keys cannot be chosen; equality still
     /// compares the strings.
     struct InFlightKey: Hashable {
@@ -358,8 +357,8 @@ extension HeraldService.InFlightKey {
     }
 
     /// The key of the draft at `d`, its fields read where they lie (a `borrowing` draft taken
-    /// from an array was copied whole, seven strings and arrays retained and released). Built
-    /// by the memberwise initializer: one that set the fields one by one copied the key whole
+    /// from an array would be copied whole, seven strings and arrays retained and released). Built
+    /// by the memberwise initializer: one that set the fields one by one would copy the key whole
     /// (see `InPlace` in HeraldCore).
     init?(draftAt d: UnsafePointer<EventDraft>) {
         guard d.pointee.type == "submit", let id = d.pointee.notificationId, let app = d.pointee.app else { return nil }

@@ -81,7 +81,7 @@ extension HeraldService {
         lastFoldedSeq = max(lastFoldedSeq, through)
         // A manual clock resumes where the last run left it: engine time never goes back.
         // The events' latest time is known from the fold (and the snapshot's capture time): no scan of
-        // `events` (a sequential scan of 11M rows was seconds of start-up).
+        // `events` (a sequential scan of 11M rows takes seconds of start-up).
         if engineClock.manual != nil {
             engineClock.holdAtLeast(latestTime)
             let last = try conn.execute("SELECT (extract(epoch FROM (SELECT max(at) FROM deliveries)) * 1000)::bigint")

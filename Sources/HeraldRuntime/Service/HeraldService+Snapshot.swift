@@ -33,7 +33,7 @@ final class RestartState {
 }
 
 /// The part being filled during a capture: room for a whole part from the start (growing from
-/// 1 MB copied 3 MB a part on the way to its 4 MB).
+/// 1 MB would copy 3 MB a part on the way to its 4 MB).
 struct SnapshotPart {
     var writer = SnapshotWriter(capacity: HeraldService.snapshotPartBytes + (64 << 10))
     var users = 0
@@ -99,8 +99,8 @@ extension HeraldService {
             restart.sliceTimer?.arm(afterMilliseconds: 5)
             return
         }
-        // Taken out, not copied: a copy left in `restart` shared the part's buffer, and the first
-        // write below copied all of it (up to 4 MB) every slice (session 20).
+        // Taken out, not copied: a copy left in `restart` would share the part's buffer, and the
+        // first write below would copy all of it (up to 4 MB) every slice.
         var c = restart.capture.take()!
         let end = min(c.userCount, c.cursor + Self.snapshotSliceUsers)
         users.withUnsafeBufferPointer { records in
@@ -161,7 +161,7 @@ extension HeraldService {
     }
 
     /// One user in a snapshot part: its byte length, the state, and the runtime's delivery ordinal.
-    /// The record is read where it lies (`users[i]` passed along copied it, every buffer of the
+    /// The record is read where it lies (`users[i]` passed along would copy it, every buffer of the
     /// user's state retained and released); `scratch` is reused from user to user.
     static func encodeRecord(at record: UnsafePointer<UserRecord>, to w: inout SnapshotWriter, scratch: inout SnapshotWriter) {
         let state = (UnsafeRawPointer(record) + Self.stateOffset).assumingMemoryBound(to: UserState.self)

@@ -23,7 +23,7 @@ public final class HeraldService: ConnectionDelegate {
     public let configuration: ServiceConfiguration
     public let loop: EventLoop
     /// Decides by the rules versions the log records: `restore` adopts them before serving
-    /// (`RulesBook.adopt`). A `let`, so the hot path borrows it (a `var` was copied every call).
+    /// (`RulesBook.adopt`). A `let`, so the hot path borrows it (a `var` would be copied every call).
     let engine = Engine()
     var apps = AppRegistry()
     /// Every user's record, indexed by the user's ordinal (also its payload in the wheel).
@@ -325,7 +325,7 @@ public final class HeraldService: ConnectionDelegate {
 
     func handle(_ request: ClientSession.Request, from connection: ClientConnection) {
         // The ticket alone, not the request (a copy of its strings, grant and body per reply).
-        // The connection is held strongly until the reply: a weak reference cost a side-table
+        // The connection is held strongly until the reply: a weak reference costs a side-table
         // load per reply; a connection closed meanwhile ignores it (`complete`).
         let ticket = request.ticket
         let reply = Reply(connection: connection, ticket: ticket)
@@ -334,7 +334,7 @@ public final class HeraldService: ConnectionDelegate {
             // A connection's first submit for an app (its app string read from the line): the
             // registry's string for the app replaces it, here and in the connection's next
             // submits, so the engine's look-ups compare one word, not two equal strings' bytes.
-            // (Read through the optional, not bound: `if let` copied the whole line.)
+            // (Read through the optional, not bound: `if let` would copy the whole line.)
             if request.submitLine?.appIsKnown == false, let shared = apps.registeredName(request.submitLine!.app) {
                 var request = request
                 request.submitLine!.shareApp(shared)
@@ -422,7 +422,7 @@ public final class HeraldService: ConnectionDelegate {
     }
 
     /// Page faults served without I/O on the calling thread so far (the loop's, from `stats`):
-    /// each first touch of memory the kernel had to hand out and zero (docs/service-profile.md).
+    /// each first touch of memory the kernel had to hand out and zero.
     static func threadMinorFaults() -> Int64 {
         var usage = rusage()
         // RUSAGE_THREAD (1, Linux): a GNU extension the Glibc module does not export.

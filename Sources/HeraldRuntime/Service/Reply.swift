@@ -2,10 +2,10 @@
 import HeraldCore
 
 /// A dispatched request's way back: its connection and its place in the connection's reply
-/// order (`ticket`). Called like the closure it replaced (`reply(bytes)`); a closure context was
-/// an allocation per request, and a success reply to a submit is now written from the service's
-/// reusable sink straight to the connection (`appended`), without an array of its own, whenever
-/// no earlier reply of the connection is outstanding (session 17).
+/// order (`ticket`). Called like a closure (`reply(bytes)`), but a closure context would be an
+/// allocation per request. A success reply to a submit is written from the service's reusable
+/// sink straight to the connection (`appended`), without an array of its own, whenever no
+/// earlier reply of the connection is outstanding.
 struct Reply {
     let connection: ClientConnection
     let ticket: UInt64

@@ -58,20 +58,20 @@ public struct ServiceConfiguration: Sendable {
     /// time bound. The order of decisions does not depend on where slices end. Short, because a
     /// delivery append by COPY needs the loop twice (to send its rows when PostgreSQL is ready
     /// for them, and to start the next append once it commits): PostgreSQL waits while a slice
-    /// runs (docs/store-performance.md, session 10: 10 ms put the first line of a 20,000-job
-    /// burst 70–90 ms after its instant, 1 ms 10–20 ms).
+    /// runs (with 10 ms slices the first line of a 20,000-job burst comes 70–90 ms after its
+    /// instant, with 1 ms 10–20 ms).
     public var timerSliceMicroseconds: Int64 = 1_000
     /// The most delivery rows in one append (one transaction); the next goes when it commits.
     public var deliveryAppendRows = 4_000
     /// While a burst's chained delivery appends are in flight, the interval at which a tiny
     /// asynchronously committed transaction wakes PostgreSQL's WAL writer to flush the rows stored
-    /// so far (`HeraldService.startWALNudges`); 0 turns it off. 10 ms: a 20,000-job burst's p99
-    /// −8.5% (docs/store-performance.md, session 15).
+    /// so far (`HeraldService.startWALNudges`); 0 turns it off. 10 ms lowers a 20,000-job burst's
+    /// p99 by about 8%.
     public var walNudgeMilliseconds: Int64 = 10
     /// The store writer's limits (`GroupCommitWriter.Limits`); benchmarks compare its paths with it.
     public var writerLimits = GroupCommitWriter.Limits()
     /// PostgreSQL connections that commit deliveries, beside the one that commits events and
-    /// consumers' acks (docs/store-performance.md, session 11). 0: the events' writer commits them
+    /// consumers' acks. 0: the events' writer commits them
     /// too (a small batch's deliveries then ride in the next events transaction). 1: a writer of
     /// their own, so two backends store a batch of events and the deliveries decided from the
     /// previous one at the same time. 2 (the most): two, each storing one append at cursors the
@@ -84,7 +84,7 @@ public struct ServiceConfiguration: Sendable {
     /// and rides in its next transaction (one commit for both). At moderate load that halves the
     /// commits and saves PostgreSQL and the loop their per-transaction costs; a larger batch (load
     /// near saturation, a burst of timers) still goes to the delivery writers, whose backends then
-    /// work beside the events' one (docs/store-performance.md, session 12). 0: deliveries never ride.
+    /// work beside the events' one. 0: deliveries never ride.
     public var deliveriesRideBelowRows = 256
     public var serverName = "herald/0.1.0"
     /// Handle SIGTERM/SIGINT (one service per process may; tests run several and stop them with `requestShutdown`).

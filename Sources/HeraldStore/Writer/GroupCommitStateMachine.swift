@@ -344,7 +344,7 @@ struct GroupCommitStateMachine: ~Copyable {
         var events: [EventRow] = []
         var deliveries: [DeliveryRow] = []
         var rows = 0
-        // The head is looked at in place and then moved out: `while let work = queue.first` copied
+        // The head is looked at in place and then moved out: `while let work = queue.first` would copy
         // every queued request (its row's strings retained and released once more).
         while !queue.isEmpty, !queue[0].isChained,
               rows == 0 || rows + queue[0].rowCount <= limits.maxRowsPerTransaction {
@@ -445,7 +445,7 @@ struct GroupCommitStateMachine: ~Copyable {
     }
 
     /// Changes the COPY transaction in flight, taken out of `state` so that its encoded data has
-    /// one owner and is rebased in place (a copy left behind cost a copy of every byte of it).
+    /// one owner and is rebased in place (a copy left behind would cost a copy of every byte of it).
     private mutating func modifyCopy(_ change: (inout CopyTransaction) -> Void) {
         guard case .copying(var tx) = state else { return }
         state = .modifying

@@ -10,8 +10,8 @@ extension GroupCommitWriter {
         /// events, through `afterCompletions`) rides in that next transaction instead of the one
         /// after it. Larger ones send the next transaction first and complete while PostgreSQL
         /// stores it (the two sides would otherwise take turns). Under light and moderate load
-        /// transactions are small, and the delivery line then waits one commit less
-        /// (docs/store-performance.md); 0: always send first.
+        /// transactions are small, and the delivery line then waits one commit less;
+        /// 0: always send first.
         public var completeFirstUpToEvents: Int = 16
         public init() {}
     }

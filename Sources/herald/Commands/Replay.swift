@@ -105,7 +105,7 @@ struct Replay: ParsableCommand {
 
     /// Parses a what-if request: a state-changing op as on the wire, plus "at" (RFC 3339). Without
     /// "at" the request is folded before the first event, as if it had always been in force; an "at"
-    /// that is not an RFC 3339 time is refused (it used to fall back to the start of the log silently).
+    /// that is not an RFC 3339 time is refused rather than silently read as the start of the log.
     static func injection(_ text: String) throws -> Replayer.Injection {
         let parsed: JSONValue
         do { parsed = try JSONValue.parse(text) } catch {
