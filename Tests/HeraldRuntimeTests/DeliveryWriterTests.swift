@@ -170,7 +170,7 @@ extension DeliveryWriterTests {
     /// right after a start, with the head read at start-up: its appends go to the writers as they
     /// free up, chained, and every summary is stored once, in decision order, as replay derives it.
     /// (Which writer takes which slice depends on timing; the effect on a 20,000-job burst is
-    /// measured by `herald bench peer`, docs/store-performance.md session 14.)
+    /// measured by `herald bench peer`, BENCHMARKS.md.)
     @Test func aFiringOverSeveralSlicesAfterAStartIsStoredOnceInOrderByChainedAppends() throws {
         let url = try Self.logWithTwelveQueuedItems()
         let server = try TestServer(url: url, start: "2026-03-27T07:00:00Z") { config in
@@ -266,8 +266,8 @@ extension DeliveryWriterTests {
         // Usual: all of them before what is left.
         #expect(DeliveryAppends.merged(["c", "d"], [3, 4], into: ["e", "f"], [5, 6]) == (["c", "d", "e", "f"], [3, 4, 5, 6]))
         #expect(DeliveryAppends.merged(["c"], [3], into: [String](), []) == (["c"], [3]))
-        // The trace CI caught: a retry re-took u3, u4 (put back before u5, u6, which failed later
-        // but were decided after them) and failed too: u3, u4 go back in front of u5, u6.
+        // A retry re-took u3, u4 (put back before u5, u6, which failed later but were decided
+        // after them) and failed too: u3, u4 go back in front of u5, u6.
         #expect(DeliveryAppends.merged(["u3", "u4"], [3, 4], into: ["u5", "u6", "u7"], [5, 6, 7])
                 == (["u3", "u4", "u5", "u6", "u7"], [3, 4, 5, 6, 7]))
         // Interleaved: an append had taken put-back rows and new ones while another, decided in

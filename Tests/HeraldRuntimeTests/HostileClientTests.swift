@@ -62,7 +62,7 @@ import Testing
 
     /// SPEC §5: replies come in request order, and a committed request's ack is owed. Requests
     /// pipelined before a line too long are answered first; the refusal comes last, then the
-    /// close (a review found it sent at once and the two acks dropped, though both were stored).
+    /// close — not sent at once: both submits are stored, so both acks are owed and arrive.
     @Test func lineTooLongComesAfterTheRepliesOwedToTheRequestsBeforeIt() throws {
         let server = try TestServer()
         defer { server.stop() }
@@ -78,8 +78,8 @@ import Testing
     }
 
     /// The same when the client reads late: closing a socket with the rest of the long line
-    /// still unread makes the kernel send a reset, which destroyed the acks and the refusal still
-    /// on their way (a review got 2,329 acks of 3,000 committed submits and no `line_too_long`).
+    /// still unread makes the kernel send a reset, which would destroy the acks and the refusal
+    /// still on their way.
     /// The connection lingers: it sends its FIN after the output and drops what still comes in.
     @Test func aClientReadingLateStillGetsEveryReplyAndTheRefusalAfterALineTooLong() throws {
         let server = try TestServer()
@@ -406,8 +406,8 @@ import Testing
         #expect(admitted)
     }
 
-    /// Connections that never say hello held every slot until their hello deadline, and an
-    /// operator's hello got `busy` (a review, session 31). At the limit, the oldest one without hello
+    /// Connections that never say hello must not hold every slot until their hello deadline, so
+    /// that an operator's hello does not get `busy`. At the limit, the oldest one without hello
     /// for `evictBeforeHelloMilliseconds` gives its slot to the new client, with a last line; one
     /// younger than that, or one that said hello, keeps its slot.
     @Test func connectionsThatNeverSayHelloGiveTheirSlotsToNewClients() throws {

@@ -194,8 +194,8 @@ import Testing
     }
 
     /// SPEC §5: "the consumer sends ack" for the durable name it subscribed with. An ack of a name
-    /// that never subscribed is refused (`unknown_consumer`) and creates nothing: it used to make a
-    /// durable consumer that never caught up, in `herald_consumer_lag` for good. A name subscribed
+    /// that never subscribed is refused (`unknown_consumer`) and creates nothing: otherwise it would
+    /// make a durable consumer that never catches up, in `herald_consumer_lag` for good. A name subscribed
     /// on another connection, or before (durable, not connected now), is acked as before.
     @Test func anAckOfANameThatNeverSubscribedIsRefusedAndCreatesNoConsumer() throws {
         let server = try TestServer()
@@ -242,8 +242,8 @@ import Testing
 
     /// One consumer stream a connection: delivery lines do not name their consumer, so a second
     /// subscribe on a connection (another name, or the same one again, also pipelined right behind
-    /// the first) is refused with `already_subscribed`; the first stream goes on. Both used to be
-    /// accepted, and the two streams came interleaved, each cursor twice.
+    /// the first) is refused with `already_subscribed`; the first stream goes on. Were both
+    /// accepted, the two streams would come interleaved, each cursor twice.
     @Test func aSecondSubscribeOnOneConnectionIsRefusedAndTheFirstStreamGoesOn() throws {
         let server = try TestServer()
         defer { server.stop() }
@@ -345,9 +345,9 @@ import Testing
 }
 
 @Suite struct WithdrawTests {
-    /// A withdraw naming a user the notification never reached was acked with no word, while its
-    /// real recipient kept it (a review's finding, session 29). The ack now says
-    /// `nothing_to_withdraw`; it is stored all the same (a cancel in advance, SPEC §3 rule 1).
+    /// A withdraw naming a user the notification never reached is not acked without a word (its
+    /// real recipient keeps it): the ack says `nothing_to_withdraw`; it is stored all the same
+    /// (a cancel in advance, SPEC §3 rule 1).
     @Test func aWithdrawNamingAUserWhoHasNothingOfThatIdIsWarned() throws {
         let server = try TestServer(start: "2026-03-27T07:00:00Z")
         defer { server.stop() }
@@ -432,8 +432,8 @@ import Testing
 @Suite struct DurableConsumerTests {
     /// SPEC §5: delivery is at least once from the last acked cursor, and the consumer's name is
     /// durable. A new name is stored at its starting cursor when it subscribes, so one that
-    /// reconnects "committed" before ever acking resumes there; before session 27 it resumed at
-    /// the head and skipped what was delivered while it was away.
+    /// reconnects "committed" before ever acking resumes there, not at the head, and misses
+    /// nothing delivered while it was away.
     @Test func aConsumerThatNeverAckedResumesWhereItStartedAndMissesNothing() throws {
         let server = try TestServer(start: "2026-03-27T07:00:00Z")
         defer { server.stop() }
@@ -459,8 +459,8 @@ import Testing
 @Suite struct SubscribeOrderTests {
     /// SPEC §5: replies come in request order, and `subscribe` is answered "→ then" delivery lines.
     /// A known consumer's subscribe pipelined behind a submit not yet committed: the submit's
-    /// reply, the subscribe reply, then the lines (they used to go out first: the stream wrote
-    /// to the socket past the replies still owed).
+    /// reply, the subscribe reply, then the lines (the stream must not write to the socket past
+    /// the replies still owed).
     @Test func deliveryLinesWaitForTheSubscribeReplyAndEveryEarlierReply() throws {
         let server = try TestServer(start: "2026-03-27T07:00:00Z")
         defer { server.stop() }
@@ -488,9 +488,9 @@ import Testing
 @Suite struct OneOrderedStreamTests {
     /// SPEC §10 "One ordered stream per user": a withdraw without a user reads its recipients
     /// from PostgreSQL first; the requests sent after it on its connection wait, so they are
-    /// stored — and decided — after it. (Before session 27 they overtook it: a submit pipelined
-    /// behind collapsed into the withdrawn notification, and 130 of them pushed it out of the
-    /// remembered deliveries, so the acknowledged withdraw did nothing.)
+    /// stored — and decided — after it. (Were they to overtake it, a submit pipelined behind
+    /// would collapse into the withdrawn notification, and 130 of them would push it out of the
+    /// remembered deliveries, so the acknowledged withdraw would do nothing.)
     @Test func oneOrderedStreamPerUser_requestsSentAfterAWithdrawWithoutAUserAreStoredAfterIt() throws {
         let server = try TestServer(start: "2026-03-27T07:00:00Z")
         defer { server.stop() }

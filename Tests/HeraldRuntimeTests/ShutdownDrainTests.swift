@@ -7,13 +7,12 @@ import HeraldTestSupport
 import Testing
 
 @Suite struct ShutdownDrainTests {
-    /// A review stopped `herald serve` while a client that had not read its acks yet was still
-    /// pipelining submits: 25,865 were committed and 27 acknowledged, then the connection was
-    /// reset (the process exited with the client's input unread). SIGTERM now waits, within
-    /// 10 s, until the closed connections have delivered their replies and lingered. This test
-    /// guards the outcome (every committed submit acknowledged); on this machine, with default
-    /// socket buffers, it passed without the wait too — the review's loss needed a client with
-    /// a small receive buffer, too slow for a test to wait on.
+    /// `herald serve` stopped while a client that has not read its acks yet is still pipelining
+    /// submits: exiting with the client's input unread would reset the connection and lose the
+    /// acks of committed submits. SIGTERM waits, within 10 s, until the closed connections have
+    /// delivered their replies and lingered. This test guards the outcome (every committed
+    /// submit acknowledged); with default socket buffers it can pass without the wait too — the
+    /// loss shows with a client whose receive buffer is small, too slow for a test to wait on.
     @Test func sigtermAcknowledgesEveryCommittedRequestToAClientReadingLate() throws {
         let url = try TestPostgres.freshDatabase()
         let log = FileManager.default.temporaryDirectory.path + "/herald-drain-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log"

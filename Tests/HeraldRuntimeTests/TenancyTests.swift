@@ -67,8 +67,8 @@ import Testing
         #expect(log.matching("secret-token").isEmpty, "tokens never reach the log")
     }
 
-    /// Dev mode, or tokens without TLS, on an address other machines reach started without a word
-    /// (a review, session 31); on loopback they stay quiet.
+    /// Dev mode, or tokens without TLS, on an address other machines reach are warned about at
+    /// start; on loopback they stay quiet.
     @Test func devModeOrTokensInClearOffLoopbackAreWarnedAtStart() throws {
         for (tokens, host, expected) in [(TokenTable(), "0.0.0.0", "anyone who can reach this address gets every role"),
                                          (Self.tokens, "0.0.0.0", "tokens travel in clear"),
@@ -94,10 +94,10 @@ import Testing
         HostileClientTests.expectAlert(try c.call(Self.submit(Self.bank, "x")), code: "hello_required")
         #expect(log.matching("warning:", "refused hello", "invalid_token").count == 1)
         #expect(log.matching("guessed-token").isEmpty)
-        // A hello without any token says so (the log said it; the reply said "not recognised").
+        // A hello without any token says so, in the reply as in the log.
         HostileClientTests.expectAlert(try c.call(["op": "hello"]), code: "invalid_token", titleHas: "no token", detailHas: "requires a token")
         // Guessing: the tenth refused hello is answered, then the connection closes with a last
-        // line (a review, session 31, guessed ~54,000 tokens a second on one connection, unseen).
+        // line, so one connection cannot guess tokens unseen at tens of thousands a second.
         for i in 2..<(ClientSession.maxRefusedHellos - 1) {  // the 3rd … 9th
             HostileClientTests.expectAlert(try c.call(["op": "hello", "token": .string("guess-\(i)-xxxxxxxx")]), code: "invalid_token")
         }

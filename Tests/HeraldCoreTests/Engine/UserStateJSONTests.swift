@@ -20,8 +20,8 @@ import Testing
     }
 
     /// SPEC §10 "Pending, visible": a Focus turned on by hand `until` an instant is over then,
-    /// even while a scheduled window of the same Focus keeps it in force (a review found `state`
-    /// and `pending` still showing it as manual, contradicting the `herald_manual_focus_on` view).
+    /// even while a scheduled window of the same Focus keeps it in force: `state` and `pending`
+    /// must not show it as manual, which would contradict the `herald_manual_focus_on` view.
     @Test func pendingVisible_aManualFocusPastItsUntilIsNotShownAsManual() {
         var h = EngineHarness()
         h.send("focusDefine", #"{"user":"u","focus":"Sleep","schedule":[{"days":[1,2,3,4,5,6,7],"start":"22:00","end":"07:00"}],"timeZone":"UTC"}"#)

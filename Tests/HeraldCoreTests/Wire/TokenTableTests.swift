@@ -35,8 +35,8 @@ import Testing
     }
 
     /// Consumer entries without a `consumers` list may use any name, another's included: two or
-    /// more of them are listed for a start-up warning (a review acked one consumer's cursor with
-    /// another's token); one alone, or entries that list their names, are not.
+    /// more of them are listed for a start-up warning (one could ack another's cursor with its own
+    /// token); one alone, or entries that list their names, are not.
     @Test func consumerEntriesWithoutNamesAreListedForTheStartUpWarning() throws {
         let t = try Self.table(#"{"tokens":[{"name":"push","token":"pppppppp","roles":["consumer"]},{"name":"audit","token":"aaaaaaaa","roles":["consumer","admin"]},{"name":"mail","token":"mmmmmmmm","roles":["consumer"],"consumers":["mail"]},{"name":"ops","token":"oooooooo","roles":["admin"]}]}"#)
         #expect(t.consumerEntriesWithoutNames == ["audit", "push"])
@@ -58,8 +58,8 @@ import Testing
         }
     }
 
-    /// A review (session 31) misspelt "consumers" as "consumer": the entry loaded without its
-    /// binding and took over another consumer's stream. Every key must be one the loader reads.
+    /// A misspelt key ("consumer" for "consumers") would load the entry without its binding, free
+    /// to take over another consumer's stream. Every key must be one the loader reads.
     @Test func unknownKeysInTheFileOrAnEntryAreRefused() throws {
         #expect {
             try Self.table(#"{"tokens":[{"name":"audit","token":"aaaaaaaa","roles":["consumer"],"consumer":["audit"]}]}"#)
@@ -71,8 +71,8 @@ import Testing
         #expect(commented.count == 1)
     }
 
-    /// `apps` scopes only the producer role (SPEC §5): on a settings token it was shown at hello
-    /// and never enforced (a review, session 31), and `*` is no wildcard.
+    /// `apps` scopes only the producer role (SPEC §5): on a settings token it would be shown at
+    /// hello and never enforced, so it is refused; and `*` is no wildcard.
     @Test func appsWithoutTheProducerRoleOrAStarAppAreRefused() throws {
         #expect {
             try Self.table(#"{"tokens":[{"name":"s","token":"ssssssss","roles":["settings"],"apps":["com.example.mail"]}]}"#)
@@ -94,8 +94,8 @@ import Testing
         #expect(rotating.grant(for: "aaaaaaaa") == rotating.grant(for: "bbbbbbbb"))
     }
 
-    /// A consumer entry without a `consumers` list took over a name another entry lists (a review,
-    /// session 31). The names some entries list are theirs alone; others stay open to it.
+    /// A consumer entry without a `consumers` list cannot take over a name another entry lists:
+    /// the names some entries list are theirs alone; others stay open to it.
     @Test func aConsumerNameAnEntryListsIsReservedFromEntriesWithoutAList() throws {
         let t = try Self.table(#"{"tokens":[{"name":"push","token":"pppppppp","roles":["consumer"],"consumers":["push"]},{"name":"audit","token":"aaaaaaaa","roles":["consumer"]}]}"#)
         let audit = try #require(t.grant(for: "aaaaaaaa")), push = try #require(t.grant(for: "pppppppp"))
