@@ -1,22 +1,21 @@
-// SPEC §3 "Further rules": summary firing, collapse, idempotency, badge, previews, TS intro, deferred, silence all.
+// SPEC §3 delivery rules beyond the interruption levels: summary firing, collapse, idempotency in the fold,
+// badges, hidden previews, the Time Sensitive introduction, deferred delivery, silence all.
 import HeraldCore
 import Testing
 
-@Suite struct FurtherRuleTests {
-    func authorized() -> EngineHarness {
-        var h = EngineHarness()
-        h.authorize(options: ["alert", "sound", "badge"])
-        return h
-    }
+fileprivate func authorized() -> EngineHarness {
+    var h = EngineHarness()
+    h.authorize(options: ["alert", "sound", "badge"])
+    return h
+}
 
-    func summaryApp() -> EngineHarness {
-        var h = authorized()
-        h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
-        return h
-    }
+fileprivate func summaryApp() -> EngineHarness {
+    var h = authorized()
+    h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
+    return h
+}
 
-    // Summary firing.
-
+@Suite struct SummaryFiringTests {
     @Test func summaryFiring_itemsByRelevanceThenArrival() {
         var h = summaryApp()
         h.authorize("u", "com.example.news")
@@ -90,9 +89,9 @@ import Testing
         #expect(only(h.send("withdraw", #"{"user":"u","app":"com.example.mail","id":"n1"}"#)).kind == .withdrawn)
         #expect(only(h.advance(to: at("2026-01-05T18:00:00Z"))).items.map(\.notification.id) == ["n2"])
     }
+}
 
-    // Collapse.
-
+@Suite struct CollapseOfPendingAndDeliveredTests {
     @Test func collapse_pendingQueuedIsReplaced() {
         var h = summaryApp()
         h.submit("old", #""collapseId":"score""#)
@@ -141,9 +140,9 @@ import Testing
         let d = only(h.submit("new", #""collapseId":"k","interruptionLevel":"critical""#))
         #expect(d.kind == .alert && d.replaces == "old" && d.presentation?.overrideSilent == true)
     }
+}
 
-    // Idempotency (the runtime acks duplicates; the fold ignores them too).
-
+@Suite struct IdempotencyInTheFoldTests {
     @Test func idempotency_duplicateOfPendingIgnoredByFold() {
         // The runtime acks a duplicate (app, id) with duplicate: true and stores nothing;
         // should one reach the fold anyway while the original is pending, it is ignored.
@@ -158,9 +157,9 @@ import Testing
         guard case .accepted(let acc) = a else { Issue.record("rejected"); return }
         #expect(acc.events.first?.app == "a.b" && acc.events.first?.notificationId == "n1")
     }
+}
 
-    // Badge.
-
+@Suite struct BadgeCountTests {
     @Test func badge_countsDeliveredUnopened() {
         var h = authorized()
         #expect(only(h.submit("n1")).presentation?.badge == 1)
@@ -192,9 +191,9 @@ import Testing
         #expect(only(h.submit("n1")).presentation?.badge == nil)
         #expect(h.state().badge(of: "com.example.mail") == 0)
     }
+}
 
-    // Hidden previews.
-
+@Suite struct HiddenPreviewTests {
     @Test func hiddenPreviews_never_placeholderOnly() {
         var h = authorized()
         h.send("settings", #"{"user":"u","showPreviews":"never"}"#)
@@ -224,9 +223,9 @@ import Testing
         let c = only(h.submit("n1")).body["content"]
         #expect(c?["title"] == .string("Hello") && c?["hiddenPreviewsBodyPlaceholder"] == nil)
     }
+}
 
-    // Time Sensitive intro.
-
+@Suite struct TimeSensitiveIntroTests {
     @Test func timeSensitiveIntro_firstDeliveryOfAppOnly() {
         var h = authorized()
         h.authorize("u", "com.example.cal")
@@ -241,9 +240,9 @@ import Testing
         var h = authorized()
         #expect(!only(h.submit("n1")).timeSensitiveIntro)
     }
+}
 
-    // Deferred.
-
+@Suite struct DeferredDeliveryTests {
     @Test func deferred_decidedAtDeliverAt_withSettingsThen() {
         var h = authorized()
         #expect(h.submit("n1", #""deliverAt":"2026-01-05T13:00:00Z""#).isEmpty)
@@ -265,9 +264,9 @@ import Testing
         let ds = h.send("focusOn", #"{"user":"u","focus":"Work"}"#)
         #expect(only(ds).kind == .alert && ds[0].at == at("2026-01-05T13:00:00Z"))
     }
+}
 
-    // Silence all.
-
+@Suite struct SilenceAllTests {
     @Test func silenceAll_suppressesOrdinary() {
         var h = authorized()
         h.send("settings", #"{"user":"u","allowNotifications":false}"#)
