@@ -5,15 +5,8 @@ import Testing
 @Suite struct AttentionBudgetTests {
     static let mail = "com.example.mail"
 
-    func authorized() -> EngineHarness {
-        var h = EngineHarness()
-        h.authorize(options: ["alert", "sound", "badge"])
-        h.authorize("u", "com.example.chat")
-        return h
-    }
-
     @Test func attentionBudget_excessActiveBecomesQuiet() {
-        var h = authorized()
+        var h = EngineHarness.mailAndChatAuthorized()
         h.send("settings", #"{"user":"u","attentionBudget":2}"#)
         #expect(only(h.submit("n1")).kind == .alert)
         #expect(only(h.submit("n2", app: "com.example.chat")).kind == .alert)  // across apps
@@ -22,7 +15,7 @@ import Testing
     }
 
     @Test func attentionBudget_rollingHour() {
-        var h = authorized()
+        var h = EngineHarness.mailAndChatAuthorized()
         h.send("settings", #"{"user":"u","attentionBudget":1}"#)
         #expect(only(h.submit("n1")).kind == .alert)
         h.advance(to: T0.adding(.minutes(59)))
@@ -32,7 +25,7 @@ import Testing
     }
 
     @Test func attentionBudget_timeSensitiveAndCriticalExemptButCounted() {
-        var h = authorized()
+        var h = EngineHarness.mailAndChatAuthorized()
         h.register("com.example.mail", ["critical"])
         h.authorize(options: ["alert", "sound", "criticalAlert"])
         h.send("settings", #"{"user":"u","attentionBudget":1}"#)
@@ -55,7 +48,7 @@ import Testing
     }
 
     @Test func attentionBudget_nullRemovesIt() {
-        var h = authorized()
+        var h = EngineHarness.mailAndChatAuthorized()
         h.send("settings", #"{"user":"u","attentionBudget":0}"#)
         #expect(only(h.submit("n1")).kind == .quiet)
         h.send("settings", #"{"user":"u","attentionBudget":null}"#)

@@ -115,3 +115,13 @@ func only(_ ds: [Delivery], sourceLocation: SourceLocation = #_sourceLocation) -
     return ds.first ?? Delivery(kind: .cleared, user: "", app: nil, notificationId: nil, at: .epoch, reason: "none",
                                 rulesVersion: "", causeSeq: 0)
 }
+
+extension EngineHarness {
+    /// User "u" with mail authorized for alerts, sounds and badges, and chat authorized as well.
+    static func mailAndChatAuthorized() -> EngineHarness {
+        var h = EngineHarness()
+        h.authorize(options: ["alert", "sound", "badge"])
+        h.authorize("u", "com.example.chat")
+        return h
+    }
+}

@@ -3,12 +3,6 @@ import HeraldCore
 import Testing
 
 @Suite struct FanOutAndDeterminismTests {
-    func authorized() -> EngineHarness {
-        var h = EngineHarness()
-        h.authorize(options: ["alert", "sound", "badge"])
-        h.authorize("u", "com.example.chat")
-        return h
-    }
 
     @Test func fanOut_oneEventPerUser_eachJudgedOnItsOwn() {
         var h = EngineHarness()
@@ -27,7 +21,7 @@ import Testing
     }
 
     @Test func replay_sameEventsGiveIdenticalBytes() {
-        var h = authorized()
+        var h = EngineHarness.mailAndChatAuthorized()
         h.send("settings", #"{"user":"u","app":"com.example.mail","delivery":"summary"}"#)
         h.submit("n1", #""relevanceScore":0.5,"data":{"z":1,"a":[1,2.5,"x"]}"#)
         h.submit("n2", app: "com.example.chat", #""interruptionLevel":"timeSensitive""#)
@@ -41,7 +35,7 @@ import Testing
     }
 
     @Test func timers_spuriousWakeIsHarmless() {
-        var h = authorized()
+        var h = EngineHarness.mailAndChatAuthorized()
         h.submit("n1", #""deliverAt":"2026-01-05T13:00:00Z""#)
         #expect(h.advance(to: at("2026-01-05T12:30:00Z")).isEmpty)
         #expect(h.advance(to: at("2026-01-05T12:30:00Z")).isEmpty)
@@ -50,7 +44,7 @@ import Testing
     }
 
     @Test func timers_nextWakeIsEarliestDeadline() {
-        var h = authorized()
+        var h = EngineHarness.mailAndChatAuthorized()
         var s = h.state()
         let o = h.engine.apply(StoredEvent(seq: 99, user: "u", type: "submit",
                                            body: try! JSONValue.parse(#"{"id":"x","app":"com.example.mail","user":"u","deliverAt":"2026-01-05T15:00:00Z"}"#),

@@ -5,15 +5,8 @@ import Testing
 @Suite struct SnoozeTests {
     static let mail = "com.example.mail"
 
-    func authorized() -> EngineHarness {
-        var h = EngineHarness()
-        h.authorize(options: ["alert", "sound", "badge"])
-        h.authorize("u", "com.example.chat")
-        return h
-    }
-
     @Test func snooze_alertsAgainOnceAtUntil() {
-        var h = authorized()
+        var h = EngineHarness.mailAndChatAuthorized()
         h.submit("n1")
         #expect(h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"n1","until":"2026-01-05T13:00:00Z"}"#).isEmpty)
         #expect(h.state().nextDeadline() == at("2026-01-05T13:00:00Z"))
@@ -24,7 +17,7 @@ import Testing
     }
 
     @Test func snooze_judgedByRulesInForceThen() {
-        var h = authorized()
+        var h = EngineHarness.mailAndChatAuthorized()
         h.submit("n1")
         h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"n1","until":"2026-01-05T13:00:00Z"}"#)
         h.send("focusOn", #"{"user":"u","focus":"Work"}"#)
@@ -32,7 +25,7 @@ import Testing
     }
 
     @Test func snooze_withdrawnMeanwhile_nothing() {
-        var h = authorized()
+        var h = EngineHarness.mailAndChatAuthorized()
         h.submit("n1")
         h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"n1","until":"2026-01-05T13:00:00Z"}"#)
         h.send("withdraw", #"{"user":"u","app":"com.example.mail","id":"n1"}"#)
@@ -40,7 +33,7 @@ import Testing
     }
 
     @Test func snooze_untilAlreadyPast_alertsAgainNow() {
-        var h = authorized()
+        var h = EngineHarness.mailAndChatAuthorized()
         h.submit("n1")
         h.now = at("2026-01-05T12:10:00Z")
         let d = only(h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"n1","until":"2026-01-05T12:05:00Z"}"#))
@@ -50,7 +43,7 @@ import Testing
     /// SPEC §10: a delivered notification alerts again at `until` — also one delivered before the
     /// last deliveries whose content the state keeps: the fold's caller reads it back from the log.
     @Test func snooze_olderThanTheContentKept_isReadBackAndAlertsAgain() {
-        var h = authorized()
+        var h = EngineHarness.mailAndChatAuthorized()
         h.submit("n0", #""subtitle":"First""#)
         for i in 1...(2 * Engine.snoozableLimit + 4) { h.submit("n\(i)", app: i % 2 == 0 ? "com.example.mail" : "com.example.chat") }
         let snooze = #"{"user":"u","app":"com.example.mail","id":"n0","until":"2026-01-05T13:00:00Z"}"#
@@ -70,7 +63,7 @@ import Testing
     }
 
     @Test func snooze_olderThanTheContentKept_untilAlreadyPast_alertsAgainNow() {
-        var h = authorized()
+        var h = EngineHarness.mailAndChatAuthorized()
         h.submit("n0")
         for i in 1...(2 * Engine.snoozableLimit + 4) { h.submit("n\(i)") }
         h.now = at("2026-01-05T12:10:00Z")
@@ -79,7 +72,7 @@ import Testing
     }
 
     @Test func snooze_unknownNotificationIgnored() {
-        var h = authorized()
+        var h = EngineHarness.mailAndChatAuthorized()
         h.send("snooze", #"{"user":"u","app":"com.example.mail","id":"nope","until":"2026-01-05T13:00:00Z"}"#)
         #expect(h.state().nextDeadline() == nil)
     }
