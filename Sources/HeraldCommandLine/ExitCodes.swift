@@ -3,9 +3,10 @@ import ArgumentParser
 import Foundation
 import HeraldStore
 
-/// Exit codes: 0 success, 1 a check found a difference, 2 an error (bad input or usage, unreachable
-/// database, unknown user). `Herald.main` turns ArgumentParser's own codes (64 for a usage error,
-/// 1 for any other thrown error) into 2, so 1 always means differences.
+/// Exit codes: 0 success, 1 a check failed (replay found a difference, health found the service not
+/// answering), 2 an error (bad input or usage, unreachable database, unknown user). `Herald.main`
+/// turns ArgumentParser's own codes (64 for a usage error, 1 for any other thrown error) into 2, so
+/// 1 always means a failed check.
 extension ExitCode {
     public static let differences = ExitCode(1)
     public static let error = ExitCode(2)
@@ -35,7 +36,7 @@ public func noEvents(_ what: String, plural: Bool = false,
 /// Parses the arguments as `Root`'s and runs the command they name, with the exit codes above: a
 /// value the command checked itself is said like the commands' other errors, and ArgumentParser's
 /// own codes (64 for a usage error, 1 for any error it does not know) become 2, so a script can
-/// rely on 1 meaning differences and nothing else.
+/// rely on 1 meaning a failed check (differences, an unhealthy service) and nothing else.
 public func runCommandLine<Root: ParsableCommand>(_ root: Root.Type) -> Never {
     func fail(_ error: Error) -> Never {
         if Root.exitCode(for: error) == .success || (error as? ExitCode) == .differences { Root.exit(withError: error) }

@@ -8,7 +8,7 @@ struct Herald: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "An event-sourced notification scheduler on PostgreSQL.",
-        subcommands: [Serve.self, Migrate.self, Replay.self, Explain.self, State.self, Pending.self, Export.self, Import.self, Tail.self, Bench.self, Token.self]
+        subcommands: [Serve.self, Migrate.self, Replay.self, Explain.self, State.self, Pending.self, Export.self, Import.self, Tail.self, Health.self, Bench.self, Token.self]
     )
 
     static func main() { runCommandLine(Herald.self) }
