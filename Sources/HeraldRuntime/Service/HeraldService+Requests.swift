@@ -34,7 +34,8 @@ extension HeraldService {
               !appendsInFlight.isInFlight(InFlightKey(app: app, id: id)) else { return nil }
         if let ordinal = ordinal(of: user), users[ordinal].state.knows(app: app, id: id) { return nil }
         return RequestWarning(code: "nothing_to_withdraw",
-            message: "\(user) has no notification “\(id)” from \(app) pending, snoozed or among the deliveries Herald keeps: it was never sent to this user, or it was withdrawn, suppressed or replaced already, or it is older. The withdraw is stored: if “\(id)” was never submitted, it is cancelled for \(user) in advance. To withdraw it from whoever received it, leave out “user”.")
+            title: "\(user) has no notification “\(id)” from \(app) pending, snoozed or among the deliveries Herald keeps",
+            detail: "It was never sent to this user, or it was withdrawn, suppressed or replaced already, or it is older. The withdraw is stored: if “\(id)” was never submitted, it is cancelled for \(user) in advance. To withdraw it from whoever received it, leave out “user”.")
     }
 
     /// `focus_not_on`: a `focusOff` whose Focus is not on for its user at the event's time — not
@@ -49,11 +50,11 @@ extension HeraldService {
         case .on:
             return nil
         case .undefined:
-            return RequestWarning(code: "focus_not_on",
-                message: "\(user) has no Focus “\(name)”: none of that name was defined or turned on, so nothing was turned off. Check the name (Focus names are case-sensitive); the focusOff is stored and changes nothing.")
+            return RequestWarning(code: "focus_not_on", title: "\(user) has no Focus “\(name)”",
+                detail: "None of that name was defined or turned on, so nothing was turned off. Check the name (Focus names are case-sensitive); the focusOff is stored and changes nothing.")
         case .notOn:
-            return RequestWarning(code: "focus_not_on",
-                message: "\(user)'s Focus “\(name)” is not on at \(event.at.rfc3339): it is not on by hand, and no window of its schedule is active (or it was turned off already), so nothing was turned off. A scheduled Focus can be turned off only during one of its windows; the focusOff is stored and changes nothing.")
+            return RequestWarning(code: "focus_not_on", title: "\(user)'s Focus “\(name)” is not on at \(event.at.rfc3339)",
+                detail: "It is not on by hand, and no window of its schedule is active (or it was turned off already), so nothing was turned off. A scheduled Focus can be turned off only during one of its windows; the focusOff is stored and changes nothing.")
         }
     }
 
@@ -407,7 +408,8 @@ extension HeraldService {
 
     /// The warning of a re-sent id whose payload or recipients differ from the stored request's.
     static func duplicateDiffers(seq: Int64) -> RequestWarning {
-        RequestWarning(code: "duplicate_differs", message: "This id was already used (app and id are unique forever, whoever the users): the submit stored at seq \(seq) stands, and this one — whose payload or recipients differ — was neither stored nor delivered. Use a new id for new content or other users.")
+        RequestWarning(code: "duplicate_differs", title: "This id was already used: the submit stored at seq \(seq) stands",
+                       detail: "App and id are unique forever, whoever the users: this submit, whose payload or recipients differ, was neither stored nor delivered. Use a new id for new content or other users.")
     }
 
     func requestError(_ error: StoreError) -> RequestError {
