@@ -44,7 +44,7 @@ import Testing
         #expect(first["ok"] == true)
         let other = try c.call(Self.submit("n1", user: "bob"))
         #expect(Self.differs(other) && other["seq"] == first["seq"], "\(other.canonicalString)")
-        #expect(other["warnings"]?.arrayValue?.first?["message"]?.stringValue?.contains("seq \(first["seq"]?.intValue ?? -1)") == true,
+        #expect(other["warnings"]?.arrayValue?.first?["title"]?.stringValue?.contains("seq \(first["seq"]?.intValue ?? -1)") == true,
                 "the warning names the stored submit: \(other.canonicalString)")
         #expect(try Self.submitsStored(server, id: "n1") == ["alice"])
         _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T08:00:00Z"])

@@ -358,7 +358,7 @@ import Testing
         func codes(_ r: JSONValue) -> [String] { (r["warnings"]?.arrayValue ?? []).compactMap { $0["code"]?.stringValue } }
         let wrong = try c.call(["op": "withdraw", "user": "bob", "app": "com.example.mail", "id": "n1"])
         #expect(wrong["ok"] == true && codes(wrong) == ["nothing_to_withdraw"], "\(wrong.canonicalString)")
-        #expect(wrong["warnings"]?.arrayValue?.first?["message"]?.stringValue?.contains("leave out “user”") == true)
+        #expect(wrong["warnings"]?.arrayValue?.first?["detail"]?.stringValue?.contains("leave out “user”") == true)
         let right = try c.call(["op": "withdraw", "user": "alice", "app": "com.example.mail", "id": "n1"])
         #expect(right["ok"] == true && codes(right) == [], "\(right.canonicalString)")
         let again = try c.call(["op": "withdraw", "user": "alice", "app": "com.example.mail", "id": "n1"])
@@ -384,14 +384,14 @@ import Testing
         func codes(_ r: JSONValue) -> [String] { (r["warnings"]?.arrayValue ?? []).compactMap { $0["code"]?.stringValue } }
         let misspelt = try c.call(["op": "focusOff", "user": "alice", "focus": "Wrok"])
         #expect(misspelt["ok"] == true && codes(misspelt) == ["focus_not_on"], "\(misspelt.canonicalString)")
-        #expect(misspelt["warnings"]?.arrayValue?.first?["message"]?.stringValue?.contains("alice has no Focus “Wrok”") == true)
+        #expect(misspelt["warnings"]?.arrayValue?.first?["title"]?.stringValue?.contains("alice has no Focus “Wrok”") == true)
         _ = try c.call(["op": "focusDefine", "user": "alice", "focus": "Morning", "timeZone": "UTC",
                         "schedule": [["days": [1, 2, 3, 4, 5, 6, 7], "start": "06:00", "end": "08:00"]]])
         _ = try c.call(["op": "focusDefine", "user": "alice", "focus": "Evening", "timeZone": "UTC",
                         "schedule": [["days": [1, 2, 3, 4, 5, 6, 7], "start": "18:00", "end": "20:00"]]])
         let outside = try c.call(["op": "focusOff", "user": "alice", "focus": "Evening"])
         #expect(codes(outside) == ["focus_not_on"], "defined, outside its window")
-        #expect(outside["warnings"]?.arrayValue?.first?["message"]?.stringValue?.contains("is not on at 2026-03-27T07:00:00Z") == true)
+        #expect(outside["warnings"]?.arrayValue?.first?["title"]?.stringValue?.contains("is not on at 2026-03-27T07:00:00Z") == true)
         let inWindow = try c.call(["op": "focusOff", "user": "alice", "focus": "Morning"])
         #expect(inWindow["ok"] == true && codes(inWindow) == [], "\(inWindow.canonicalString)")
         #expect(codes(try c.call(["op": "focusOff", "user": "alice", "focus": "Morning"])) == ["focus_not_on"], "turned off already")

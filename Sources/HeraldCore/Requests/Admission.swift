@@ -104,13 +104,20 @@ public struct RequestError: Error, Hashable, Sendable {
     }
 }
 
-/// Something accepted but worth fixing; listed in the ack's `warnings`.
+/// Something accepted but worth fixing; listed in the ack's `warnings`, shaped like an error:
+/// `title` says what was noticed, specifically, `detail` what it means and what to change.
 public struct RequestWarning: Hashable, Sendable {
     public var code: String
-    public var message: String
+    public var title: String
+    public var detail: String
     /// Creates one from its fields.
-    public init(code: String, message: String) { self.code = code; self.message = message }
+    public init(code: String, title: String, detail: String) { self.code = code; self.title = title; self.detail = detail }
 
-    /// `{"code":…,"message":…}` for the ack.
-    public var json: JSONValue { .object(["code": .string(code), "message": .string(message)]) }
+    /// The detail of every `unknown_field` warning.
+    static let unknownFieldDetail = "It was ignored (not stored). Check its spelling against the op's fields (docs/protocol.md), or leave it out."
+
+    /// `{"code":…,"detail":…,"title":…}` for the ack.
+    public var json: JSONValue {
+        .object(["code": .string(code), "title": .string(title), "detail": .string(detail)])
+    }
 }

@@ -30,7 +30,7 @@ extension Engine {
             }
             var (draft, warnings) = try admitOther(f, apps: apps, now: now)
             for u in f.unknown(known.fields) {
-                warnings.append(RequestWarning(code: "unknown_field", message: "Field “\(clipped(u))” is not part of \(op) and was ignored (not stored)."))
+                warnings.append(RequestWarning(code: "unknown_field", title: "Field “\(clipped(u))” is not part of \(op)", detail: RequestWarning.unknownFieldDetail))
             }
             // Encoded once: kept as the bytes the runtime stores (`storedBody` encoded them again).
             let canonical = draft.body.canonicalBytes
@@ -141,7 +141,8 @@ extension Engine {
                 }
             }
             if body.count == (perApp == nil ? 1 : 2) {
-                warnings.append(RequestWarning(code: "no_settings_changed", message: "This settings request changes nothing: it names no setting."))
+                warnings.append(RequestWarning(code: "no_settings_changed", title: "This settings request changes nothing",
+                                               detail: "It names no setting. Name at least one (alert, sound, badge, …) with its new value."))
             }
         case "provisionalKeep":
             try needUser(); try needApp()
@@ -203,8 +204,8 @@ extension Engine {
             if op == "focusOn", let u = try f.instant("until") {
                 body["until"] = .string(u.rfc3339)
                 if let now, u <= now {
-                    warnings.append(RequestWarning(code: "until_not_in_future",
-                        message: "until (\(u.rfc3339)) is not after now (\(now.rfc3339)): no Focus is turned on, and a Focus on by hand is turned off. Send a later until, or check the sender's clock and time zone."))
+                    warnings.append(RequestWarning(code: "until_not_in_future", title: "until (\(u.rfc3339)) is not after now (\(now.rfc3339))",
+                        detail: "No Focus is turned on, and a Focus on by hand is turned off. Send a later until, or check the sender's clock and time zone."))
                 }
             }
         case "mute":
@@ -215,8 +216,8 @@ extension Engine {
             let until = try f.requiredInstant("until", "when the notification alerts again")
             body["until"] = .string(until.rfc3339)
             if let now, until <= now {
-                warnings.append(RequestWarning(code: "until_not_in_future",
-                    message: "until (\(until.rfc3339)) is not after now (\(now.rfc3339)): the notification is judged again at once, not later. Send a later until, or check the sender's clock and time zone."))
+                warnings.append(RequestWarning(code: "until_not_in_future", title: "until (\(until.rfc3339)) is not after now (\(now.rfc3339))",
+                    detail: "The notification is judged again at once, not later. Send a later until, or check the sender's clock and time zone."))
             }
         case "opened":
             try needUser(); try needApp()

@@ -128,7 +128,7 @@ struct RequestFields {
     /// otherwise change nothing without a word (docs/engine.md, unknown fields).
     func nestedUnknown(_ known: Set<String>, path: String, of what: String) -> [RequestWarning] {
         members.keys.filter { !known.contains($0) }.sorted().map { u in
-            RequestWarning(code: "unknown_field", message: "Field “\(path).\(clipped(u))” is not part of \(what) and was ignored (not stored).")
+            RequestWarning(code: "unknown_field", title: "Field “\(path).\(clipped(u))” is not part of \(what)", detail: RequestWarning.unknownFieldDetail)
         }
     }
 

@@ -48,7 +48,8 @@ extension Engine {
             users = us.filter { seen.insert($0).inserted }
             if users.count != us.count {
                 warnings.append(RequestWarning(code: "duplicate_users",
-                    message: "“users” lists \(us.count - users.count) recipient(s) more than once; each gets the notification once."))
+                    title: "“users” lists \(us.count - users.count) recipient(s) more than once",
+                    detail: "Each recipient gets the notification once; list each one once."))
             }
         }
 
@@ -137,7 +138,8 @@ extension Engine {
         guard let first else { return nil }
         let more = count > 1 ? " (and \(count - 1) more member\(count > 2 ? "s" : "") like it)" : ""
         return RequestWarning(code: "integer_beyond_64_bits",
-            message: "“\(clipped(first.path))”\(more) is a whole number beyond the 64-bit integer range: it is kept and delivered as a 64-bit floating-point number, \(JSONValue.double(first.value).canonicalString), which keeps about 16 significant digits. If it is an id, send it as a string.")
+            title: "“\(clipped(first.path))”\(more) is a whole number beyond the 64-bit integer range",
+            detail: "It is kept and delivered as a 64-bit floating-point number, \(JSONValue.double(first.value).canonicalString), which keeps about 16 significant digits. If it is an id, send it as a string.")
     }
 
     /// A submit read straight from its line (`SubmitLine`): only what the general path reads
@@ -179,53 +181,56 @@ extension Engine {
 
         // Warnings.
         if n.communication != nil && !ents.contains(.communication) {
-            warnings.append(RequestWarning(code: "communication_not_entitled",
-                message: "\(app) has no communication entitlement: “communication” is ignored and the notification is judged as an ordinary one."))
+            warnings.append(RequestWarning(code: "communication_not_entitled", title: "\(app) has no communication entitlement",
+                detail: "“communication” is ignored and the notification is judged as an ordinary one. Register the app with the communication entitlement (registerApp), or leave “communication” out."))
         }
         // The title is decoded into a `String` only when its last byte leaves the question open.
         if n.titleLastUnescapedByte.map(Engine.mayEndInPunctuation(lastByte:)) ?? true,
            let t = n.title, let last = t.trimmed.last, ".!?,;:…".contains(last) {
-            warnings.append(RequestWarning(code: "title_ends_with_punctuation",
-                message: "The title “\(clipped(t))” ends in “\(last)”: titles read better without ending punctuation."))
+            warnings.append(RequestWarning(code: "title_ends_with_punctuation", title: "The title “\(clipped(t))” ends in “\(last)”",
+                detail: "Titles read better without ending punctuation; leave it out."))
         }
         // Only actions need it, and `split` allocates an array of substrings: skipped without them.
         let appName = n.actions.isEmpty ? "" : app.split(separator: ".").last.map { String($0).lowercased() } ?? ""
         for (i, a) in n.actions.enumerated() {
             let lower = a.title.trimmed.lowercased()
             if Engine.openOnlyTitles.contains(lower) || (appName.count >= 3 && lower == "open \(appName)") {
-                warnings.append(RequestWarning(code: "action_opens_app_only",
-                    message: "Action \(i + 1) (“\(clipped(a.title))”) only opens the app, which tapping the notification already does: give it a task of its own or remove it."))
+                warnings.append(RequestWarning(code: "action_opens_app_only", title: "Action \(i + 1) (“\(clipped(a.title))”) only opens the app",
+                    detail: "Tapping the notification already opens the app: give the action a task of its own or remove it."))
             }
             if a.title.count > Engine.maxActionTitleCharacters {
                 warnings.append(RequestWarning(code: "action_title_too_long",
-                    message: "Action \(i + 1) title “\(clipped(a.title))” is \(a.title.count) characters; keep action titles to \(Engine.maxActionTitleCharacters) or fewer so they are not cut off."))
+                    title: "Action \(i + 1) title “\(clipped(a.title))” is \(a.title.count) characters",
+                    detail: "Keep action titles to \(Engine.maxActionTitleCharacters) characters or fewer so they are not cut off."))
             }
             if appName.count >= 3 && lower.contains(appName) {
                 warnings.append(RequestWarning(code: "action_title_contains_app_name",
-                    message: "Action \(i + 1) title “\(clipped(a.title))” contains the app's name; the notification already shows it."))
+                    title: "Action \(i + 1) title “\(clipped(a.title))” contains the app's name",
+                    detail: "The notification already shows the app's name; leave it out of the action title."))
             }
         }
         if let placeholder = n.hiddenPreviewsBodyPlaceholder {
             // A visible ASCII first byte settles it without walking the characters (the usual case).
             let visibleStart = placeholder.utf8.first.map { $0 > 0x20 && $0 < 0x7F } ?? false
             if !visibleStart && placeholder.unicodeScalars.allSatisfy(\.isInvisible) {
-                warnings.append(RequestWarning(code: "blank_hidden_previews_placeholder",
-                    message: "hiddenPreviewsBodyPlaceholder is blank: users who hide previews will see an empty notification. Give a short text such as “New message”, or leave the field out to show “Notification”."))
+                warnings.append(RequestWarning(code: "blank_hidden_previews_placeholder", title: "hiddenPreviewsBodyPlaceholder is blank",
+                    detail: "Users who hide previews will see an empty notification. Give a short text such as “New message”, or leave the field out to show “Notification”."))
             }
         } else {
-            warnings.append(RequestWarning(code: "missing_hidden_previews_placeholder",
-                message: "No hiddenPreviewsBodyPlaceholder: users who hide previews will see just “Notification”. Add a short text such as “New message”."))
+            warnings.append(RequestWarning(code: "missing_hidden_previews_placeholder", title: "No hiddenPreviewsBodyPlaceholder",
+                detail: "Users who hide previews will see just “Notification”. Add a short text such as “New message”."))
         }
         if n.level == .timeSensitive, let now {
             for (name, t) in [("deliverAt", n.deliverAt), ("relevantAt", n.relevantAt)] {
                 if let t, t.since(now) > .hours(1) {
                     warnings.append(RequestWarning(code: "time_sensitive_far_off",
-                        message: "This Time Sensitive notification's \(name) (\(t.rfc3339)) is more than an hour away; Time Sensitive is for what needs attention now. Send it as active, or submit it closer to the time."))
+                        title: "This Time Sensitive notification's \(name) (\(t.rfc3339)) is more than an hour away",
+                        detail: "Time Sensitive is for what needs attention now. Send it as active, or submit it closer to the time."))
                 }
             }
         }
         for u in unknownFields {
-            warnings.append(RequestWarning(code: "unknown_field", message: "Field “\(clipped(u))” is not part of submit and was ignored (not stored)."))
+            warnings.append(RequestWarning(code: "unknown_field", title: "Field “\(clipped(u))” is not part of submit", detail: RequestWarning.unknownFieldDetail))
         }
 
         // The normalized body and its size, in one sink that then receives each recipient's tail:

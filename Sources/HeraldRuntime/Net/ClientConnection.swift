@@ -274,6 +274,16 @@ public final class ClientConnection {
         closeIfAnswered()
     }
 
+    /// The lame-duck stop (SPEC §5 `goodbye`): `line` goes out at once, ahead of the replies
+    /// still owed, and the connection ends as `closeAfterReplies` ends it: nothing more is read
+    /// (what the client sends from now on is neither answered nor stored: it resubmits that
+    /// elsewhere), every request read is answered, then it closes.
+    func goodbye(_ line: [UInt8], reason: String) {
+        guard !isClosing else { return }
+        send(line)
+        closeAfterReplies(nil, reason: reason)
+    }
+
     /// `closeAfterReplies`' second half, once nothing read is unanswered.
     private func closeIfAnswered() {
         guard let c = closing, session.outstanding == 0, pendingActions.isEmpty else { return }

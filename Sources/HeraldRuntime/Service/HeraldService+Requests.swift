@@ -34,7 +34,30 @@ extension HeraldService {
               !appendsInFlight.isInFlight(InFlightKey(app: app, id: id)) else { return nil }
         if let ordinal = ordinal(of: user), users[ordinal].state.knows(app: app, id: id) { return nil }
         return RequestWarning(code: "nothing_to_withdraw",
-            message: "\(user) has no notification “\(id)” from \(app) pending, snoozed or among the deliveries Herald keeps: it was never sent to this user, or it was withdrawn, suppressed or replaced already, or it is older. The withdraw is stored: if “\(id)” was never submitted, it is cancelled for \(user) in advance. To withdraw it from whoever received it, leave out “user”.")
+            title: "\(user) has no notification “\(id)” from \(app) pending, snoozed or among the deliveries Herald keeps",
+            detail: "It was never sent to this user, or it was withdrawn, suppressed or replaced already, or it is older. The withdraw is stored: if “\(id)” was never submitted, it is cancelled for \(user) in advance. To withdraw it from whoever received it, leave out “user”.")
+    }
+
+    /// The warning judged as a committed event is folded, from the service's state just before
+    /// the fold (exact: every earlier event of the log is folded): `focus_not_on` for a
+    /// `focusOff`, `app_not_registered` for a submit. `app`: the event's app (read only for a submit).
+    func foldWarning(_ event: StoredEvent, app: @autoclosure () -> String?) -> RequestWarning? {
+        switch event.kind {
+        case .focusOff: focusNotOn(event)
+        case .submit: app().flatMap(appNotRegistered)
+        default: nil
+        }
+    }
+
+    /// `app_not_registered`: a submit for an app that no `registerApp` named. It is stored and
+    /// judged as any other (an app without entitlements: users who never authorized it get it
+    /// `suppressed`); the producer hears of it in the ack, not only the consumers. Judged from
+    /// the registry in memory (every earlier `registerApp` is folded, a pipelined one included);
+    /// not said while folds wait for content, when the registry may lag the log.
+    func appNotRegistered(_ app: String) -> RequestWarning? {
+        guard restart.content.heldFolds.isEmpty, apps.registeredName(app) == nil else { return nil }
+        return RequestWarning(code: "app_not_registered", title: "\(app) was never registered",
+            detail: "The submit is stored and judged as one from an app without entitlements: users who have not authorized \(app) get it as suppressed. Check the app's name, or have an admin register it ({\"op\":\"registerApp\",\"app\":…,\"entitlements\":[…]}).")
     }
 
     /// `focus_not_on`: a `focusOff` whose Focus is not on for its user at the event's time — not
@@ -49,11 +72,11 @@ extension HeraldService {
         case .on:
             return nil
         case .undefined:
-            return RequestWarning(code: "focus_not_on",
-                message: "\(user) has no Focus “\(name)”: none of that name was defined or turned on, so nothing was turned off. Check the name (Focus names are case-sensitive); the focusOff is stored and changes nothing.")
+            return RequestWarning(code: "focus_not_on", title: "\(user) has no Focus “\(name)”",
+                detail: "None of that name was defined or turned on, so nothing was turned off. Check the name (Focus names are case-sensitive); the focusOff is stored and changes nothing.")
         case .notOn:
-            return RequestWarning(code: "focus_not_on",
-                message: "\(user)'s Focus “\(name)” is not on at \(event.at.rfc3339): it is not on by hand, and no window of its schedule is active (or it was turned off already), so nothing was turned off. A scheduled Focus can be turned off only during one of its windows; the focusOff is stored and changes nothing.")
+            return RequestWarning(code: "focus_not_on", title: "\(user)'s Focus “\(name)” is not on at \(event.at.rfc3339)",
+                detail: "It is not on by hand, and no window of its schedule is active (or it was turned off already), so nothing was turned off. A scheduled Focus can be turned off only during one of its windows; the focusOff is stored and changes nothing.")
         }
     }
 
@@ -130,6 +153,9 @@ extension HeraldService {
             case .failure(let error):
                 self.appendFailed(error, at: at, rid: rid, reply: reply)
             case .success(let outcomes):
+                var warnings = warnings
+                if accepted.events.first?.type == "submit", let app = accepted.events.first?.app,
+                   let w = self.appNotRegistered(app) { warnings.append(w) }
                 // By index: `for (outcome, draft) in zip(…)` would copy every draft.
                 for (i, outcome) in zip(accepted.events.indices, outcomes) {
                     if case .appended(let seq) = outcome {
@@ -184,9 +210,9 @@ extension HeraldService {
                 if case .appended(let seq) = outcome {
                     self.eventsCommitted += 1
                     let event = accepted.events.withUnsafeBufferPointer { StoredEvent(draftAt: $0.baseAddress!, seq: seq, at: at) }
-                    let focusWarning = event.kind == .focusOff ? self.focusNotOn(event) : nil
+                    let foldWarning = self.foldWarning(event, app: accepted.events.withUnsafeBufferPointer { $0[0].app })
                     self.applyCommitted(event)
-                    reply.appended(rid: rid, seq: seq, warnings: focusWarning.map { accepted.warnings + [$0] } ?? accepted.warnings,
+                    reply.appended(rid: rid, seq: seq, warnings: foldWarning.map { accepted.warnings + [$0] } ?? accepted.warnings,
                                    in: self.replyScratch)
                 } else {
                     reply(self.replyFor(outcome: outcome, rid: rid, warnings: accepted.warnings))
@@ -407,7 +433,8 @@ extension HeraldService {
 
     /// The warning of a re-sent id whose payload or recipients differ from the stored request's.
     static func duplicateDiffers(seq: Int64) -> RequestWarning {
-        RequestWarning(code: "duplicate_differs", message: "This id was already used (app and id are unique forever, whoever the users): the submit stored at seq \(seq) stands, and this one — whose payload or recipients differ — was neither stored nor delivered. Use a new id for new content or other users.")
+        RequestWarning(code: "duplicate_differs", title: "This id was already used: the submit stored at seq \(seq) stands",
+                       detail: "App and id are unique forever, whoever the users: this submit, whose payload or recipients differ, was neither stored nor delivered. Use a new id for new content or other users.")
     }
 
     func requestError(_ error: StoreError) -> RequestError {

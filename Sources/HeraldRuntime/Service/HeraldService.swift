@@ -453,12 +453,18 @@ public final class HeraldService: ConnectionDelegate {
 
     // MARK: Shutdown
 
-    /// SIGTERM: stop accepting, finish in-flight commits (their clients get their acks), then stop.
+    /// The line every connection gets when the service stops (SPEC §5).
+    static let goodbyeLine = WireReply.line(.object(["op": "goodbye", "reason": "shutting_down"]))
+
+    /// SIGTERM or SIGINT, a lame-duck stop: stop accepting; tell every connection `goodbye` and
+    /// read no more from it; finish in-flight commits (their clients get their acks, then each
+    /// connection closes); then stop.
     func beginShutdown() {
         guard lifecycle.shutdownRequested() else { return }
-        log("shutting down: no new connections; finishing in-flight commits")
+        log("shutting down: no new connections; goodbye to \(connections.count) connection(s); finishing in-flight commits")
         listener?.disable()
         plaintextListener?.disable()
+        for c in connections.open.values { c.goodbye(Self.goodbyeLine, reason: "server shutting down (goodbye sent)") }
         shutdownTimer = loop.timer { [unretained] in unretained.object?.shutdownStep() }
         shutdownTimer?.arm(afterMilliseconds: 0)
     }

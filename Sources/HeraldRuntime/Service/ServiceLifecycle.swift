@@ -4,13 +4,16 @@
 /// `finalSnapshotStepped`), the next step of a graceful stop out (`ShutdownStep`), performed by
 /// `HeraldService.shutdownStep`.
 ///
-/// A stop drains in order: the in-flight commits are answered and decided deliveries committed
-/// (`finishingCommits`); then every connection is closed and given a bounded time to send its
-/// last replies (`closingConnections`); then the final snapshot is written; then the loop stops.
+/// A stop drains in order: every connection is told `goodbye` and read no more, and closes
+/// once the requests it had read are answered; the in-flight commits are answered and decided
+/// deliveries committed (`finishingCommits`); then every connection still open is closed and
+/// given a bounded time to send its last replies (`closingConnections`); then the final
+/// snapshot is written; then the loop stops.
 enum ServiceLifecycle: Equatable {
     /// Accepting connections and requests.
     case serving
-    /// SIGTERM: no new connections; waiting for in-flight commits and deliveries.
+    /// SIGTERM: no new connections, goodbye said, nothing more read; waiting for in-flight
+    /// commits and deliveries.
     case finishingCommits
     /// Connections closed at `since` (monotonic milliseconds): their last replies are on their way.
     case closingConnections(since: Int64)

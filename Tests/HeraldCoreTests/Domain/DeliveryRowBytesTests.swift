@@ -115,8 +115,8 @@ import Testing
     }
 
     @Test func theAckTemplateEqualsTheGeneralReply() {
-        let warnings = [RequestWarning(code: "title_punctuation", message: "Titles \"end\" without punctuation."),
-                        RequestWarning(code: "no_placeholder", message: "é")]
+        let warnings = [RequestWarning(code: "title_punctuation", title: "The title ends in \"!\"", detail: "Titles \"end\" without punctuation."),
+                        RequestWarning(code: "no_placeholder", title: "é", detail: "")]
         let rids: [JSONValue?] = [nil, .int(7), .int(-3), .string("r\"1"), .double(0.5), .bool(true), .null]
         var scratch = ByteSink(capacity: 8)  // one sink for every reply, as the service uses it
         defer { scratch.deallocate() }
