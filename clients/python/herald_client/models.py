@@ -41,16 +41,32 @@ def format_instant(value: datetime) -> str:
     return text + "Z"
 
 
+_PLAN: dict[type, list[tuple[str, str, bool]]] = {}
+
+
+def _plan(cls: type) -> list[tuple[str, str, bool]]:
+    plan = _PLAN.get(cls)
+    if plan is None:
+        plan = [(f.name, f.metadata.get("wire", _camel(f.name)), f.metadata.get("null_ok") is True) for f in dataclasses.fields(cls)]
+        _PLAN[cls] = plan
+    return plan
+
+
 def _wire(value: Any) -> JSON:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out: dict[str, JSON] = {}
-        for f in dataclasses.fields(value):
-            v = getattr(value, f.name)
-            if v is None and f.metadata.get("null_ok") is not True:
+        for name, wire, null_ok in _plan(type(value)):
+            v = getattr(value, name)
+            if v is None:
+                if null_ok:
+                    out[wire] = None
                 continue
-            if isinstance(v, _Unset):
-                continue
-            out[f.metadata.get("wire", _camel(f.name))] = _wire(v)
+            if isinstance(v, (str, int, float, bool)):
+                out[wire] = v
+            elif not isinstance(v, _Unset):
+                out[wire] = _wire(v)
         return out
     if isinstance(value, datetime):
         return format_instant(value)
