@@ -14,7 +14,10 @@ from typing import Iterator
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+try:
+    import herald_client  # noqa: F401  (installed, or on PYTHONPATH)
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 REPO = Path(__file__).resolve().parents[3]
 BINARY = os.environ.get("HERALD_BINARY") or str(
