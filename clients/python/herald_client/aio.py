@@ -44,6 +44,7 @@ Parse = Callable[[dict[str, Any]], Any]
 
 _READ_LIMIT = 1 << 20
 _QUEUE_LINES = 8192
+_KEEPALIVE = 60.0
 
 
 def _encode(body: dict[str, Any]) -> bytes:
@@ -92,7 +93,10 @@ class _Connection:
         on_connected: Callable[[], list[_Pending]] | None = None,
         backlogged: Callable[[], bool] | None = None,
         drained: Callable[[], Awaitable[Any]] | None = None,
+        on_ended: Callable[[HeraldError], None] | None = None,
     ) -> None:
+        self.on_ended = on_ended
+        self.last_write = 0.0
         self.backlogged = backlogged
         self.drained = drained
         self.host, self.port, self.token, self.ssl = host, port, token, ssl
@@ -139,6 +143,7 @@ class _Connection:
         for p in extra:
             self.pending.append(p)
         writer.writelines([p.line for p in self.pending])
+        self.last_write = asyncio.get_running_loop().time()
         self.writable = True
         self.up.set()
 
@@ -152,7 +157,10 @@ class _Connection:
             if self.closed or self.fatal:
                 break
             await self._reconnect()
-        self._fail_all(self.fatal or ClientClosedError())
+        error = self.fatal or ClientClosedError()
+        self._fail_all(error)
+        if self.on_ended is not None:
+            self.on_ended(error)
 
     async def _read_until_closed(self) -> None:
         assert self.reader is not None
@@ -251,6 +259,7 @@ class _Connection:
         lines, self.outbox = self.outbox, []
         if self.writable and self.writer is not None and lines:
             self.writer.write(b"".join(lines))
+            self.last_write = asyncio.get_running_loop().time()
 
     async def send(self, request: Request | dict[str, Any], parse: Parse) -> asyncio.Future[Any]:
         while len(self.pending) >= self.window and not self.closed and self.fatal is None:
@@ -412,7 +421,7 @@ class AsyncClient:
 
     async def close(self) -> None:
         """Waits for every request in flight to be answered (or to fail), then closes."""
-        futures = [p.future for p in self._c.pending if isinstance(p.future, asyncio.Future)]
+        futures = [p.future if isinstance(p.future, asyncio.Future) else asyncio.wrap_future(p.future) for p in self._c.pending]
         if futures:
             await asyncio.gather(*futures, return_exceptions=True)
         await self._c.close()
@@ -436,7 +445,8 @@ class AsyncSubscription:
         self.filter = filter
         self.ack_every = ack_every
         self.ack_interval = ack_interval
-        self.queue: asyncio.Queue[Delivery] = asyncio.Queue()
+        self.queue: asyncio.Queue[Delivery | None] = asyncio.Queue()
+        self.error: HeraldError | None = None
         self.room = asyncio.Event()
         self.room.set()
         self.start_from: str | int = "committed"
@@ -464,7 +474,7 @@ class AsyncSubscription:
         sub.started = loop.create_future()
         sub.c = _Connection(host, port, token=token, ssl=ssl, window=1 << 30, backoff=backoff,
                             on_line=sub._line, on_connected=sub._subscribe_request,
-                            backlogged=sub._backlogged, drained=sub.room.wait)
+                            backlogged=sub._backlogged, drained=sub.room.wait, on_ended=sub._ended)
         await sub.c.connect()
         await sub.started
         sub.timer = loop.create_task(sub._tick())
@@ -501,6 +511,13 @@ class AsyncSubscription:
         self.partition = delivery.partition
         self.queue.put_nowait(delivery)
 
+    def _ended(self, error: HeraldError) -> None:
+        # The connection will not come back (closed, revoked, taken over): wake the reader with the reason.
+        if self.started is not None and not self.started.done():
+            self.started.set_exception(error)
+        self.error = error
+        self.queue.put_nowait(None)
+
     def _backlogged(self) -> bool:
         if self.queue.qsize() >= _QUEUE_LINES:
             self.room.clear()
@@ -516,7 +533,15 @@ class AsyncSubscription:
             self.last_yielded = None
         if self.closed:
             raise StopAsyncIteration
+        if self.error is not None and self.queue.empty():
+            raise self.error
         delivery = await self.queue.get()
+        if delivery is None:
+            self.queue.put_nowait(None)
+            if self.closed or isinstance(self.error, ClientClosedError):
+                raise StopAsyncIteration
+            assert self.error is not None
+            raise self.error
         if not self.room.is_set() and self.queue.qsize() < _QUEUE_LINES // 2:
             self.room.set()
         self.last_yielded = delivery
@@ -554,9 +579,13 @@ class AsyncSubscription:
         return future
 
     async def _tick(self) -> None:
+        loop = asyncio.get_running_loop()
         while not self.closed:
             await asyncio.sleep(self.ack_interval)
             self.flush()
+            if self.c.writable and loop.time() - self.c.last_write > _KEEPALIVE:
+                # The server closes a connection that sends no line for 5 minutes; a reading consumer pings.
+                self.c.enqueue({"op": "ping"}, loop.create_future(), _raw)
 
     async def close(self) -> None:
         """Acks what was processed (and the last delivery handed out), waits for that ack, and closes."""

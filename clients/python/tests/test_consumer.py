@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from conftest import ADMIN_TOKEN, HeraldServer
 
-from herald_client import AsyncClient, Authorization, Client, Delivery, Submit
+from herald_client import AsyncClient, Authorization, Client, ConnectionError_, Delivery, Submit
 
 APP = "com.example.consumer"
 
@@ -61,3 +63,14 @@ def test_batched_acks_go_out_on_the_timer_without_a_close(server: HeraldServer) 
             await sub.close()
 
     asyncio.run(run())
+
+
+def test_a_subscription_taken_over_elsewhere_raises_the_typed_error(server: HeraldServer) -> None:
+    with Client.connect(server.host, server.port, token=ADMIN_TOKEN) as c:
+        first = c.subscribe("taken-over")
+        second = c.subscribe("taken-over")
+        with pytest.raises(ConnectionError_) as caught:
+            first.next(10)
+        assert caught.value.code == "subscribed_elsewhere"
+        second.close()
+        first.close()
