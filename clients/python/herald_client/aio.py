@@ -47,8 +47,13 @@ _QUEUE_LINES = 8192
 _KEEPALIVE = 60.0
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_DECODER = json.JSONDecoder()
+_CHUNK = 1 << 16
+
+
 def _encode(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    return (_ENCODER.encode(body) + "\n").encode()
 
 
 @dataclass
@@ -165,39 +170,51 @@ class _Connection:
     async def _read_until_closed(self) -> None:
         assert self.reader is not None
         reader = self.reader
+        decode = _DECODER.decode
+        rest = b""
         while True:
-            line = await reader.readline()
-            if not line:
+            # Read what is there and split it: far cheaper than a readline a reply.
+            chunk = await reader.read(_CHUNK)
+            if not chunk:
                 return
-            obj = json.loads(line)
-            if "ok" in obj:
-                rid = obj.get("rid")
-                if self.pending and rid == self.pending[0].rid:
-                    p = self.pending.popleft()
-                    if len(self.pending) < self.window:
-                        self.room.set()
-                    if obj["ok"]:
-                        try:
-                            _settle(p.future, p.parse(obj))
-                        except Exception as e:  # a reply the parser cannot read
-                            _settle(p.future, error=e)
-                    else:
-                        _settle(p.future, error=error_from_reply(obj))
-                elif not obj["ok"]:
-                    err = error_from_reply(obj)
-                    if err.code in ("grant_revoked", "subscribed_elsewhere"):
-                        self.fatal = err
-                continue
-            op = obj.get("op")
-            if op == "goodbye":
-                # The server answers what it has read and closes: send nothing more on this connection.
-                self.writable = False
-                self.up.clear()
-            elif self.on_line is not None:
-                self.on_line(obj)
-                if self.backlogged is not None and self.drained is not None and self.backlogged():
-                    # Stop reading until the user catches up: TCP then pauses the server's stream.
-                    await self.drained()
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop()
+            if len(rest) > _READ_LIMIT:
+                raise ValueError("a line longer than the protocol allows")
+            for line in lines:
+                if line:
+                    await self._line(decode(line.decode()))
+
+    async def _line(self, obj: dict[str, Any]) -> None:
+        if "ok" in obj:
+            rid = obj.get("rid")
+            pending = self.pending
+            if pending and rid == pending[0].rid:
+                p = pending.popleft()
+                if len(pending) < self.window:
+                    self.room.set()
+                if obj["ok"]:
+                    try:
+                        _settle(p.future, p.parse(obj))
+                    except Exception as e:  # a reply the parser cannot read
+                        _settle(p.future, error=e)
+                else:
+                    _settle(p.future, error=error_from_reply(obj))
+            elif not obj["ok"]:
+                err = error_from_reply(obj)
+                if err.code in ("grant_revoked", "subscribed_elsewhere"):
+                    self.fatal = err
+            return
+        op = obj.get("op")
+        if op == "goodbye":
+            # The server answers what it has read and closes: send nothing more on this connection.
+            self.writable = False
+            self.up.clear()
+        elif self.on_line is not None:
+            self.on_line(obj)
+            if self.backlogged is not None and self.drained is not None and self.backlogged():
+                # Stop reading until the user catches up: TCP then pauses the server's stream.
+                await self.drained()
 
     def _drop_connection(self) -> None:
         self.outbox = []

@@ -41,32 +41,34 @@ def format_instant(value: datetime) -> str:
     return text + "Z"
 
 
-_PLAN: dict[type, list[tuple[str, str, bool]]] = {}
+_PLAN: dict[type, tuple[dict[str, str], frozenset[str]]] = {}
+_SCALARS = (str, int, float, bool)
 
 
-def _plan(cls: type) -> list[tuple[str, str, bool]]:
+def _plan(cls: type) -> tuple[dict[str, str], frozenset[str]]:
     plan = _PLAN.get(cls)
     if plan is None:
-        plan = [(f.name, f.metadata.get("wire", _camel(f.name)), f.metadata.get("null_ok") is True) for f in dataclasses.fields(cls)]
+        fields = dataclasses.fields(cls)
+        plan = ({f.name: f.metadata.get("wire", _camel(f.name)) for f in fields},
+                frozenset(f.name for f in fields if f.metadata.get("null_ok") is True))
         _PLAN[cls] = plan
     return plan
 
 
 def _wire(value: Any) -> JSON:
-    if value is None or isinstance(value, (str, int, float, bool)):
+    if value is None or isinstance(value, _SCALARS):
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names, null_ok = _plan(type(value))
         out: dict[str, JSON] = {}
-        for name, wire, null_ok in _plan(type(value)):
-            v = getattr(value, name)
+        for name, v in vars(value).items():
             if v is None:
-                if null_ok:
-                    out[wire] = None
-                continue
-            if isinstance(v, (str, int, float, bool)):
-                out[wire] = v
+                if name in null_ok:
+                    out[names[name]] = None
+            elif isinstance(v, _SCALARS):
+                out[names[name]] = v
             elif not isinstance(v, _Unset):
-                out[wire] = _wire(v)
+                out[names[name]] = _wire(v)
         return out
     if isinstance(value, datetime):
         return format_instant(value)
@@ -335,7 +337,7 @@ class Warning:
         return Warning(code=str(obj.get("code", "")), title=str(title), detail=str(obj.get("detail", "")))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Reply:
     """Any success reply; `raw` holds every member the server sent."""
 
@@ -346,7 +348,7 @@ class Reply:
         return self.raw.get("rid")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Ack(Reply):
     """The ack of a state-changing op: stored (or already stored, `duplicate`) at `seq` of `partition`."""
 
@@ -359,6 +361,9 @@ class Ack(Reply):
 
     @staticmethod
     def from_wire(obj: dict[str, JSON]) -> Ack:
+        warnings = obj.get("warnings")
+        if not warnings and len(obj) <= 4 and "partition" not in obj and "duplicate" not in obj:  # {"ok","rid","seq","warnings"}
+            return Ack(raw=obj, seq=obj.get("seq", 0))
         return Ack(
             raw=obj,
             seq=int(obj.get("seq", 0)),
@@ -370,7 +375,7 @@ class Ack(Reply):
         )
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class HelloReply(Reply):
     server: str = ""
     roles: list[str] = field(default_factory=list)
