@@ -44,7 +44,8 @@ def free_port() -> int:
 class HeraldServer:
     """One `herald serve` on a free port; `kill9()` and `start()` restart it on the same port and database."""
 
-    def __init__(self, cwd: Path, database: str) -> None:
+    def __init__(self, cwd: Path, database: str, extra: list[str] | None = None) -> None:
+        self.extra = extra or []
         self.cwd = cwd
         self.database = database
         self.host = "127.0.0.1"
@@ -59,7 +60,7 @@ class HeraldServer:
 
     def start(self, fresh: bool = False) -> None:
         args = [BINARY, "serve", "--listen", self.addr, "--clock", "manual", "--start", "2026-03-27T07:00:00Z",
-                "--private-database", self.database, "--tokens", "tokens.json"]
+                "--private-database", self.database, "--tokens", "tokens.json", *self.extra]
         if fresh:
             args.append("--fresh-private-database")
         with open(self.log, "ab") as log:
@@ -103,8 +104,8 @@ def cluster_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             pass
 
 
-def start_server(cluster_dir: Path, name: str) -> Iterator[HeraldServer]:
-    server = HeraldServer(cluster_dir, f"pyclient_{name}_{os.getpid()}")
+def start_server(cluster_dir: Path, name: str, extra: list[str] | None = None) -> Iterator[HeraldServer]:
+    server = HeraldServer(cluster_dir, f"pyclient_{name}_{os.getpid()}", extra)
     server.start(fresh=True)
     try:
         yield server
