@@ -1,6 +1,6 @@
 """Pipelined acked submits per second on one connection with the asyncio client (a bench, not a test).
 
-Usage: HERALD_ADDR=127.0.0.1:7411 [HERALD_TOKEN=…] [HERALD_APP=com.example.bench] [N=50000] [WINDOW=1024] python3 clients/python/bench.py
+Usage: HERALD_ADDR=127.0.0.1:7411 [HERALD_TOKEN=…] [HERALD_APP=com.example.bench] [N=50000] [WINDOW=4096] python3 clients/python/bench.py
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ async def bench(host: str, port: int, token: str | None, n: int, window: int) ->
 def main() -> None:
     host, _, port = os.environ.get("HERALD_ADDR", "127.0.0.1:7411").rpartition(":")
     n = int(os.environ.get("N", "50000"))
-    window = int(os.environ.get("WINDOW", "1024"))
+    window = int(os.environ.get("WINDOW", "4096"))
     rate = asyncio.run(bench(host or "127.0.0.1", int(port), os.environ.get("HERALD_TOKEN") or None, n, window))
     print(f"python asyncio client: {n} pipelined submits acked on one connection, window {window}: {rate:,.0f}/s")
 

@@ -338,7 +338,7 @@ class AsyncClient:
         *,
         token: str | None = None,
         ssl: ssl_module.SSLContext | None = None,
-        window: int = 1024,
+        window: int = 4096,
         backoff: Backoff = Backoff(),
     ) -> AsyncClient:
         connection = _Connection(host, port, token=token, ssl=ssl, window=window, backoff=backoff)

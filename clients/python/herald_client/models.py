@@ -80,7 +80,10 @@ def _wire(value: Any) -> JSON:
 
 
 class Request:
-    """A request of one op; `to_wire()` gives the JSON object (without `rid`)."""
+    """A request of one op; `to_wire()` gives the JSON object (without `rid`).
+
+    Requests are plain (not frozen) dataclasses: building one is on the hot path of a producer.
+    """
 
     op: ClassVar[str]
 
@@ -117,7 +120,7 @@ class FocusWindow:
 # Producer ops
 
 
-@dataclass(frozen=True)
+@dataclass
 class Submit(Request):
     """One notification to one `user` or several `users` (a fan-out); (app, id) is the idempotency key."""
 
@@ -144,7 +147,7 @@ class Submit(Request):
     data: dict[str, JSON] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class Withdraw(Request):
     op: ClassVar[str] = "withdraw"
     app: str
@@ -155,7 +158,7 @@ class Withdraw(Request):
 # Settings ops
 
 
-@dataclass(frozen=True)
+@dataclass
 class Authorization(Request):
     op: ClassVar[str] = "authorization"
     user: str
@@ -164,7 +167,7 @@ class Authorization(Request):
     options: list[Literal["alert", "sound", "badge", "criticalAlert"]] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class Settings(Request):
     """Per-app settings (with `app`) or the three global ones (without); `attention_budget=None` means no limit."""
 
@@ -184,7 +187,7 @@ class Settings(Request):
     attention_budget: int | None | _Unset = field(default=UNSET, metadata={"null_ok": True})
 
 
-@dataclass(frozen=True)
+@dataclass
 class ProvisionalKeep(Request):
     op: ClassVar[str] = "provisionalKeep"
     user: str
@@ -192,14 +195,14 @@ class ProvisionalKeep(Request):
     delivery: Literal["immediate", "summary"] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class ProvisionalTurnOff(Request):
     op: ClassVar[str] = "provisionalTurnOff"
     user: str
     app: str
 
 
-@dataclass(frozen=True)
+@dataclass
 class SummarySchedule(Request):
     op: ClassVar[str] = "summarySchedule"
     user: str
@@ -207,7 +210,7 @@ class SummarySchedule(Request):
     time_zone: str
 
 
-@dataclass(frozen=True)
+@dataclass
 class FocusDefine(Request):
     op: ClassVar[str] = "focusDefine"
     user: str
@@ -219,7 +222,7 @@ class FocusDefine(Request):
     time_zone: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class FocusOn(Request):
     op: ClassVar[str] = "focusOn"
     user: str
@@ -227,14 +230,14 @@ class FocusOn(Request):
     until: Instant | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class FocusOff(Request):
     op: ClassVar[str] = "focusOff"
     user: str
     focus: str
 
 
-@dataclass(frozen=True)
+@dataclass
 class Mute(Request):
     op: ClassVar[str] = "mute"
     user: str
@@ -242,7 +245,7 @@ class Mute(Request):
     until: Instant
 
 
-@dataclass(frozen=True)
+@dataclass
 class Snooze(Request):
     op: ClassVar[str] = "snooze"
     user: str
@@ -251,7 +254,7 @@ class Snooze(Request):
     until: Instant
 
 
-@dataclass(frozen=True)
+@dataclass
 class Opened(Request):
     op: ClassVar[str] = "opened"
     user: str
@@ -259,7 +262,7 @@ class Opened(Request):
     id: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class BadgeClear(Request):
     op: ClassVar[str] = "badgeClear"
     user: str
@@ -269,36 +272,36 @@ class BadgeClear(Request):
 # Admin and connection ops
 
 
-@dataclass(frozen=True)
+@dataclass
 class RegisterApp(Request):
     op: ClassVar[str] = "registerApp"
     app: str
     entitlements: list[Literal["communication", "critical", "government"]] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class Clock(Request):
     op: ClassVar[str] = "clock"
     advance_to: Instant
 
 
-@dataclass(frozen=True)
+@dataclass
 class Ping(Request):
     op: ClassVar[str] = "ping"
 
 
-@dataclass(frozen=True)
+@dataclass
 class Stats(Request):
     op: ClassVar[str] = "stats"
 
 
-@dataclass(frozen=True)
+@dataclass
 class Hello(Request):
     op: ClassVar[str] = "hello"
     token: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class Subscribe(Request):
     op: ClassVar[str] = "subscribe"
     consumer: str
@@ -306,7 +309,7 @@ class Subscribe(Request):
     filter: dict[str, list[str]] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class AckCursor(Request):
     op: ClassVar[str] = "ack"
     consumer: str

@@ -78,7 +78,7 @@ class Client:
         *,
         token: str | None = None,
         ssl: ssl_module.SSLContext | None = None,
-        window: int = 1024,
+        window: int = 4096,
         backoff: Backoff = Backoff(),
         timeout: float | None = 30,
     ) -> Client:
