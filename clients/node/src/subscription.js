@@ -48,6 +48,7 @@ export class Subscription {
     this._error = null;
     this._ackTimer = null;
     this._ackSentCursor = null;
+    this._lastAck = Promise.resolve();
     this._attempt = 0;
     this._paused = false;
     this._lastWrite = Date.now();
@@ -127,11 +128,14 @@ export class Subscription {
     clearTimeout(this._ackTimer);
     this._ackTimer = null;
     const cursor = this.processedCursor;
-    if (cursor === null || !this._socket) return;
-    if (this._ackSentCursor !== null && cursor <= this._ackSentCursor) return;
+    if (cursor === null || !this._socket) return this._lastAck;
+    if (this._ackSentCursor !== null && cursor <= this._ackSentCursor) return this._lastAck;
     this._ackSentCursor = cursor;
-    const reply = await this._request({ op: 'ack', consumer: this.consumer, cursor });
-    if (this.ackedCursor === null || reply.cursor > this.ackedCursor) this.ackedCursor = reply.cursor;
+    // Acks are answered in order, so waiting for the newest waits for every earlier one.
+    this._lastAck = this._request({ op: 'ack', consumer: this.consumer, cursor }).then((reply) => {
+      if (this.ackedCursor === null || reply.cursor > this.ackedCursor) this.ackedCursor = reply.cursor;
+    });
+    return this._lastAck;
   }
 
   // --- connection handling ---
