@@ -149,10 +149,11 @@ export class Subscription {
     if (this.options.token !== undefined) hello.token = this.options.token;
     const subscribe = { op: 'subscribe', consumer: this.consumer, from };
     if (this.options.filter) subscribe.filter = this.options.filter;
-    const helloReply = this._request(hello);
-    const subscribeReply = this._request(subscribe);
-    await helloReply;
-    const reply = await subscribeReply;
+    // Both go at once; a refused hello makes the subscribe's refusal (hello_required) moot.
+    const [helloResult, subscribeResult] = await Promise.allSettled([this._request(hello), this._request(subscribe)]);
+    if (helloResult.status === 'rejected') throw helloResult.reason;
+    if (subscribeResult.status === 'rejected') throw subscribeResult.reason;
+    const reply = subscribeResult.value;
     if (this.startCursor === null) this.startCursor = reply.cursor;
     if (this.receivedCursor === null) this.receivedCursor = reply.cursor;
     this._attempt = 0;

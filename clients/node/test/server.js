@@ -91,6 +91,11 @@ export async function startServer(name, options = {}) {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  await server.start(true);
+  try {
+    await server.start(true);
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
   return server;
 }
