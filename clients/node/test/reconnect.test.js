@@ -50,7 +50,7 @@ test('after a SIGKILL and restart every submit is acked exactly once as stored',
   assert.ok(duplicates >= 0);
 });
 
-test('after a graceful stop (SIGTERM) and restart every submit is acked exactly once', async (t) => {
+test('after a goodbye (the server stopped by SIGTERM) and a restart every submit is acked exactly once', async (t) => {
   await submitThrough(t, async () => { await server.kill('SIGTERM'); await server.start(false); }, 'com.example.term');
 });
 
@@ -84,26 +84,31 @@ test('a consumer resumes after its last ack with nothing skipped', async (t) => 
   await client.close();
 });
 
-test('a consumer iterating through a SIGKILL and restart skips nothing', async (t) => {
-  const client = await connect(t);
-  const app = 'com.example.consumerkill';
-  const user = 'ck-frank';
-  await client.registerApp({ app });
-  await client.authorization({ user, app, status: 'authorized', options: ['alert'] });
-  const consumer = client.subscribe({ consumer: 'through-kill', from: 'committed', filter: { apps: [app] }, reconnect: { initialMs: 50, maxMs: 500 } });
-  t.after(() => consumer.close());
-  await consumer.ready();
-  const n = 400;
-  const submitted = Promise.all(Array.from({ length: n }, (_, i) => client.submit({ app, id: `k-${i}`, user, title: 'K', hiddenPreviewsBodyPlaceholder: 'x' })));
-  const seen = [];
-  let restarted = null;
-  for await (const d of consumer) {
-    seen.push(d.notification);
-    if (seen.length === 150) restarted = server.restart();
-    if (seen.length === n) break;
-  }
-  await restarted;
-  await submitted;
-  assert.deepEqual(seen, Array.from({ length: n }, (_, i) => `k-${i}`));
-  await client.close();
-});
+for (const [how, slug, restart] of [
+  ['a SIGKILL', 'kill', () => server.restart()],
+  ['a goodbye (SIGTERM)', 'goodbye', async () => { await server.kill('SIGTERM'); await server.start(false); }],
+]) {
+  test(`a consumer iterating through ${how} and a restart skips nothing`, async (t) => {
+    const client = await connect(t);
+    const app = `com.example.consumer.${slug}`;
+    const user = 'ck-frank';
+    await client.registerApp({ app });
+    await client.authorization({ user, app, status: 'authorized', options: ['alert'] });
+    const consumer = client.subscribe({ consumer: `through-${slug}`, from: 'committed', filter: { apps: [app] }, reconnect: { initialMs: 50, maxMs: 500 } });
+    t.after(() => consumer.close());
+    await consumer.ready();
+    const n = 400;
+    const submitted = Promise.all(Array.from({ length: n }, (_, i) => client.submit({ app, id: `k-${i}`, user, title: 'K', hiddenPreviewsBodyPlaceholder: 'x' })));
+    const seen = [];
+    let restarted = null;
+    for await (const d of consumer) {
+      seen.push(d.notification);
+      if (seen.length === 150) restarted = restart();
+      if (seen.length === n) break;
+    }
+    await restarted;
+    await submitted;
+    assert.deepEqual(seen, Array.from({ length: n }, (_, i) => `k-${i}`));
+    await client.close();
+  });
+}
