@@ -1,8 +1,8 @@
 // Starts a real `herald serve` for a test file: manual clock, its own private PostgreSQL cluster
 // in a temporary directory, a free port; it can be killed (SIGKILL) and restarted on that port.
 
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import net from 'node:net';
 import os from 'node:os';
@@ -24,7 +24,8 @@ export async function freePort() {
 
 /**
  * @param {string} name the private database's name suffix (nodeclient_<name>)
- * @param {{tokens?: {token: string, roles: string[], apps?: string[]}[]}} [options]
+ * @param {{tokens?: {token: string, roles: string[], apps?: string[]}[], tls?: boolean}} [options]
+ *   tls: serve TLS with a self-signed certificate for 127.0.0.1 (server.certificate holds its PEM)
  */
 export async function startServer(name, options = {}) {
   const dir = mkdtempSync(path.join(os.tmpdir(), `herald-node-${name}-`));
@@ -44,7 +45,19 @@ export async function startServer(name, options = {}) {
     writeFileSync(file, JSON.stringify({ tokens }));
     args.push('--tokens', file);
   }
+  let certificate = null;
+  if (options.tls) {
+    const cert = path.join(dir, 'server.crt');
+    const key = path.join(dir, 'server.key');
+    execFileSync('openssl', [
+      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=localhost',
+      '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost', '-keyout', key, '-out', cert,
+    ], { stdio: 'ignore' });
+    args.push('--tls-cert', cert, '--tls-key', key);
+    certificate = readFileSync(cert, 'utf8');
+  }
   const server = {
+    certificate,
     port,
     host: '127.0.0.1',
     address: `127.0.0.1:${port}`,
