@@ -69,11 +69,12 @@ export async function startServer(name, options = {}) {
         cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SWIFT_BACKTRACE: 'enable=no' },
       });
       this.process = child;
+      const logBefore = this.log.length;
       await new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`herald serve did not start within 120 s:\n${this.log}`)), 120_000);
         const seen = (chunk) => {
           this.log += chunk;
-          if (this.log.includes(`listening on 127.0.0.1:${port}`)) { clearTimeout(timer); resolve(); }
+          if (this.log.includes(`listening on 127.0.0.1:${port}`, logBefore)) { clearTimeout(timer); resolve(); }
         };
         child.stdout.setEncoding('utf8').on('data', seen);
         child.stderr.setEncoding('utf8').on('data', seen);
