@@ -7,8 +7,9 @@ import { createHash } from 'node:crypto';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-export const HERALD_BINARY = process.env.HERALD_BINARY ?? '/work/main/.build/debug/herald';
+export const HERALD_BINARY = process.env.HERALD_BINARY ?? fileURLToPath(new URL('../../../.build/debug/herald', import.meta.url));
 
 export async function freePort() {
   return new Promise((resolve, reject) => {

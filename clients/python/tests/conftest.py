@@ -21,7 +21,7 @@ except ImportError:
 
 REPO = Path(__file__).resolve().parents[3]
 BINARY = os.environ.get("HERALD_BINARY") or str(
-    next((p for p in (REPO / ".build/debug/herald", Path("/work/main/.build/debug/herald")) if p.exists()), REPO / ".build/debug/herald")
+    REPO / ".build/debug/herald"
 )
 
 ADMIN_TOKEN = "admin-token-for-tests"
