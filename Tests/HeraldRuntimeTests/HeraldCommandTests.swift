@@ -287,6 +287,13 @@ import Testing
         #expect(try Self.herald(["state", "alice", "--database-url", url]).status == 0)
     }
 
+    /// `herald --version` prints the version the hello reply's "server" names.
+    @Test func versionPrintsTheVersionTheHelloReplyNames() throws {
+        let out = try Self.herald(["--version"])
+        #expect(out.status == 0 && out.stdout == "herald \(HeraldVersion.number)\n", "\(out)")
+        #expect(ServiceConfiguration(databaseURL: "").serverName == "herald/\(HeraldVersion.number)")
+    }
+
     @Test func oneShotCommandsSayWhatToDoAboutADatabaseTheyCannotUse() throws {
         // Unreachable: a port nothing listens on. A one-shot command gives up at once.
         let closed = "host=127.0.0.1 port=\(LocalClusterPort.free()) user=postgres dbname=herald connect_timeout=5"
