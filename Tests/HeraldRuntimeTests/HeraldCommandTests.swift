@@ -16,18 +16,26 @@ import Testing
     }
 
     /// Runs the built `herald` with `arguments` (output through files: no pipe to fill up).
-    static func herald(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Outcome {
+    /// `input` is its stdin (none: /dev/null); `directory` its working directory (none: this process's).
+    static func herald(_ arguments: [String], environment extra: [String: String] = [:], input: String? = nil,
+                       directory: String? = nil) throws -> Outcome {
         let dir = FileManager.default.temporaryDirectory.path
         let tag = "herald-cmd-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let out = "\(dir)/\(tag).out", err = "\(dir)/\(tag).err"
+        let out = "\(dir)/\(tag).out", err = "\(dir)/\(tag).err", inFile = "\(dir)/\(tag).in"
         FileManager.default.createFile(atPath: out, contents: nil)
         FileManager.default.createFile(atPath: err, contents: nil)
-        defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: err) }
+        defer { for f in [out, err, inFile] { try? FileManager.default.removeItem(atPath: f) } }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: try ServeProcess.findBinary())
         p.arguments = arguments
         p.environment = ProcessInfo.processInfo.environment.filter { $0.key != "HERALD_DATABASE_URL" }.merging(extra) { $1 }
-        p.standardInput = FileHandle.nullDevice
+        if let directory { p.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        if let input {
+            _ = FileManager.default.createFile(atPath: inFile, contents: Data(input.utf8))
+            p.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inFile))
+        } else {
+            p.standardInput = FileHandle.nullDevice
+        }
         p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
         p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
         try p.run()
@@ -292,6 +300,26 @@ import Testing
         let out = try Self.herald(["--version"])
         #expect(out.status == 0 && out.stdout == "herald \(HeraldVersion.number)\n", "\(out)")
         #expect(ServiceConfiguration(databaseURL: "").serverName == "herald/\(HeraldVersion.number)")
+    }
+
+    /// `herald token new` makes a token (32 random bytes in hex, a new one each run) and prints the
+    /// hash `herald token hash` prints for it, saying that the hash is what the tokens file holds.
+    @Test func tokenNewPrintsAFreshTokenAndTheHashTheTokensFileHolds() throws {
+        func made() throws -> (token: String, hash: String, text: String) {
+            let out = try Self.herald(["token", "new"])
+            #expect(out.status == 0, "\(out)")
+            let lines = out.stdout.split(separator: "\n").map(String.init)
+            let token = lines.first { $0.hasPrefix("token:") }.map { String($0.dropFirst(6)).trimmingCharacters(in: .whitespaces) } ?? ""
+            let hash = lines.first { $0.hasPrefix("sha256:") }.map { String($0.dropFirst(7)).trimmingCharacters(in: .whitespaces) } ?? ""
+            return (token, hash, out.stdout)
+        }
+        let first = try made(), second = try made()
+        let hexDigits = Set("0123456789abcdef")
+        #expect(first.token.count == 64 && first.token.allSatisfy(hexDigits.contains), "\(first.text)")
+        #expect(first.token != second.token && first.hash != second.hash)
+        let hashed = try Self.herald(["token", "hash"], input: first.token + "\n")
+        #expect(hashed.status == 0 && hashed.stdout == first.hash + "\n", "\(hashed)")
+        #expect(first.text.contains("tokens file") && first.text.contains(#""sha256": "\#(first.hash)""#), "\(first.text)")
     }
 
     @Test func oneShotCommandsSayWhatToDoAboutADatabaseTheyCannotUse() throws {
