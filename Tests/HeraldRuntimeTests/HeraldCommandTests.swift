@@ -84,6 +84,18 @@ import Testing
         #expect(s["at"] == "2026-03-27T09:00:00Z" && s["activeFocus"]?["focus"] == "Work" && s["mutes"]?.arrayValue?.count == 1, "\(state)")
     }
 
+    /// `herald pending` with nothing scheduled says so on stdout, where its table goes (it printed
+    /// nothing); `--json` still prints one line per user with something pending, so none.
+    @Test func pendingSaysWhenNothingIsPending() throws {
+        let url = try Self.aliceLog()
+        let all = try Self.herald(["pending", "--database-url", url])
+        #expect(all.status == 0 && all.stdout == "nothing is pending\n" && all.stderr.isEmpty, "\(all)")
+        let alice = try Self.herald(["pending", "--user", "alice", "--database-url", url])
+        #expect(alice.status == 0 && alice.stdout == "nothing is pending for alice\n" && alice.stderr.isEmpty, "\(alice)")
+        let json = try Self.herald(["pending", "--json", "--database-url", url])
+        #expect(json.status == 0 && json.stdout.isEmpty && json.stderr.isEmpty, "\(json)")
+    }
+
     /// `herald explain` shows "the user's state then": for a decision made after the submit (here
     /// a deferred one, quieted by a mute set in between) the state of the decision's instant, not
     /// only the state before the submit, which knew no mute.
