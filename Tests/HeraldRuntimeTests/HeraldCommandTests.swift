@@ -342,6 +342,15 @@ import Testing
         #expect(unreachable.stderr.contains("unreachable") && !unreachable.stderr.contains("retries"), "\(unreachable)")
         #expect(StoreError.unavailable("x").description.contains("Herald retries by itself"), "serve keeps its wording")
 
+        // A URL libpq cannot parse is said so, not "unreachable"; serve alike.
+        for garbage in ["garbage", "postgres://[::1/herald"] {
+            for arguments in [["state", "alice"], ["serve", "--listen", "127.0.0.1:\(LocalClusterPort.free())"]] {
+                let r = try Self.herald(arguments + ["--database-url", garbage])
+                #expect(r.status == 2 && r.stderr.contains("The database URL does not parse")
+                        && !r.stderr.contains("unreachable"), "\(arguments) \(garbage): \(r)")
+            }
+        }
+
         // The server answers, but the database is not there (3D000): not "unreachable".
         let missingName = "herald_missing_\(getpid())"
         let missing = try Self.herald(["replay", "--database-url", TestPostgres.cluster().connectionString(database: missingName)])

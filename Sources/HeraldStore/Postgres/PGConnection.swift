@@ -19,7 +19,7 @@ public final class PGConnection {
         }
         let conn = PGConnection(handle: h)
         guard PQstatus(h) == CONNECTION_OK else {
-            throw .unavailable(conn.lastErrorMessage)
+            throw ConnectionString.parseFailure(conninfo) ?? .unavailable(conn.lastErrorMessage)
         }
         return conn
     }
@@ -38,7 +38,7 @@ public final class PGConnection {
             throw .configuration("libpq could not allocate a connection (out of memory).")
         }
         let conn = PGConnection(handle: h)
-        if PQstatus(h) == CONNECTION_BAD { throw .unavailable(conn.lastErrorMessage) }
+        if PQstatus(h) == CONNECTION_BAD { throw ConnectionString.parseFailure(conninfo) ?? .unavailable(conn.lastErrorMessage) }
         return conn
     }
 
@@ -200,6 +200,20 @@ public enum ConnectionString {
             }
         }
         return out
+    }
+
+    /// A connection string libpq cannot parse (neither key=value pairs nor a postgres:// URL),
+    /// told as such: libpq's connect fails on it like on a server it cannot reach. Nil when it parses.
+    public static func parseFailure(_ conninfo: String) -> StoreError? {
+        var message: UnsafeMutablePointer<CChar>?
+        if let options = PQconninfoParse(conninfo, &message) {
+            PQconninfoFree(options)
+            return nil
+        }
+        defer { if let message { PQfreemem(message) } }
+        let why = message.map { String(cString: $0).trimmingTrailingNewlines } ?? "libpq could not parse it"
+        return .configuration("The database URL does not parse (\(why)). Give a libpq connection string "
+            + "(host=db.internal dbname=herald user=herald) or a URL (postgres://herald@db.internal/herald).")
     }
 
     /// The options libpq reports as set (`PQconninfo` or `PQconninfoParse`), in its order.
