@@ -9,7 +9,14 @@ public final class PGConnection {
     /// Owned: created by PQconnectdb/PQconnectStart and `PQfinish`ed exactly once (in `close` or deinit).
     private var handle: OpaquePointer?
 
-    private init(handle: OpaquePointer) { self.handle = handle }
+    private init(handle: OpaquePointer) {
+        self.handle = handle
+        // libpq prints the server's notices and warnings ("NOTICE: table … does not exist,
+        // skipping", "WARNING: there is no transaction in progress") to stderr by default: they
+        // would reach an operator's terminal and the service's log as raw PostgreSQL lines. Every
+        // statement Herald sends expects them or can ignore them; its errors arrive as results.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+    }
     deinit { close() }
 
     /// Connects and waits for the connection (start-up, tools, tests; never on the service loop).
