@@ -307,6 +307,18 @@ import Testing
         #expect(try Self.herald(["state", "alice", "--database-url", url]).status == 0)
     }
 
+    /// `serve` on a port another process listens on says so before any database work: here the
+    /// database cannot be reached at all, and the port is what is reported (it came only after
+    /// migrations and a full restore).
+    @Test func serveReportsAPortInUseBeforeAnyDatabaseWork() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let closed = "host=127.0.0.1 port=\(LocalClusterPort.free()) user=postgres dbname=herald connect_timeout=5"
+        let r = try Self.herald(["serve", "--listen", "127.0.0.1:\(server.port)", "--database-url", closed])
+        #expect(r.status == 2 && r.stderr.contains("Could not listen on 127.0.0.1:\(server.port)")
+                && r.stderr.contains("Is another process using the port") && !r.stderr.contains("unreachable"), "\(r)")
+    }
+
     /// `herald --version` prints the version the hello reply's "server" names.
     @Test func versionPrintsTheVersionTheHelloReplyNames() throws {
         let out = try Self.herald(["--version"])

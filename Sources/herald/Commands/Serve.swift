@@ -42,6 +42,23 @@ struct Serve: ParsableCommand {
             Log.info("error: --listen must be HOST:PORT, e.g. 127.0.0.1:7411")
             throw ExitCode.error
         }
+        var plainAddress: (host: String, port: Int)?
+        if let plainListen {
+            let p = plainListen.split(separator: ":")
+            guard p.count == 2, let plainPort = Int(p[1]) else {
+                Log.info("error: --plain-listen must be HOST:PORT on loopback, e.g. 127.0.0.1:7412")
+                throw ExitCode.error
+            }
+            plainAddress = (String(p[0]), plainPort)
+        }
+        // A port in use is told before any database work (migrations, a restore), not minutes after.
+        do throws(ServiceError) {
+            try Listener.checkAvailable(host: String(parts[0]), port: port)
+            if let plainAddress { try Listener.checkAvailable(host: plainAddress.host, port: plainAddress.port, flag: "--plain-listen") }
+        } catch {
+            Log.info("error: \(error)")
+            throw ExitCode.error
+        }
         try reportingErrors {
             let location = try database.resolve(fresh: fresh)
             defer { location.close { Log.info($0) } }
@@ -82,14 +99,7 @@ struct Serve: ParsableCommand {
                 Log.info("error: TLS needs both --tls-cert and --tls-key (the certificate and its private key)")
                 throw ExitCode.error
             }
-            if let plainListen {
-                let p = plainListen.split(separator: ":")
-                guard p.count == 2, let plainPort = Int(p[1]) else {
-                    Log.info("error: --plain-listen must be HOST:PORT on loopback, e.g. 127.0.0.1:7412")
-                    throw ExitCode.error
-                }
-                config.plaintextListen = (String(p[0]), plainPort)
-            }
+            if let plainAddress { config.plaintextListen = plainAddress }
             let service = HeraldService(configuration: config) { Log.info($0) }
             do {
                 try service.start()
