@@ -319,6 +319,49 @@ import Testing
                 && r.stderr.contains("Is another process using the port") && !r.stderr.contains("unreachable"), "\(r)")
     }
 
+    /// The private cluster keeps the port it chose across starts, and `herald db url` prints a
+    /// URL of it that names a role and a database that exist (`psql "$(herald db url)"`; psql as
+    /// the Unix user failed with `role "root" does not exist`). PostgreSQL's own notices (here
+    /// `database "herald" does not exist, skipping` from --fresh-private-database) stay off the terminal.
+    @Test func thePrivateClusterKeepsItsPortAndDbURLReachesIt() throws {
+        let folder = FileManager.default.temporaryDirectory.path + "/herald-db-url-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let cluster = try LocalCluster(dataDirectory: folder + "/.herald/postgres")
+        defer {
+            cluster.stop()
+            try? FileManager.default.removeItem(atPath: folder)
+        }
+        func port(_ r: Outcome) -> Int? {
+            guard let range = r.stderr.range(of: "private PostgreSQL listening on 127.0.0.1:") else { return nil }
+            return Int(r.stderr[range.upperBound...].prefix { $0.isNumber })
+        }
+        let first = try Self.herald(["import", "--fresh-private-database"], input: #"{"end":{"deliveries":0,"events":0}}"# + "\n",
+                                    directory: folder)
+        #expect(first.status == 0 && port(first) != nil, "\(first)")
+        #expect(!first.stderr.contains("NOTICE") && !first.stderr.contains("skipping"), "\(first)")
+        let second = try Self.herald(["migrate"], directory: folder)
+        #expect(second.status == 0 && port(second) != nil && port(second) == port(first), "stopped in between, started again: \(second)")
+
+        // Started here, not by `herald db url`: a server it leaves running would hold the pipe by
+        // which Foundation's Process learns that its child exited.
+        try cluster.start()
+        #expect(cluster.port == port(first))
+        let url = try Self.herald(["db", "url"], directory: folder)
+        #expect(url.status == 0 && url.stdout == "postgresql://postgres@127.0.0.1:\(port(first) ?? 0)/herald\n", "\(url)")
+        let psql = Process()
+        psql.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+        psql.arguments = [url.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "-Atc", "SELECT current_user || ' ' || current_database()"]
+        let pipe = Pipe()
+        psql.standardOutput = pipe
+        try psql.run()
+        let answer = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        psql.waitUntilExit()
+        #expect(psql.terminationStatus == 0 && answer == "postgres herald\n", "\(answer)")
+        // A database URL given is printed as given.
+        let given = try Self.herald(["db", "url", "--database-url", "host=db.internal dbname=herald"])
+        #expect(given.status == 0 && given.stdout == "host=db.internal dbname=herald\n", "\(given)")
+    }
+
     /// `herald --version` prints the version the hello reply's "server" names.
     @Test func versionPrintsTheVersionTheHelloReplyNames() throws {
         let out = try Self.herald(["--version"])
