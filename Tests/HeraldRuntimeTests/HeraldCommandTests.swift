@@ -319,6 +319,13 @@ import Testing
                 && r.stderr.contains("Is another process using the port") && !r.stderr.contains("unreachable"), "\(r)")
     }
 
+    /// `serve --port` points to `--listen` (ArgumentParser's nearest name was `--start`).
+    @Test func servePortPointsToListen() throws {
+        let r = try Self.herald(["serve", "--port", "7500"])
+        #expect(r.status == 2 && r.stderr.contains("use --listen HOST:PORT") && r.stderr.contains("127.0.0.1:7500")
+                && !r.stderr.contains("--start"), "\(r)")
+    }
+
     /// The private cluster keeps the port it chose across starts, and `herald db url` prints a
     /// URL of it that names a role and a database that exist (`psql "$(herald db url)"`; psql as
     /// the Unix user failed with `role "root" does not exist`). PostgreSQL's own notices (here

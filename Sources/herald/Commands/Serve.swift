@@ -13,6 +13,9 @@ struct Serve: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var fresh: FreshDatabaseOption
     @Option(help: "HOST:PORT to listen on.") var listen = "127.0.0.1:7411"
+    /// Not an option: `--port` is what many servers take, and ArgumentParser's nearest-name
+    /// suggestion for it was `--start`. Given, it is refused with a pointer to `--listen`.
+    @Option(name: .customLong("port"), help: .hidden) var portFlag: String?
     @Option(help: "system (default) or manual (moved only by the admin clock op).") var clock = "system"
     @Option(help: "The manual clock's first instant (RFC 3339).") var start: String?
     @Option(help: "JSON file of tokens and their roles (reloaded on SIGHUP); without it, dev mode grants every role.") var tokens: String?
@@ -37,6 +40,10 @@ struct Serve: ParsableCommand {
     var acknowledgeBeforeCommitForTesting = false
 
     func run() throws {
+        if let portFlag {
+            Log.info("error: serve has no --port: use --listen HOST:PORT (e.g. --listen 127.0.0.1:\(Int(portFlag) ?? 7411))")
+            throw ExitCode.error
+        }
         let parts = listen.split(separator: ":")
         guard parts.count == 2, let port = Int(parts[1]) else {
             Log.info("error: --listen must be HOST:PORT, e.g. 127.0.0.1:7411")
