@@ -2,13 +2,15 @@
 import ArgumentParser
 import Foundation
 import HeraldCommandLine
+import HeraldCore
 
 @main
 struct Herald: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "An event-sourced notification scheduler on PostgreSQL.",
-        subcommands: [Serve.self, Migrate.self, Replay.self, Explain.self, State.self, Pending.self, Export.self, Import.self, Tail.self, Health.self, Bench.self, Token.self]
+        version: "herald \(HeraldVersion.number)",
+        subcommands: [Serve.self, Migrate.self, Replay.self, Explain.self, State.self, Pending.self, Export.self, Import.self, Tail.self, Health.self, Bench.self, Token.self, Database.self]
     )
 
     static func main() { runCommandLine(Herald.self) }

@@ -16,18 +16,26 @@ import Testing
     }
 
     /// Runs the built `herald` with `arguments` (output through files: no pipe to fill up).
-    static func herald(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Outcome {
+    /// `input` is its stdin (none: /dev/null); `directory` its working directory (none: this process's).
+    static func herald(_ arguments: [String], environment extra: [String: String] = [:], input: String? = nil,
+                       directory: String? = nil) throws -> Outcome {
         let dir = FileManager.default.temporaryDirectory.path
         let tag = "herald-cmd-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let out = "\(dir)/\(tag).out", err = "\(dir)/\(tag).err"
+        let out = "\(dir)/\(tag).out", err = "\(dir)/\(tag).err", inFile = "\(dir)/\(tag).in"
         FileManager.default.createFile(atPath: out, contents: nil)
         FileManager.default.createFile(atPath: err, contents: nil)
-        defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: err) }
+        defer { for f in [out, err, inFile] { try? FileManager.default.removeItem(atPath: f) } }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: try ServeProcess.findBinary())
         p.arguments = arguments
         p.environment = ProcessInfo.processInfo.environment.filter { $0.key != "HERALD_DATABASE_URL" }.merging(extra) { $1 }
-        p.standardInput = FileHandle.nullDevice
+        if let directory { p.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        if let input {
+            _ = FileManager.default.createFile(atPath: inFile, contents: Data(input.utf8))
+            p.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inFile))
+        } else {
+            p.standardInput = FileHandle.nullDevice
+        }
         p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
         p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
         try p.run()
@@ -74,6 +82,18 @@ import Testing
         let state = try Self.herald(["state", "bob", "--database-url", server.url, "--json"])
         let s = try JSONValue.parse(state.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(s["at"] == "2026-03-27T09:00:00Z" && s["activeFocus"]?["focus"] == "Work" && s["mutes"]?.arrayValue?.count == 1, "\(state)")
+    }
+
+    /// `herald pending` with nothing scheduled says so on stdout, where its table goes (it printed
+    /// nothing); `--json` still prints one line per user with something pending, so none.
+    @Test func pendingSaysWhenNothingIsPending() throws {
+        let url = try Self.aliceLog()
+        let all = try Self.herald(["pending", "--database-url", url])
+        #expect(all.status == 0 && all.stdout == "nothing is pending\n" && all.stderr.isEmpty, "\(all)")
+        let alice = try Self.herald(["pending", "--user", "alice", "--database-url", url])
+        #expect(alice.status == 0 && alice.stdout == "nothing is pending for alice\n" && alice.stderr.isEmpty, "\(alice)")
+        let json = try Self.herald(["pending", "--json", "--database-url", url])
+        #expect(json.status == 0 && json.stdout.isEmpty && json.stderr.isEmpty, "\(json)")
     }
 
     /// `herald explain` shows "the user's state then": for a decision made after the submit (here
@@ -287,6 +307,95 @@ import Testing
         #expect(try Self.herald(["state", "alice", "--database-url", url]).status == 0)
     }
 
+    /// `serve` on a port another process listens on says so before any database work: here the
+    /// database cannot be reached at all, and the port is what is reported (it came only after
+    /// migrations and a full restore).
+    @Test func serveReportsAPortInUseBeforeAnyDatabaseWork() throws {
+        let server = try TestServer(start: "2026-03-27T07:00:00Z")
+        defer { server.stop() }
+        let closed = "host=127.0.0.1 port=\(LocalClusterPort.free()) user=postgres dbname=herald connect_timeout=5"
+        let r = try Self.herald(["serve", "--listen", "127.0.0.1:\(server.port)", "--database-url", closed])
+        #expect(r.status == 2 && r.stderr.contains("Could not listen on 127.0.0.1:\(server.port)")
+                && r.stderr.contains("Is another process using the port") && !r.stderr.contains("unreachable"), "\(r)")
+    }
+
+    /// `serve --port` points to `--listen` (ArgumentParser's nearest name was `--start`).
+    @Test func servePortPointsToListen() throws {
+        let r = try Self.herald(["serve", "--port", "7500"])
+        #expect(r.status == 2 && r.stderr.contains("use --listen HOST:PORT") && r.stderr.contains("127.0.0.1:7500")
+                && !r.stderr.contains("--start"), "\(r)")
+    }
+
+    /// The private cluster keeps the port it chose across starts, and `herald db url` prints a
+    /// URL of it that names a role and a database that exist (`psql "$(herald db url)"`; psql as
+    /// the Unix user failed with `role "root" does not exist`). PostgreSQL's own notices (here
+    /// `database "herald" does not exist, skipping` from --fresh-private-database) stay off the terminal.
+    @Test func thePrivateClusterKeepsItsPortAndDbURLReachesIt() throws {
+        let folder = FileManager.default.temporaryDirectory.path + "/herald-db-url-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let cluster = try LocalCluster(dataDirectory: folder + "/.herald/postgres")
+        defer {
+            cluster.stop()
+            try? FileManager.default.removeItem(atPath: folder)
+        }
+        func port(_ r: Outcome) -> Int? {
+            guard let range = r.stderr.range(of: "private PostgreSQL listening on 127.0.0.1:") else { return nil }
+            return Int(r.stderr[range.upperBound...].prefix { $0.isNumber })
+        }
+        let first = try Self.herald(["import", "--fresh-private-database"], input: #"{"end":{"deliveries":0,"events":0}}"# + "\n",
+                                    directory: folder)
+        #expect(first.status == 0 && port(first) != nil, "\(first)")
+        #expect(!first.stderr.contains("NOTICE") && !first.stderr.contains("skipping"), "\(first)")
+        let second = try Self.herald(["migrate"], directory: folder)
+        #expect(second.status == 0 && port(second) != nil && port(second) == port(first), "stopped in between, started again: \(second)")
+
+        // Started here, not by `herald db url`: a server it leaves running would hold the pipe by
+        // which Foundation's Process learns that its child exited.
+        try cluster.start()
+        #expect(cluster.port == port(first))
+        let url = try Self.herald(["db", "url"], directory: folder)
+        #expect(url.status == 0 && url.stdout == "postgresql://postgres@127.0.0.1:\(port(first) ?? 0)/herald\n", "\(url)")
+        let psql = Process()
+        psql.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+        psql.arguments = [url.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "-Atc", "SELECT current_user || ' ' || current_database()"]
+        let pipe = Pipe()
+        psql.standardOutput = pipe
+        try psql.run()
+        let answer = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        psql.waitUntilExit()
+        #expect(psql.terminationStatus == 0 && answer == "postgres herald\n", "\(answer)")
+        // A database URL given is printed as given.
+        let given = try Self.herald(["db", "url", "--database-url", "host=db.internal dbname=herald"])
+        #expect(given.status == 0 && given.stdout == "host=db.internal dbname=herald\n", "\(given)")
+    }
+
+    /// `herald --version` prints the version the hello reply's "server" names.
+    @Test func versionPrintsTheVersionTheHelloReplyNames() throws {
+        let out = try Self.herald(["--version"])
+        #expect(out.status == 0 && out.stdout == "herald \(HeraldVersion.number)\n", "\(out)")
+        #expect(ServiceConfiguration(databaseURL: "").serverName == "herald/\(HeraldVersion.number)")
+    }
+
+    /// `herald token new` makes a token (32 random bytes in hex, a new one each run) and prints the
+    /// hash `herald token hash` prints for it, saying that the hash is what the tokens file holds.
+    @Test func tokenNewPrintsAFreshTokenAndTheHashTheTokensFileHolds() throws {
+        func made() throws -> (token: String, hash: String, text: String) {
+            let out = try Self.herald(["token", "new"])
+            #expect(out.status == 0, "\(out)")
+            let lines = out.stdout.split(separator: "\n").map(String.init)
+            let token = lines.first { $0.hasPrefix("token:") }.map { String($0.dropFirst(6)).trimmingCharacters(in: .whitespaces) } ?? ""
+            let hash = lines.first { $0.hasPrefix("sha256:") }.map { String($0.dropFirst(7)).trimmingCharacters(in: .whitespaces) } ?? ""
+            return (token, hash, out.stdout)
+        }
+        let first = try made(), second = try made()
+        let hexDigits = Set("0123456789abcdef")
+        #expect(first.token.count == 64 && first.token.allSatisfy(hexDigits.contains), "\(first.text)")
+        #expect(first.token != second.token && first.hash != second.hash)
+        let hashed = try Self.herald(["token", "hash"], input: first.token + "\n")
+        #expect(hashed.status == 0 && hashed.stdout == first.hash + "\n", "\(hashed)")
+        #expect(first.text.contains("tokens file") && first.text.contains(#""sha256": "\#(first.hash)""#), "\(first.text)")
+    }
+
     @Test func oneShotCommandsSayWhatToDoAboutADatabaseTheyCannotUse() throws {
         // Unreachable: a port nothing listens on. A one-shot command gives up at once.
         let closed = "host=127.0.0.1 port=\(LocalClusterPort.free()) user=postgres dbname=herald connect_timeout=5"
@@ -294,6 +403,15 @@ import Testing
         #expect(unreachable.status == 2, "\(unreachable)")
         #expect(unreachable.stderr.contains("unreachable") && !unreachable.stderr.contains("retries"), "\(unreachable)")
         #expect(StoreError.unavailable("x").description.contains("Herald retries by itself"), "serve keeps its wording")
+
+        // A URL libpq cannot parse is said so, not "unreachable"; serve alike.
+        for garbage in ["garbage", "postgres://[::1/herald"] {
+            for arguments in [["state", "alice"], ["serve", "--listen", "127.0.0.1:\(LocalClusterPort.free())"]] {
+                let r = try Self.herald(arguments + ["--database-url", garbage])
+                #expect(r.status == 2 && r.stderr.contains("The database URL does not parse")
+                        && !r.stderr.contains("unreachable"), "\(arguments) \(garbage): \(r)")
+            }
+        }
 
         // The server answers, but the database is not there (3D000): not "unreachable".
         let missingName = "herald_missing_\(getpid())"

@@ -29,12 +29,7 @@ public final class Listener {
         self.onAccept = onAccept
         self.onAcceptError = onAcceptError
         self.loop = loop
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        guard inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &addr.sin_addr) == 1 else {
-            throw .configuration("\(flag) host “\(host)” is not an IPv4 address; use e.g. 127.0.0.1 or 0.0.0.0.")
-        }
+        var addr = try Self.address(host: host, port: port, flag: flag)
         // Unretained: the Listener owns the evconnlistener and frees it in deinit.
         let context = Unmanaged.passUnretained(self).toOpaque()
         let flags = UInt32(LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC)
@@ -47,9 +42,7 @@ public final class Listener {
                 }, context, flags, backlog, sa, Int32(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard let listener else {
-            throw .configuration("Could not listen on \(host):\(port): \(String(cString: strerror(errno))). Is another process using the port?")
-        }
+        guard let listener else { throw Self.cannotListen(host: host, port: port, errno) }
         // Without an error callback libevent logs "Error from accept() call" and is woken again at
         // once: out of descriptors, that is a busy loop writing megabytes of log a second.
         evconnlistener_set_error_cb(listener) { _, context in
@@ -61,6 +54,39 @@ public final class Listener {
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(evconnlistener_get_fd(listener), $0, &len) }
         }
         self.port = Int(UInt16(bigEndian: bound.sin_port))
+    }
+
+    /// `host:port` as an IPv4 socket address ("localhost" is 127.0.0.1).
+    private static func address(host: String, port: Int, flag: String) throws(ServiceError) -> sockaddr_in {
+        guard (0...65_535).contains(port) else { throw .configuration("\(flag) port \(port) is not a TCP port (0–65535).") }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        guard inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &addr.sin_addr) == 1 else {
+            throw .configuration("\(flag) host “\(host)” is not an IPv4 address; use e.g. 127.0.0.1 or 0.0.0.0.")
+        }
+        return addr
+    }
+
+    private static func cannotListen(host: String, port: Int, _ code: Int32) -> ServiceError {
+        .configuration("Could not listen on \(host):\(port): \(String(cString: strerror(code))). Is another process using the port?")
+    }
+
+    /// Binds a socket to `host:port` as the listener will (SO_REUSEADDR, like LEV_OPT_REUSEABLE) and
+    /// closes it again: `serve` checks its addresses this way before any database work, which at
+    /// start-up (migrations, a restore) can take minutes before the listener is made.
+    public static func checkAvailable(host: String, port: Int, flag: String = "--listen") throws(ServiceError) {
+        var addr = try address(host: host, port: port, flag: flag)
+        guard port != 0 else { return }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var on: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        let bound = withUnsafePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if bound != 0 { throw cannotListen(host: host, port: port, errno) }
     }
 
     /// `accept` failed for a reason retrying at once will not cure (EMFILE, ENFILE, ENOBUFS…):

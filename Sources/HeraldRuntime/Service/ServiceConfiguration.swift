@@ -86,7 +86,7 @@ public struct ServiceConfiguration: Sendable {
     /// near saturation, a burst of timers) still goes to the delivery writers, whose backends then
     /// work beside the events' one. 0: deliveries never ride.
     public var deliveriesRideBelowRows = 256
-    public var serverName = "herald/0.1.0"
+    public var serverName = HeraldVersion.serverName
     /// Handle SIGTERM/SIGINT (one service per process may; tests run several and stop them with `requestShutdown`).
     public var handleSignals = true
     /// Reload the tokens file on SIGHUP; nil follows `handleSignals`.

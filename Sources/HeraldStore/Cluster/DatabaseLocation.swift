@@ -19,7 +19,10 @@ public final class DatabaseLocation: Sendable {
     public static func resolve(url: String?, privateFolder: String = ".herald/postgres",
                                database: String = "herald", fresh: Bool = false,
                                log: (String) -> Void) throws(StoreError) -> DatabaseLocation {
-        if let url, !url.isEmpty { return DatabaseLocation(url: url, cluster: nil) }
+        if let url, !url.isEmpty {
+            if let failure = ConnectionString.parseFailure(url) { throw failure }
+            return DatabaseLocation(url: url, cluster: nil)
+        }
         let folder = privateFolder.hasPrefix("/") ? privateFolder : currentDirectory() + "/" + privateFolder
         let cluster = try LocalCluster(dataDirectory: folder)
         // Created while no other Herald process starts, stops or sets up this cluster: two started

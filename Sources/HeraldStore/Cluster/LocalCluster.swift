@@ -32,6 +32,33 @@ public final class LocalCluster: @unchecked Sendable {
         "host=127.0.0.1 port=\(port) user=postgres dbname=\(Self.conninfoValue(database))"
     }
 
+    /// The same server and database as a postgresql:// URL, for psql and other tools
+    /// (`herald db url`): `psql "$(herald db url)"`.
+    public func url(database: String = "postgres") -> String {
+        var unreserved = CharacterSet.alphanumerics
+        unreserved.insert(charactersIn: "-._~")
+        let name = database.addingPercentEncoding(withAllowedCharacters: unreserved) ?? database
+        return "postgresql://postgres@127.0.0.1:\(port)/\(name)"
+    }
+
+    /// Where the port chosen at the first start is kept, so the cluster keeps it across starts
+    /// and a URL printed once (`herald db url`) stays right.
+    private var portFile: String { dataDirectory + "/herald.port" }
+
+    /// The port recorded at an earlier start if nothing else holds it now, else a free one.
+    private func choosePort(log: (String) -> Void) -> Int {
+        let text = try? String(contentsOfFile: portFile, encoding: .utf8)
+        guard let recorded = text.flatMap({ Int($0.trimmingTrailingNewlines) }), (1...65_535).contains(recorded) else { return Self.freePort() }
+        if Self.bindable(recorded, reusingAddress: true) { return recorded }
+        let port = Self.freePort()
+        log("the private PostgreSQL's port \(recorded) is taken by another process; using \(port) from now on")
+        return port
+    }
+
+    private func recordPort() {
+        try? "\(port)\n".write(toFile: portFile, atomically: true, encoding: .utf8)
+    }
+
     /// Finds the PostgreSQL server programs, or explains how to get them.
     public static func findBinaries() throws(StoreError) -> String {
         try findBinaries(in: defaultSearchPath())
@@ -86,7 +113,7 @@ public final class LocalCluster: @unchecked Sendable {
             port = running
             log("using the private PostgreSQL already running on port \(port)")
         } else {
-            if port == 0 { port = Self.freePort() }
+            if port == 0 { port = choosePort(log: log) }
             let options = [
                 "-c listen_addresses=127.0.0.1", "-c port=\(port)", "-c unix_socket_directories=''",
                 "-c max_connections=300", "-c shared_buffers=256MB", "-c max_wal_size=4GB",
@@ -95,6 +122,7 @@ public final class LocalCluster: @unchecked Sendable {
             try run("pg_ctl", ["-D", dataDirectory, "-l", dataDirectory + "/server.log", "-o", options, "-w", "-t", "60", "start"],
                     what: "pg_ctl start")
             setStartedByHerald()
+            recordPort()
             startedNow = true
             log("private PostgreSQL listening on 127.0.0.1:\(port)")
         }
@@ -337,10 +365,16 @@ public final class LocalCluster: @unchecked Sendable {
     }
 
     /// Whether a socket can be bound to 127.0.0.1:`port` now (nothing listens or lingers there).
-    static func bindable(_ port: Int) -> Bool {
+    /// `reusingAddress`: as a server binds (SO_REUSEADDR), so connections lingering in TIME_WAIT
+    /// after the last server there stopped do not count; only a listener does.
+    static func bindable(_ port: Int, reusingAddress: Bool = false) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
+        if reusingAddress {
+            var on: Int32 = 1
+            _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        }
         var addr = loopback(port: port)
         let len = socklen_t(MemoryLayout<sockaddr_in>.size)
         return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } } == 0

@@ -9,7 +9,14 @@ public final class PGConnection {
     /// Owned: created by PQconnectdb/PQconnectStart and `PQfinish`ed exactly once (in `close` or deinit).
     private var handle: OpaquePointer?
 
-    private init(handle: OpaquePointer) { self.handle = handle }
+    private init(handle: OpaquePointer) {
+        self.handle = handle
+        // libpq prints the server's notices and warnings ("NOTICE: table … does not exist,
+        // skipping", "WARNING: there is no transaction in progress") to stderr by default: they
+        // would reach an operator's terminal and the service's log as raw PostgreSQL lines. Every
+        // statement Herald sends expects them or can ignore them; its errors arrive as results.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+    }
     deinit { close() }
 
     /// Connects and waits for the connection (start-up, tools, tests; never on the service loop).
@@ -19,7 +26,7 @@ public final class PGConnection {
         }
         let conn = PGConnection(handle: h)
         guard PQstatus(h) == CONNECTION_OK else {
-            throw .unavailable(conn.lastErrorMessage)
+            throw ConnectionString.parseFailure(conninfo) ?? .unavailable(conn.lastErrorMessage)
         }
         return conn
     }
@@ -38,7 +45,7 @@ public final class PGConnection {
             throw .configuration("libpq could not allocate a connection (out of memory).")
         }
         let conn = PGConnection(handle: h)
-        if PQstatus(h) == CONNECTION_BAD { throw .unavailable(conn.lastErrorMessage) }
+        if PQstatus(h) == CONNECTION_BAD { throw ConnectionString.parseFailure(conninfo) ?? .unavailable(conn.lastErrorMessage) }
         return conn
     }
 
@@ -200,6 +207,20 @@ public enum ConnectionString {
             }
         }
         return out
+    }
+
+    /// A connection string libpq cannot parse (neither key=value pairs nor a postgres:// URL),
+    /// told as such: libpq's connect fails on it like on a server it cannot reach. Nil when it parses.
+    public static func parseFailure(_ conninfo: String) -> StoreError? {
+        var message: UnsafeMutablePointer<CChar>?
+        if let options = PQconninfoParse(conninfo, &message) {
+            PQconninfoFree(options)
+            return nil
+        }
+        defer { if let message { PQfreemem(message) } }
+        let why = message.map { String(cString: $0).trimmingTrailingNewlines } ?? "libpq could not parse it"
+        return .configuration("The database URL does not parse (\(why)). Give a libpq connection string "
+            + "(host=db.internal dbname=herald user=herald) or a URL (postgres://herald@db.internal/herald).")
     }
 
     /// The options libpq reports as set (`PQconninfo` or `PQconninfoParse`), in its order.

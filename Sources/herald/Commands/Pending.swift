@@ -20,6 +20,7 @@ struct Pending: ParsableCommand {
             let conn = try PGConnection.connect(location.url)
             if let user, try !LogNames.usersWithoutEvents(conn, [user]).isEmpty { throw noEvents("user “\(user)”") }
             let users = try user.map { [$0] } ?? UserHistory.users(conn)
+            var listed = 0
             for u in users {
                 let folded = try UserHistory.fold(conn, user: u, limit: .everything)
                 let state = folded.state.json(at: folded.at)
@@ -32,6 +33,7 @@ struct Pending: ParsableCommand {
                 let focusesOff = state["focusesOff"]?.arrayValue ?? []
                 if pending.isEmpty && snoozes.isEmpty && mutes.isEmpty && focusesOff.isEmpty && focus == nil
                     && state["nextWake"] == nil { continue }
+                listed += 1
                 if json {
                     print(JSONValue.object(["user": .string(u), "pending": .array(pending), "snoozes": .array(snoozes),
                                             "activeFocus": focus ?? .null, "focusesOff": .array(focusesOff), "mutes": .array(mutes),
@@ -44,6 +46,8 @@ struct Pending: ParsableCommand {
                     for p in pending + snoozes { print("  " + p.canonicalString) }
                 }
             }
+            // The table says so when it is empty; `--json` prints no line, as for a user with nothing pending.
+            if listed == 0 && !json { print(user.map { "nothing is pending for \($0)" } ?? "nothing is pending") }
         }
     }
 }

@@ -13,6 +13,9 @@ struct Serve: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var fresh: FreshDatabaseOption
     @Option(help: "HOST:PORT to listen on.") var listen = "127.0.0.1:7411"
+    /// Not an option: `--port` is what many servers take, and ArgumentParser's nearest-name
+    /// suggestion for it was `--start`. Given, it is refused with a pointer to `--listen`.
+    @Option(name: .customLong("port"), help: .hidden) var portFlag: String?
     @Option(help: "system (default) or manual (moved only by the admin clock op).") var clock = "system"
     @Option(help: "The manual clock's first instant (RFC 3339).") var start: String?
     @Option(help: "JSON file of tokens and their roles (reloaded on SIGHUP); without it, dev mode grants every role.") var tokens: String?
@@ -37,9 +40,30 @@ struct Serve: ParsableCommand {
     var acknowledgeBeforeCommitForTesting = false
 
     func run() throws {
+        if let portFlag {
+            Log.info("error: serve has no --port: use --listen HOST:PORT (e.g. --listen 127.0.0.1:\(Int(portFlag) ?? 7411))")
+            throw ExitCode.error
+        }
         let parts = listen.split(separator: ":")
         guard parts.count == 2, let port = Int(parts[1]) else {
             Log.info("error: --listen must be HOST:PORT, e.g. 127.0.0.1:7411")
+            throw ExitCode.error
+        }
+        var plainAddress: (host: String, port: Int)?
+        if let plainListen {
+            let p = plainListen.split(separator: ":")
+            guard p.count == 2, let plainPort = Int(p[1]) else {
+                Log.info("error: --plain-listen must be HOST:PORT on loopback, e.g. 127.0.0.1:7412")
+                throw ExitCode.error
+            }
+            plainAddress = (String(p[0]), plainPort)
+        }
+        // A port in use is told before any database work (migrations, a restore), not minutes after.
+        do throws(ServiceError) {
+            try Listener.checkAvailable(host: String(parts[0]), port: port)
+            if let plainAddress { try Listener.checkAvailable(host: plainAddress.host, port: plainAddress.port, flag: "--plain-listen") }
+        } catch {
+            Log.info("error: \(error)")
             throw ExitCode.error
         }
         try reportingErrors {
@@ -82,14 +106,7 @@ struct Serve: ParsableCommand {
                 Log.info("error: TLS needs both --tls-cert and --tls-key (the certificate and its private key)")
                 throw ExitCode.error
             }
-            if let plainListen {
-                let p = plainListen.split(separator: ":")
-                guard p.count == 2, let plainPort = Int(p[1]) else {
-                    Log.info("error: --plain-listen must be HOST:PORT on loopback, e.g. 127.0.0.1:7412")
-                    throw ExitCode.error
-                }
-                config.plaintextListen = (String(p[0]), plainPort)
-            }
+            if let plainAddress { config.plaintextListen = plainAddress }
             let service = HeraldService(configuration: config) { Log.info($0) }
             do {
                 try service.start()
