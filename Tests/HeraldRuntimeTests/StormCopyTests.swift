@@ -116,8 +116,12 @@ import HeraldTestSupport
         _ = try consumer.call(["op": "subscribe", "consumer": "live", "from": "earliest"])
         _ = try server.statsWhen { $0["deliveryHead"]?.intValue == 12 }   // the 12 queued deliveries
         armed.store(true, ordering: .relaxed)
-        #expect(try c.call(["op": "clock", "advanceTo": "2026-03-27T08:00:00Z"])["ok"] == true)
-        let live = try consumer.deliveries(24)
+        // The cut writer reconnects with backoff (100 ms doubling to 5 s): on a host busy with the
+        // rest of the suite a reconnect can fail a few times, so the clock's reply and the put-back
+        // summaries may take longer than the usual 10 s. What is checked is that they arrive once each.
+        let clock: JSONValue = ["op": "clock", "advanceTo": "2026-03-27T08:00:00Z"]
+        #expect(try c.request(clock.canonicalString, timeoutMilliseconds: 40_000)["ok"] == true)
+        let live = try consumer.deliveries(24, timeoutMilliseconds: 40_000)
         #expect(live.compactMap { $0["cursor"]?.intValue } == Array(1...24), "each cursor once, in order")
         if let cutAt { #expect(deliveryOnlyCommits.load(ordering: .relaxed) >= cutAt, "the cut happened") }
         _ = try server.statsWhen { $0["deliveryHead"]?.intValue == 24 }
