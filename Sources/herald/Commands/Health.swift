@@ -15,14 +15,12 @@ struct Health: ParsableCommand {
     @Option(help: "Seconds to wait for the connection and the pong together.") var timeout: Double = 3
 
     func validate() throws {
-        let parts = connect.split(separator: ":")
-        guard parts.count == 2, Int(parts[1]) != nil else { throw ValidationError("--connect must be HOST:PORT, e.g. 127.0.0.1:7411") }
+        guard hostAndPort(connect) != nil else { throw ValidationError("--connect must be HOST:PORT, e.g. 127.0.0.1:7411") }
         guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be seconds above 0, e.g. 3") }
     }
 
     func run() throws {
-        let parts = connect.split(separator: ":")
-        let host = String(parts[0]), port = Int(parts[1])!
+        let (host, port) = hostAndPort(connect)!  // checked in validate()
         let started = Date()
         // The connect itself has no time-out of its own (a dropped SYN waits minutes): a watchdog
         // bounds the whole probe, so a health check never outlives its limit.

@@ -44,23 +44,21 @@ struct Serve: ParsableCommand {
             Log.info("error: serve has no --port: use --listen HOST:PORT (e.g. --listen 127.0.0.1:\(Int(portFlag) ?? 7411))")
             throw ExitCode.error
         }
-        let parts = listen.split(separator: ":")
-        guard parts.count == 2, let port = Int(parts[1]) else {
+        guard let (host, port) = hostAndPort(listen) else {
             Log.info("error: --listen must be HOST:PORT, e.g. 127.0.0.1:7411")
             throw ExitCode.error
         }
         var plainAddress: (host: String, port: Int)?
         if let plainListen {
-            let p = plainListen.split(separator: ":")
-            guard p.count == 2, let plainPort = Int(p[1]) else {
+            guard let address = hostAndPort(plainListen) else {
                 Log.info("error: --plain-listen must be HOST:PORT on loopback, e.g. 127.0.0.1:7412")
                 throw ExitCode.error
             }
-            plainAddress = (String(p[0]), plainPort)
+            plainAddress = address
         }
         // A port in use is told before any database work (migrations, a restore), not minutes after.
         do throws(ServiceError) {
-            try Listener.checkAvailable(host: String(parts[0]), port: port)
+            try Listener.checkAvailable(host: host, port: port)
             if let plainAddress { try Listener.checkAvailable(host: plainAddress.host, port: plainAddress.port, flag: "--plain-listen") }
         } catch {
             Log.info("error: \(error)")
@@ -70,7 +68,7 @@ struct Serve: ParsableCommand {
             let location = try database.resolve(fresh: fresh)
             defer { location.close { Log.info($0) } }
             var config = ServiceConfiguration(databaseURL: location.url)
-            config.host = String(parts[0])
+            config.host = host
             config.port = port
             config.maxConnections = maxConnections
             config.snapshotEveryEvents = snapshotEvery > 0 ? snapshotEvery : nil

@@ -33,12 +33,11 @@ struct Tail: ParsableCommand {
     }
 
     func run() throws {
-        let parts = connect.split(separator: ":")
-        guard parts.count == 2, let port = Int(parts[1]) else { throw ValidationError("--connect must be HOST:PORT") }
+        guard let (host, port) = hostAndPort(connect) else { throw ValidationError("--connect must be HOST:PORT") }
         let token = try resolvedToken()
         do {
             let tls = tlsCA.map { TLSClientOptions(caFile: $0, certificateFile: tlsCert, keyFile: tlsKey) }
-            let client = try WireClient(host: String(parts[0]), port: port, tls: tls)
+            let client = try WireClient(host: host, port: port, tls: tls)
             let hello = try client.request(#"{"op":"hello","token":\#(JSONValue.string(token ?? "").canonicalString)}"#)
             guard hello["ok"]?.boolValue == true else {
                 Log.info("hello refused: \(hello.canonicalString)")
