@@ -78,21 +78,4 @@ public enum TestPostgres {
         }
         return url
     }
-
-    /// A fresh database with only the migrations named before `migration` applied (and recorded,
-    /// as `Migrator` would): an older Herald's schema, for testing the migrations that follow.
-    public static func freshDatabase(migratedBefore migration: String, createOptions: String = "") throws(StoreError) -> String {
-        let url = try freshDatabase(migrated: false, createOptions: createOptions)
-        let conn = try PGConnection.connect(url)
-        defer { conn.close() }
-        try conn.execute("""
-            CREATE TABLE herald_migrations (name text PRIMARY KEY, checksum text NOT NULL,
-                                            applied_at timestamptz NOT NULL DEFAULT now())
-            """)
-        for m in Migrator.available.prefix(while: { $0.name < migration }) {
-            try conn.executeScript(m.sql)
-            try conn.execute("INSERT INTO herald_migrations (name, checksum) VALUES ($1, md5($2))", [m.name, m.sql])
-        }
-        return url
-    }
 }
