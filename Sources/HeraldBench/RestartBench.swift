@@ -226,7 +226,7 @@ struct RestartBench: ParsableCommand {
     static func existing(_ url: String, users: Int, perUser: Int) throws -> SyntheticLog {
         let conn = try PGConnection.connect(url)
         defer { conn.close() }
-        let events = try conn.execute("SELECT seq FROM event_head").int64(0, 0) ?? 0
+        let events = try EventReader.head(conn)
         guard events > 0 else { throw StoreError.configuration("--reuse: the scratch database holds no history; run once without --reuse") }
         // What `SyntheticLog.build` appends for this size: the app's registration, then each user's requests.
         let expected = 1 + Int64(users) * Int64(SyntheticWorkloads.timersUser(0, timers: perUser, from: Self.start).count)

@@ -130,7 +130,7 @@ public struct CrashExperiment: Sendable {
         defer { conn.close() }
         var head: Int64 = 0
         for _ in 0..<600 {
-            let r = try conn.execute("SELECT (SELECT count(*) FROM events WHERE type = 'submit'), (SELECT count(*) FROM deliveries), (SELECT cursor FROM delivery_head)")
+            let r = try conn.execute("SELECT (SELECT count(*) FROM events WHERE type = 'submit'), (SELECT count(*) FROM deliveries), (SELECT cursor FROM delivery_heads WHERE partition = 0)")
             head = r.int64(0, 2) ?? 0
             if r.int64(0, 1) ?? 0 >= r.int64(0, 0) ?? 0 { break }
             usleep(100_000)

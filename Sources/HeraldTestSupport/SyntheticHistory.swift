@@ -53,8 +53,8 @@ public final class SyntheticHistory {
 
     public init(databaseURL: String) throws {
         connection = try PGConnection.connect(databaseURL)
-        seq = try connection.execute("SELECT seq FROM event_head").int64(0, 0) ?? 0
-        cursor = try connection.execute("SELECT cursor FROM delivery_head").int64(0, 0) ?? 0
+        seq = try EventReader.head(connection)
+        cursor = try EventReader.deliveryHead(connection)
         // Decided by this build's rules, as the service records at its start-up.
         engine.book.adopt(try RulesVersionStore.takeOver(connection, at: .epoch).history)
         try connection.execute("SET client_min_messages = warning")
@@ -108,13 +108,13 @@ public final class SyntheticHistory {
         let clock = ContinuousClock(), t0 = clock.now
         defer { finishSeconds = Self.seconds(clock.now - t0) }
         try connection.execute("""
-            INSERT INTO events (seq, user_id, type, app, notification_id, body, engine_time)
-            SELECT seq, user_id, type, app, notification_id, body::json, engine_time
+            INSERT INTO events (partition, seq, user_id, type, app, notification_id, body, engine_time)
+            SELECT 0, seq, user_id, type, app, notification_id, body::json, engine_time
             FROM herald_synthetic_events ORDER BY seq
             """)
         try connection.execute("DROP TABLE herald_synthetic_events")
-        try connection.execute("UPDATE event_head SET seq = $1", [String(seq)])
-        try connection.execute("UPDATE delivery_head SET cursor = $1", [String(cursor)])
+        try connection.execute("UPDATE partitions SET seq = $1 WHERE partition = 0", [String(seq)])
+        try connection.execute("UPDATE delivery_heads SET cursor = $1 WHERE partition = 0", [String(cursor)])
         try connection.execute("ANALYZE events")
         try connection.execute("ANALYZE deliveries")
     }
@@ -152,7 +152,8 @@ public final class SyntheticHistory {
         StoreRowsText.field(d.at.rfc3339, to: &deliveries); deliveries.append(9)
         StoreRowsText.field(d.rulesVersion, to: &deliveries); deliveries.append(9)
         StoreRowsText.field(d.traceJSON.canonicalString, to: &deliveries); deliveries.append(9)
-        StoreRowsText.field(String(decoding: d.bodyBytes, as: UTF8.self), to: &deliveries); deliveries.append(10)
+        StoreRowsText.field(String(decoding: d.bodyBytes, as: UTF8.self), to: &deliveries); deliveries.append(9)
+        deliveries.append(UInt8(ascii: "0")); deliveries.append(10)  // partition: a synthetic history has one
         pendingDeliveries += 1
         deliveriesWritten += 1
     }
@@ -176,7 +177,7 @@ public final class SyntheticHistory {
         if pendingDeliveries > 0 {
             try connection.copyIn("""
                 COPY deliveries (cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason, at,
-                                 rules_version, trace, body) FROM STDIN
+                                 rules_version, trace, body, partition) FROM STDIN
                 """, chunks: [deliveries])
             deliveries.removeAll(keepingCapacity: true)
             pendingDeliveries = 0

@@ -22,7 +22,7 @@ import Testing
 
     @Test func aKeyInFlightMakesItsResendWaitAndItsWaitersRunOnce() {
         var appends = AppendsInFlight()
-        let key = HeraldService.InFlightKey(app: "com.example.mail", id: "n1")
+        let key = HeraldService.InFlightKey(app: "com.example.mail", id: "n1", user: "alice")
         #expect(!appends.isInFlight(key))
         let claimed = appends.claim(key)
         #expect(claimed && appends.isInFlight(key))

@@ -40,7 +40,7 @@ import Testing
         #expect(move["seq"]?.intValue == clockSeq && move["warnings"] == [] && move["now"] == "2026-03-27T07:00:10Z")
         try conn.execute("SET session_replication_role = replica")
         try conn.execute("DELETE FROM events WHERE type = 'clock'")
-        try conn.execute("UPDATE event_head SET seq = (SELECT max(seq) FROM events)")
+        try conn.execute("UPDATE partitions SET seq = (SELECT max(seq) FROM events) WHERE partition = 0")
         try conn.execute("SET session_replication_role = origin")
         let stored = try conn.execute("SELECT count(*) FROM deliveries WHERE user_id = 'erin' AND notification_id = 'e1' AND kind = 'alert'")
         #expect(stored.int64(0, 0) == 1, "the service decided e1 at 07:00:05")
@@ -133,7 +133,7 @@ import Testing
     static func importedRows(_ url: String) throws -> [Int64] {
         let conn = try PGConnection.connect(url)
         return try ["SELECT count(*) FROM events", "SELECT count(*) FROM deliveries", "SELECT count(*) FROM rules_versions",
-                    "SELECT seq FROM event_head", "SELECT cursor FROM delivery_head"].map { try conn.execute($0).int64(0, 0) ?? -1 }
+                    "SELECT seq FROM partitions WHERE partition = 0", "SELECT cursor FROM delivery_heads WHERE partition = 0"].map { try conn.execute($0).int64(0, 0) ?? -1 }
     }
 
     @Test func importRefusesAnExportWithAMissingEventOrDeliveryNamingItAndImportsNothing() throws {

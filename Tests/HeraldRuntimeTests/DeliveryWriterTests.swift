@@ -131,7 +131,7 @@ import Testing
             """)
         #expect((shared.int64(0, 0) ?? 0) > 0, "small batches rode with events")
         #expect(shared.int64(0, 1) == 0, "the burst went to the delivery writers")
-        #expect(try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) == 44)
+        #expect(try conn.execute("SELECT cursor FROM delivery_heads WHERE partition = 0").int64(0, 0) == 44)
         let report = try Replayer().run(conn) { 0 }
         #expect(report.differences.isEmpty, "\(report.differences)")
     }
@@ -159,7 +159,7 @@ import Testing
         #expect((stats["storeDeliveriesChained"]?.intValue ?? 0) > 0, "chained appends stored some: \(stats.canonicalString)")
         let conn = try PGConnection.connect(url)
         #expect(try conn.execute("SELECT count(*), max(cursor) FROM deliveries").int64(0, 1) == 24)
-        #expect(try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) == 24)
+        #expect(try conn.execute("SELECT cursor FROM delivery_heads WHERE partition = 0").int64(0, 0) == 24)
         let report = try Replayer().run(conn) { 0 }
         #expect(report.differences.isEmpty, "\(report.differences)")
     }
@@ -193,7 +193,7 @@ extension DeliveryWriterTests {
     }
 
     /// While a burst's chained appends are in flight the WAL writer is nudged every
-    /// `walNudgeMilliseconds` (here the appends are held: a row lock on `delivery_head` keeps the
+    /// `walNudgeMilliseconds` (here the appends are held: a row lock on partition 0's row of `delivery_heads` keeps the
     /// first from committing); once they commit the nudges stop, and every summary is stored once,
     /// in order, and replays exactly.
     @Test func aBurstWakesTheWALWriterWhileItsAppendsAreInFlightAndOnlyThen() throws {
@@ -208,7 +208,7 @@ extension DeliveryWriterTests {
         let admin = try PGConnection.connect(url)
         defer { admin.close() }
         _ = try admin.execute("BEGIN")
-        _ = try admin.execute("SELECT cursor FROM delivery_head FOR UPDATE")
+        _ = try admin.execute("SELECT cursor FROM delivery_heads WHERE partition = 0 FOR UPDATE")
         let again = try server.client()
         try again.send(#"{"op":"clock","advanceTo":"2026-03-27T08:00:00Z","rid":"storm"}"#)
         let held = try server.statsWhen { ($0["firing"]?["walNudges"]?.intValue ?? 0) >= 3 }
@@ -246,14 +246,14 @@ extension DeliveryWriterTests {
         defer { server.stop() }
         let admin = try PGConnection.connect(url)
         defer { admin.close() }
-        try admin.execute("UPDATE delivery_head SET cursor = 15")   // cursors 13 … 15 taken elsewhere
+        try admin.execute("UPDATE delivery_heads SET cursor = 15 WHERE partition = 0")   // cursors 13 … 15 taken elsewhere
         let again = try server.client()
         #expect(try again.call(["op": "clock", "advanceTo": "2026-03-27T08:00:00Z"])["ok"] == true)
         _ = try server.statsWhen { $0["deliveriesCommitted"]?.intValue == 12 }
         #expect(!log.matching("the delivery head is not at 12").isEmpty, "the stale head was met: \(log.all)")
         let rows = try admin.execute("SELECT cursor FROM deliveries WHERE kind = 'summary' ORDER BY cursor")
         #expect((0..<rows.rowCount).compactMap { rows.int64($0, 0) } == Array(16...27), "after the moved head, each once, no gap")
-        #expect(try admin.execute("SELECT cursor FROM delivery_head").int64(0, 0) == 27)
+        #expect(try admin.execute("SELECT cursor FROM delivery_heads WHERE partition = 0").int64(0, 0) == 27)
         let consumer = try server.client()
         _ = try consumer.call(["op": "subscribe", "consumer": "late", "from": "earliest"])
         let all = try consumer.deliveries(24)

@@ -3,8 +3,8 @@ import HeraldCore
 @testable import HeraldRuntime
 
 /// The key a submit holds while in flight (a re-send racing it waits for it): equal exactly
-/// when (app, id) are byte for byte equal, as the store's unique index tells them apart (SPEC §3:
-/// unique forever, whoever the user).
+/// when (app, id, user) are byte for byte equal, as the store's unique index tells them apart
+/// (SPEC §3: unique forever per user).
 @Suite struct InFlightKeyTests {
     private func key(_ app: String, _ id: String, _ user: String, type: String = "submit") -> HeraldService.InFlightKey? {
         HeraldService.InFlightKey(EventDraft(user: user, type: type, app: app, notificationId: id, body: .object([:])))
@@ -16,10 +16,10 @@ import HeraldCore
         #expect(Set([a, b, key("com.example.mail", "n-2", "alice")]).count == 2)
     }
 
-    @Test func theUserIsNotPartOfTheKey() {
-        // The same id for another user is the same notification (a re-send of it is a conflict).
-        #expect(key("com.example.mail", "n-1", "alice") == key("com.example.mail", "n-1", "bob"))
-        #expect(key("com.example.mail", "n-1", "alice")?.hashValue == key("com.example.mail", "n-1", "bob")?.hashValue)
+    @Test func theUserIsPartOfTheKey() {
+        // The same id for another user is another notification.
+        #expect(key("com.example.mail", "n-1", "alice") != key("com.example.mail", "n-1", "bob"))
+        #expect(key("com.example.mail", "n-1", "alice")?.hashValue != key("com.example.mail", "n-1", "bob")?.hashValue)
     }
 
     @Test func fieldBoundariesMatter() {
@@ -49,9 +49,9 @@ import HeraldCore
         #expect(buckets.count >= 55_000)  // 100,000 into 131,072 buckets at random: ~70,000 distinct
     }
 
-    @Test func onlySubmitsWithAnAppAndAnIdHaveOne() {
+    @Test func onlySubmitsWithAnAppAnIdAndAUserHaveOne() {
         #expect(key("app", "n", "u", type: "withdraw") == nil)
         #expect(HeraldService.InFlightKey(EventDraft(user: "u", type: "submit", app: nil, notificationId: "n", body: .null)) == nil)
-        #expect(HeraldService.InFlightKey(EventDraft(user: nil, type: "submit", app: "app", notificationId: "n", body: .null)) != nil)
+        #expect(HeraldService.InFlightKey(EventDraft(user: nil, type: "submit", app: "app", notificationId: "n", body: .null)) == nil)
     }
 }

@@ -133,13 +133,13 @@ import Testing
         defer { admin.close() }
         let db = try #require(try admin.execute("SELECT current_database()").string(0, 0))
         // The service's connections, in the order start-up opens them: the events' writer, the
-        // deliveries' two writers, the reader.
+        // deliveries' two writers, the reader, the lease's.
         let backends = try admin.execute("""
             SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'herald' AND pid <> pg_backend_pid()
             ORDER BY backend_start
             """, [db])
-        #expect(backends.rowCount == 4, "the three writers and the reader")
-        let readerPid = try #require(backends.string(backends.rowCount - 1, 0))
+        #expect(backends.rowCount == 5, "the three writers, the reader and the lease's")
+        let readerPid = try #require(backends.string(3, 0))
         let cluster = try PGConnection.connect(TestPostgres.cluster().connectionString())  // a database cannot lock itself out
         defer { cluster.close() }
         try cluster.execute("ALTER DATABASE \(db) ALLOW_CONNECTIONS false")

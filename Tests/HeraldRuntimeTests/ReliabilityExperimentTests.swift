@@ -175,7 +175,7 @@ final class PrivateCluster {
     }
 
     /// Acks before COMMIT, then `kill -9` while commits are held: a transaction of the test's own
-    /// locks `event_head`, so every event acknowledged after it took the lock is still uncommitted
+    /// locks partition 0's row of `partitions`, so every event acknowledged after it took the lock is still uncommitted
     /// when the service dies. (A kill at a random moment, as experiment 1 does, can find everything
     /// acknowledged already committed, so a control built that way is not always flagged.)
     @Test func negativeControlAckBeforeCommitWithKillNineIsFlaggedAsLoss() throws {
@@ -188,7 +188,7 @@ final class PrivateCluster {
             let admin = try PGConnection.connect(url)
             defer { admin.close() }
             try admin.execute("BEGIN")
-            try admin.execute("SELECT seq FROM event_head FOR UPDATE")
+            try admin.execute("SELECT seq FROM partitions WHERE partition = 0 FOR UPDATE")
             let held = recorder.ackedCount
             let deadline = Date().addingTimeInterval(30)
             while recorder.ackedCount < held + 300 && !finished() && Date() < deadline { usleep(1_000) }

@@ -90,7 +90,7 @@ import Testing
         let cli = try HeraldCommandTests.herald(["replay", "--database-url", url, "--rules-version", "99"])
         #expect(cli.status == 2 && cli.stderr.contains("--rules-version 99 is not a version this build knows (\(Engine.currentRulesVersion))"), "\(cli)")
 
-        try PGConnection.connect(url).execute("INSERT INTO rules_versions (from_seq, at, version) VALUES (100, now(), '99')")
+        try PGConnection.connect(url).execute("INSERT INTO rules_versions (partition, from_seq, at, version) VALUES (0, 100, now(), '99')")
         let refused = #expect(throws: StoreError.self) { _ = try TestServer(url: url) }
         #expect("\(refused.map { "\($0)" } ?? "")".contains("rules version 99, which this build does not know"))
         #expect(throws: StoreError.self) { _ = try Replayer().run(PGConnection.connect(url)) { 0 } }

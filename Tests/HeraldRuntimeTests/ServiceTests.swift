@@ -451,7 +451,7 @@ import Testing
         let resumed = try again.call(["op": "subscribe", "consumer": "k"])
         #expect(resumed["cursor"] == 0, "\(resumed.canonicalString)")
         #expect(try again.deliveries(2).map { $0["notification"]?.stringValue } == ["a", "b"], "a again (never acked), and b")
-        let stored = try PGConnection.connect(server.url).execute("SELECT acked FROM consumers WHERE name = 'k'")
+        let stored = try PGConnection.connect(server.url).execute("SELECT acked FROM consumer_cursors WHERE partition = 0 AND name = 'k'")
         #expect(stored.rowCount == 1 && stored.int64(0, 0) == 0)
     }
 }

@@ -74,11 +74,13 @@ import HeraldTestSupport
             var sink = ByteSink(capacity: 4)  // small: growing is exercised
             defer { sink.deallocate() }
             sink.append(0x41)
-            body.withUnsafeBytes { HeraldService.appendLine($0, cursor: cursor, to: &sink) }
+            let partition = Int(cursor.magnitude % 1024)
+            body.withUnsafeBytes { HeraldService.appendLine($0, partition: partition, cursor: cursor, to: &sink) }
             let out = sink.array
-            #expect(out == [0x41] + Array("{\"cursor\":\(cursor),\"op\":\"delivery\",".utf8) + body.dropFirst() + [0x0A])
+            #expect(out == [0x41] + Array("{\"cursor\":\(cursor),\"op\":\"delivery\",\"partition\":\(partition),".utf8) + body.dropFirst() + [0x0A])
             let line = try JSONValue.parse(String(decoding: out.dropFirst().dropLast(), as: UTF8.self))
             #expect(line["cursor"] == .int(cursor) && line["op"] == .string("delivery") && line["kind"] == .string("summary"))
+            #expect(line["partition"] == .int(Int64(partition)))
         }
     }
 }

@@ -59,7 +59,7 @@ import Testing
             FROM deliveries ORDER BY cursor
             """)
         for i in 0..<d.rowCount { out.append(d.string(i, 0) ?? "") }
-        out.append("heads \(try conn.execute("SELECT seq FROM event_head").int64(0, 0) ?? -1) \(try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) ?? -1)")
+        out.append("heads \(try conn.execute("SELECT seq FROM partitions WHERE partition = 0").int64(0, 0) ?? -1) \(try conn.execute("SELECT cursor FROM delivery_heads WHERE partition = 0").int64(0, 0) ?? -1)")
         return out
     }
 

@@ -143,7 +143,7 @@ import Testing
         // The inbox's stream was not taken over and its cursor stayed where its subscribe put it.
         #expect(try inbox.call(["op": "ping"])["ok"] == true, "the inbox connection is still open")
         let conn = try PGConnection.connect(server.url)
-        let row = try conn.execute("SELECT acked FROM consumers WHERE name = 'inbox'")
+        let row = try conn.execute("SELECT acked FROM consumer_cursors WHERE partition = 0 AND name = 'inbox'")
         #expect(row.rowCount == 1 && row.int64(0, 0) == 0, "stored at its start (0), not moved to 5")
         #expect(log.matching("warning:", "refused subscribe as consumer \"inbox\" by token \"push-gateway\"", "forbidden_consumer").count == 1)
         #expect(log.matching("warning:", "refused ack as consumer \"inbox\"").count == 1)

@@ -38,7 +38,7 @@ import Testing
         func appendParameters(_ id: String) -> [String?] {
             ["{u1}", "{submit}", "{com.example.mail}", "{\(id)}", #"{"{\"id\":\"\#(id)\"}"}"#, "{2026-03-27T07:00:00Z}", "{0}"]
         }
-        let append = "SELECT * FROM herald_append_events($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::integer[])"
+        let append = "SELECT * FROM herald_append_events(0, NULL, $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::integer[])"
         var cursor: Int64 = 0
         var read: [Int64] = []
         func poll() throws {

@@ -37,9 +37,8 @@ import Testing
         #expect(!text.contains("Seq Scan"), "\(text)")
     }
 
-    /// (app, id) is the key only when both are present: rows missing an app never collide (NULLs
-    /// are distinct in the unique index), through COPY and the function alike. The user is not
-    /// part of the key: a row without one is keyed by its (app, id) like any other.
+    /// (app, id, user) is the key only when all three are present: rows missing an app or a user
+    /// never collide (NULLs are distinct in the unique index), through COPY and the function alike.
     @Test func rowsWithoutAnAppHaveNoKey() throws {
         let url = try TestPostgres.freshDatabase()
         let writer = try Self.writer(url)
@@ -50,7 +49,7 @@ import Testing
         let outcomes = try EventStoreTests.appendAll(writer, rows + [keyless, keyless, userless, userless])
         #expect(outcomes.first == .appended(seq: 1))
         #expect(outcomes[1] == .duplicate(seq: 1))
-        #expect(outcomes[2...] == [.appended(seq: 2), .appended(seq: 3), .appended(seq: 4), .duplicate(seq: 4)],
+        #expect(outcomes[2...] == [.appended(seq: 2), .appended(seq: 3), .appended(seq: 4), .appended(seq: 5)],
                 "\(outcomes)")
     }
 
@@ -197,7 +196,7 @@ import Testing
         #expect(stored.map(\.cursor) == [1, 2, 3, 4, 5])
         #expect(stored.map(\.row) == [Self.delivery(1), Self.delivery(2, user: "u2"), Self.delivery(3), Self.delivery(4),
                                        Self.delivery(5)], "every column as sent, by COPY or by the function")
-        #expect(try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) == 5)
+        #expect(try conn.execute("SELECT cursor FROM delivery_heads WHERE partition = 0").int64(0, 0) == 5)
     }
 
     @Test func copiedDeliveriesAreTheFunctionsRowsByteForByte() throws {
@@ -233,7 +232,7 @@ import Testing
     }
 
     @Test func deliveriesAloneGoByACopyOfTheirOwn() throws {
-        // A storm's appends: deliveries without events. `BEGIN; UPDATE delivery_head …; COPY
+        // A storm's appends: deliveries without events. `BEGIN; SELECT herald_claim_deliveries(…); COPY
         // deliveries …; COMMIT` — two round trips; with an ack, its pipeline segment ends the
         // transaction (three).
         let url = try TestPostgres.freshDatabase()
@@ -245,7 +244,7 @@ import Testing
         #expect(cursors == [1, 2])
         #expect(writer.deliveriesCopied == 2)
         #expect(writer.roundTrips - trips == 2, "the query, then the data")
-        #expect(try PGConnection.connect(url).execute("SELECT cursor FROM delivery_head").int64(0, 0) == 2)
+        #expect(try PGConnection.connect(url).execute("SELECT cursor FROM delivery_heads WHERE partition = 0").int64(0, 0) == 2)
 
         // Several appends queued behind one in flight share the next COPY; an ack joins its tail.
         var acked: Int64 = 0
@@ -264,7 +263,7 @@ import Testing
         #expect(stored.map(\.cursor) == [1, 2, 3, 4, 5, 6])
         #expect(stored.map(\.row) == [Self.delivery(1), Self.delivery(1, user: "u2"), Self.delivery(2), Self.delivery(3),
                                        Self.delivery(4), Self.delivery(2, user: "u2")])
-        #expect(try PGConnection.connect(url).execute("SELECT acked FROM consumers WHERE name = 'push'").int64(0, 0) == 4)
+        #expect(try PGConnection.connect(url).execute("SELECT acked FROM consumer_cursors WHERE partition = 0 AND name = 'push'").int64(0, 0) == 4)
     }
 
     @Test func aStoredDeliveryMakesACopyOfDeliveriesAloneGoThroughTheFunction() throws {
@@ -300,7 +299,7 @@ import Testing
         let stored = try EventReader.deliveries(conn, after: 0)
         #expect(stored.map(\.cursor) == Array(1...7))
         #expect(stored.map(\.row.userIndex) == [1, 2, 3, 9, 4, 5, 6], "each stored once")
-        #expect(try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) == 7, "no gap")
+        #expect(try conn.execute("SELECT cursor FROM delivery_heads WHERE partition = 0").int64(0, 0) == 7, "no gap")
     }
 
     @Test func theAppendFunctionsStillRefuseInvalidJSON() throws {
@@ -310,13 +309,13 @@ import Testing
         let conn = try PGConnection.connect(url)
         #expect(throws: StoreError.self) {
             try conn.execute("""
-                SELECT * FROM herald_append_events(ARRAY['u'], ARRAY['submit'], ARRAY['a'], ARRAY['n'], ARRAY['{not json'], ARRAY[now()], ARRAY[0])
+                SELECT * FROM herald_append_events(0, NULL, ARRAY['u'], ARRAY['submit'], ARRAY['a'], ARRAY['n'], ARRAY['{not json'], ARRAY[now()], ARRAY[0])
                 """)
         }
         for (trace, body) in [("[]", "{bad"), ("[x", "{}")] {
             #expect(throws: StoreError.self) {
                 try conn.execute("""
-                    SELECT * FROM herald_append_deliveries(ARRAY['u'], ARRAY[1::bigint], ARRAY[1::bigint], ARRAY['alert'],
+                    SELECT * FROM herald_append_deliveries(0, NULL, ARRAY['u'], ARRAY[1::bigint], ARRAY[1::bigint], ARRAY['alert'],
                         ARRAY['a'], ARRAY['n'], ARRAY['normal'], ARRAY[now()], ARRAY['1'], ARRAY[$1], ARRAY[$2])
                     """, [trace, body])
             }
@@ -325,7 +324,7 @@ import Testing
         // Valid JSON is stored as sent, byte for byte (json kept its input text; text does too).
         let body = #"{"b": [1,  2], "a":"é"}"#
         _ = try conn.execute("""
-            SELECT * FROM herald_append_events(ARRAY['u'], ARRAY['submit'], ARRAY['a'], ARRAY['n'], ARRAY[$1], ARRAY[now()], ARRAY[0])
+            SELECT * FROM herald_append_events(0, NULL, ARRAY['u'], ARRAY['submit'], ARRAY['a'], ARRAY['n'], ARRAY[$1], ARRAY[now()], ARRAY[0])
             """, [body])
         #expect(try conn.execute("SELECT body FROM events").string(0, 0) == body)
         #expect(try conn.execute("SELECT body::json ->> 'a' FROM events").string(0, 0) == "é")

@@ -58,8 +58,8 @@ import Testing
         let indexes = (0..<r.rowCount).compactMap { r.string($0, 0) }
         #expect(indexes == [
             "deliveries.deliveries_pkey",                     // consumers and catch-up, by cursor
-            "deliveries.deliveries_user_id_user_index_key",   // per-user order; explain, restore, the views
-            "events.events_notification_once",                // (app, id) unique forever; withdraw's recipients
+            "deliveries.deliveries_user_index",               // per-user order; explain, restore, the views
+            "events.events_notification_once",                // (app, id, user) unique forever; withdraw's recipients
             "events.events_pkey",                             // the log, by seq
         ])
     }
@@ -179,7 +179,7 @@ import Testing
                                    whileWaiting: () -> Void) throws -> GroupCommitWriter {
         let blocker = try PGConnection.connect(url)
         try blocker.execute("BEGIN")
-        try blocker.execute("SELECT seq FROM event_head FOR UPDATE")  // the writer's append will wait here
+        try blocker.execute("SELECT seq FROM partitions WHERE partition = 0 FOR UPDATE")  // the writer's append will wait here
         let writerConnection = try PGConnection.connect(url)
         let pid = writerConnection.backendPID
         let writer = try GroupCommitWriter(connection: writerConnection)

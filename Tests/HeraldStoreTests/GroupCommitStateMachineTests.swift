@@ -41,7 +41,7 @@ import Testing
     }
 
     static func submit(_ m: inout GroupCommitStateMachine, ack cursor: Int64, _ told: Told) {
-        m.workSubmitted(.ack(consumer: "c", cursor: cursor, { result in
+        m.workSubmitted(.ack(consumer: "c", partition: 0, cursor: cursor, { result in
             switch result {
             case .success(let stored): told.lines.append("ack \(cursor): \(stored)")
             case .failure(let error): told.lines.append("ack \(cursor) failed: \(error)")
@@ -190,7 +190,7 @@ import Testing
         #expect(sentWhileCompleting == 1)
         m.resultReceived(.commandOK)
         guard case .send(let tail) = m.copyQueryEnded(inFailedTransaction: false) else { Issue.record("no tail"); return }
-        #expect(tail == .pipeline([.ack(consumer: "c", cursor: 7), .commit], commitEventRows: 2))
+        #expect(tail == .pipeline([.ack(consumer: "c", partition: 0, cursor: 7), .commit], commitEventRows: 2))
         #expect(told.lines.count == 2, "nothing told before COMMIT")
         m.resultReceived(.rows(Rows(cells: [["7"]]))); m.statementEnded()
         m.resultReceived(.commandOK); m.statementEnded()
@@ -277,7 +277,7 @@ import Testing
         let told = Told()
         Self.submit(&m, ack: 3, told)
         let acks = m.nextTransaction(whileReading: false)
-        #expect(acks == .pipeline([.begin, .ack(consumer: "c", cursor: 3), .commit], commitEventRows: 0))
+        #expect(acks == .pipeline([.begin, .ack(consumer: "c", partition: 0, cursor: 3), .commit], commitEventRows: 0))
         Self.submit(&m, deliveries: [1], told)
         Self.submit(&m, event: 9, told)
         Self.submit(&m, deliveries: [2], told)

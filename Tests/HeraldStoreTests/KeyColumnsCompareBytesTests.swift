@@ -32,8 +32,8 @@ import Testing
         #expect((0..<language.rowCount).compactMap { language.string($0, 0) } == ["a", "b", "B"], "the database's own order")
         for (i, user) in ["b", "B", "a"].enumerated() {
             try conn.execute("""
-                INSERT INTO deliveries (cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason, at, rules_version, trace, body)
-                VALUES ($1, $2, 1, 1, 'suppressed', 'com.example', $2, 'muted', now(), '1', '[]', '{}')
+                INSERT INTO deliveries (partition, cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason, at, rules_version, trace, body)
+                VALUES (0, $1, $2, 1, 1, 'suppressed', 'com.example', $2, 'muted', now(), '1', '[]', '{}')
                 """, [String(i + 1), user])
         }
         let bytes = try conn.execute("SELECT user_id FROM deliveries ORDER BY user_id")
@@ -42,8 +42,8 @@ import Testing
         // The unique indexes refuse a stored key, compared as bytes.
         #expect(throws: StoreError.self) {
             try conn.execute("""
-                INSERT INTO deliveries (cursor, user_id, user_index, cause_seq, kind, reason, at, rules_version, trace, body)
-                VALUES (4, 'a', 1, 1, 'alert', 'normal', now(), '1', '[]', '{}')
+                INSERT INTO deliveries (partition, cursor, user_id, user_index, cause_seq, kind, reason, at, rules_version, trace, body)
+                VALUES (0, 4, 'a', 1, 1, 'alert', 'normal', now(), '1', '[]', '{}')
                 """)
         }
     }

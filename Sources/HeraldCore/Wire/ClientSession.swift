@@ -73,6 +73,10 @@ public struct ClientSession: Sendable {
     public private(set) var refusedHellos = 0
     public static let maxRefusedHellos = 10
 
+    /// What the hello reply tells of the deployment (SPEC §9): `instance`, `partitions`, `hash`
+    /// and `routes`, set by the service when the connection opens.
+    public var topology: [String: JSONValue] = [:]
+
     public init(tokens: TokenTable, serverName: String) {
         self.tokens = tokens
         self.serverName = serverName
@@ -158,11 +162,13 @@ public struct ClientSession: Sendable {
             grant = granted
             credential = presented
             let apps: JSONValue = granted.apps.map { .array($0.sorted().map { .string($0) }) } ?? .array([.string("*")])
-            return replyCompleted(ticket: ticket, reply: WireReply.ok(rid: rid, [
+            var fields: [String: JSONValue] = [
                 "op": "hello", "server": .string(serverName),
                 "roles": .array(Role.allCases.filter { granted.roles.contains($0) }.map { .string($0.rawValue) }),
                 "apps": apps,
-            ]))
+            ]
+            fields.merge(topology) { mine, _ in mine }
+            return replyCompleted(ticket: ticket, reply: WireReply.ok(rid: rid, fields))
         default:
             break
         }

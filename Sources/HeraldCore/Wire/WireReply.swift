@@ -10,28 +10,30 @@ public enum WireReply {
         return line(.object(object))
     }
 
-    /// The common ack, `{"ok":true,"rid":…,"seq":n,"warnings":[…]}` (rid omitted when nil):
-    /// byte-identical to `ok(rid:, ["seq": .int(seq), "warnings": …])`, written from a template
+    /// The common ack, `{"ok":true,"partition":p,"rid":…,"seq":n,"warnings":[…]}` (rid omitted
+    /// when nil): byte-identical to `ok(rid:, ["partition": …, "seq": …, "warnings": …])`, written from a template
     /// instead of a dictionary encoded per reply (keys are already in canonical order).
-    public static func appended(rid: JSONValue?, seq: Int64, warnings: [RequestWarning]) -> [UInt8] {
+    public static func appended(rid: JSONValue?, partition: Int = 0, seq: Int64, warnings: [RequestWarning]) -> [UInt8] {
         var out = ByteSink(capacity: 64)
         defer { out.deallocate() }
-        return appended(rid: rid, seq: seq, warnings: warnings, using: &out)
+        return appended(rid: rid, partition: partition, seq: seq, warnings: warnings, using: &out)
     }
 
     /// `appended(rid:seq:warnings:)` written through the caller's reusable sink (cleared first),
     /// then copied into the reply's array (the service's path when the reply must wait its turn;
     /// otherwise it hands `writeAppended`'s bytes over in place).
-    public static func appended(rid: JSONValue?, seq: Int64, warnings: [RequestWarning], using out: inout ByteSink) -> [UInt8] {
-        writeAppended(rid: rid, seq: seq, warnings: warnings, to: &out)
+    public static func appended(rid: JSONValue?, partition: Int = 0, seq: Int64, warnings: [RequestWarning], using out: inout ByteSink) -> [UInt8] {
+        writeAppended(rid: rid, partition: partition, seq: seq, warnings: warnings, to: &out)
         return out.array
     }
 
     /// `appended(rid:seq:warnings:)`'s bytes, written into `out` (cleared first) and left there:
     /// the runtime hands them to the connection in place when nothing is queued before them.
-    public static func writeAppended(rid: JSONValue?, seq: Int64, warnings: [RequestWarning], to out: inout ByteSink) {
+    public static func writeAppended(rid: JSONValue?, partition: Int = 0, seq: Int64, warnings: [RequestWarning], to out: inout ByteSink) {
         out.removeAll()
-        out.append("{\"ok\":true,")
+        out.append("{\"ok\":true,\"partition\":")
+        writeInt(Int64(partition), to: &out)
+        out.append(UInt8(ascii: ","))
         if let rid {
             out.append("\"rid\":")
             rid.write(to: &out)

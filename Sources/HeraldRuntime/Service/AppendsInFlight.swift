@@ -37,6 +37,12 @@ struct AppendsInFlight {
     /// Whether an append with this key is in flight.
     func isInFlight(_ key: HeraldService.InFlightKey) -> Bool { keys[key] != nil }
 
+    /// A key of (app, id) in flight for any user: a withdraw that names no user waits for it. A
+    /// scan of the keys in flight (a rare request; the keys are those of unanswered appends).
+    func anyInFlight(app: String, id: String) -> HeraldService.InFlightKey? {
+        keys.keys.first { $0.id == id && $0.app == app }
+    }
+
     /// Claims `key` for an append (one look-up); false, nothing changed, when it is in flight already.
     mutating func claim(_ key: HeraldService.InFlightKey) -> Bool {
         guard let waiters = keys.updateValue([], forKey: key) else { return true }

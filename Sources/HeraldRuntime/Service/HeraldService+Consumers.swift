@@ -48,7 +48,7 @@ extension HeraldService {
             connection.consumerName = nil
             reply(WireReply.error(rid: rid, error))
         }
-        reader.query("SELECT acked FROM consumers WHERE name = $1", [name]) { [unretained, connectionRef = connection.unretained] result in
+        reader.query(ConsumerSQL.ackedCursor, [name, "0"]) { [unretained, connectionRef = connection.unretained] result in
             guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
             let acked: Int64?
             switch result {
@@ -110,6 +110,12 @@ extension HeraldService {
         guard Self.isConsumerName(name) else {
             reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "ack needs a consumer name of 1–200 bytes",
                 detail: "Ack with the durable name the consumer subscribed with; subscribe refuses any other, so no stream has this one.")))
+            return
+        }
+        if let partition = request.body["partition"], partition != .int(0) {
+            reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field",
+                title: "Partition \(partition.canonicalString) is not one of this database's",
+                detail: "This database has \(partitioning.count) partition(s), numbered from 0: ack the partition a delivery line named.")))
             return
         }
         guard cursor >= 0 else {

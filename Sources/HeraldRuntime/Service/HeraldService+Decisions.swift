@@ -373,7 +373,7 @@ extension HeraldService {
         do {
             let conn = try PGConnection.connect(configuration.databaseURL)
             defer { conn.close() }
-            if let head = try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0), ring.headFoundAhead(head) {
+            if case let head = try EventReader.deliveryHead(conn), ring.headFoundAhead(head) {
                 log("deliveries up to cursor \(head) had committed without this process learning their cursors; consumers read them from PostgreSQL")
             }
         } catch {
@@ -382,18 +382,19 @@ extension HeraldService {
     }
 
     /// The most bytes a wire line adds to its stored body: `{"cursor":` (10), a sign and up to
-    /// 19 digits, `,"op":"delivery",` (17) and the newline, less the body's own `{`.
-    static let lineOverhead = 10 + 20 + 17 + 1
+    /// 19 digits, `,"op":"delivery","partition":` (29), up to 4 digits and a comma, and the newline,
+    /// less the body's own `{`.
+    static let lineOverhead = 10 + 20 + 29 + 5 + 1
 
-    /// Appends the wire line of a committed delivery to `out`: `{"cursor":n,"op":"delivery",`
+    /// Appends the wire line of a committed delivery to `out`: `{"cursor":n,"op":"delivery","partition":p,`
     /// then the stored body after its `{`, then a newline. Consumers' batches are built from the
     /// ring's bodies and from catch-up pages this way: no line array per delivery, one capacity
     /// check and two copies per line.
-    static func appendLine(_ body: UnsafeRawBufferPointer, cursor: Int64, to out: inout ByteSink) {
+    static func appendLine(_ body: UnsafeRawBufferPointer, partition: Int = 0, cursor: Int64, to out: inout ByteSink) {
         let rest = max(body.count - 1, 0)
         out.appendInPlace(maximum: rest + lineOverhead) { base in
             let head: StaticString = "{\"cursor\":"
-            let tail: StaticString = ",\"op\":\"delivery\","
+            let tail: StaticString = ",\"op\":\"delivery\",\"partition\":"
             base.update(from: head.utf8Start, count: head.utf8CodeUnitCount)
             var at = head.utf8CodeUnitCount
             if cursor < 0 { base[at] = 0x2D; at += 1 }
@@ -407,6 +408,15 @@ extension HeraldService {
             at += digits
             (base + at).update(from: tail.utf8Start, count: tail.utf8CodeUnitCount)
             at += tail.utf8CodeUnitCount
+            var p = min(max(partition, 0), 9_999), pDigits = 0
+            repeat { pDigits += 1; p /= 10 } while p > 0
+            p = min(max(partition, 0), 9_999)
+            for i in stride(from: at + pDigits - 1, through: at, by: -1) {
+                base[i] = UInt8(truncatingIfNeeded: p % 10) &+ 0x30
+                p /= 10
+            }
+            at += pDigits
+            base[at] = UInt8(ascii: ","); at += 1
             if rest > 0 { UnsafeMutableRawPointer(base + at).copyMemory(from: body.baseAddress! + 1, byteCount: rest) }
             at += rest
             base[at] = 0x0A

@@ -31,7 +31,7 @@ extension HeraldService {
     private func nothingToWithdraw(_ accepted: AcceptedRequest) -> RequestWarning? {
         guard accepted.events.count == 1, let user = accepted.events[0].user, let app = accepted.events[0].app,
               let id = accepted.events[0].notificationId, restart.content.heldFolds.isEmpty,
-              !appendsInFlight.isInFlight(InFlightKey(app: app, id: id)) else { return nil }
+              !appendsInFlight.isInFlight(InFlightKey(app: app, id: id, user: user)) else { return nil }
         if let ordinal = ordinal(of: user), users[ordinal].state.knows(app: app, id: id) { return nil }
         return RequestWarning(code: "nothing_to_withdraw",
             title: "\(user) has no notification “\(id)” from \(app) pending, snoozed or among the deliveries Herald keeps",
@@ -88,8 +88,7 @@ extension HeraldService {
     func resolveWithdraw(_ request: ClientSession.Request, accepted: AcceptedRequest, reply: Reply) {
         guard let draft = accepted.events.first, let app = draft.app, let id = draft.notificationId else { return }
         reply.connection.holdDispatch()
-        let key = InFlightKey(app: app, id: id)
-        if appendsInFlight.isInFlight(key) {
+        if let key = appendsInFlight.anyInFlight(app: app, id: id) {
             appendsInFlight.wait(for: key) { [unretained] in unretained.object?.submitEvent(request, reply: reply) }
             return
         }
@@ -244,12 +243,15 @@ extension HeraldService {
     private func appendFailed(_ error: StoreError, at: Instant, rid: JSONValue?, reply: Reply) {
         if !store.isReady { appendsInFlight.outcomeLost(at: at) }
         reply(WireReply.error(rid: rid, requestError(error)))
+        if case .fenced = error, case .stopServing(let epoch) = lease.appendFenced() {
+            leaseLost(epoch: epoch, why: "an append was refused by the epoch check: another instance took it over")
+        }
     }
 
     /// The negative control (tests only, `acknowledgeBeforeCommitForTesting`): answers success now,
     /// before anything is stored, and returns a reply that drops the real outcome.
     func acknowledgeNowForTesting(_ request: ClientSession.Request, _ reply: Reply) -> Reply {
-        reply(WireReply.ok(rid: request.rid, ["seq": .int(0), "warnings": .array([])]))
+        reply(WireReply.ok(rid: request.rid, ["partition": .int(0), "seq": .int(0), "warnings": .array([])]))
         var dropped = reply
         dropped.dropped = true
         return dropped
@@ -305,9 +307,9 @@ extension HeraldService {
         }
     }
 
-    /// The in-flight key of a submit: (app, id), unique forever whoever the recipients (SPEC §3;
-    /// a fan-out has one key). Other events carry none. Two fields, not one joined `String`:
-    /// joining them would allocate twice per submit.
+    /// The in-flight key of a submit: (app, id, user), unique forever (SPEC §3; a fan-out has
+    /// one key per recipient). Other events carry none. Three fields, not one joined `String`:
+    /// joining them would allocate per submit.
     /// The strings are hashed once, when the key is made: the key is looked up, inserted
     /// and removed again, and each of those would otherwise hash all its strings.
     /// The hash is over the strings' UTF-8 bytes, as the store's unique index tells keys apart
@@ -321,6 +323,7 @@ extension HeraldService {
     struct InFlightKey: Hashable {
         let app: String
         let id: String
+        let user: String
         private let hash: Int
 
         private static let seed = UInt64.random(in: .min ... .max)
@@ -359,7 +362,7 @@ extension HeraldService {
         /// Equal hashes (of the bytes) first, so equal keys always hash alike; then `String ==`,
         /// which for the short ids in keys compares their inline bits.
         static func == (a: InFlightKey, b: InFlightKey) -> Bool {
-            a.hash == b.hash && a.id == b.id && a.app == b.app
+            a.hash == b.hash && a.id == b.id && a.user == b.user && a.app == b.app
         }
 
         func hash(into h: inout Hasher) { h.combine(hash) }
@@ -373,8 +376,8 @@ extension HeraldService {
 }
 
 extension HeraldService.InFlightKey {
-    init(app: String, id: String) {
-        self.init(app: app, id: id, hash: Self.hashOf(app: app, id: id))
+    init(app: String, id: String, user: String) {
+        self.init(app: app, id: id, user: user, hash: Self.hashOf(app: app, id: id, user: user))
     }
 
     init?(_ draft: borrowing EventDraft) {
@@ -387,13 +390,14 @@ extension HeraldService.InFlightKey {
     /// by the memberwise initializer: one that set the fields one by one would copy the key whole
     /// (see `InPlace` in HeraldCore).
     init?(draftAt d: UnsafePointer<EventDraft>) {
-        guard d.pointee.type == "submit", let id = d.pointee.notificationId, let app = d.pointee.app else { return nil }
-        self.init(app: app, id: id, hash: Self.hashOf(app: app, id: id))
+        guard d.pointee.type == "submit", let id = d.pointee.notificationId, let app = d.pointee.app,
+              let user = d.pointee.user else { return nil }
+        self.init(app: app, id: id, user: user, hash: Self.hashOf(app: app, id: id, user: user))
     }
 
-    private static func hashOf(app: String, id: String) -> Int {
+    private static func hashOf(app: String, id: String, user: String) -> Int {
         var h = seed
-        mix(app, into: &h); mix(id, into: &h)
+        mix(app, into: &h); mix(id, into: &h); mix(user, into: &h)
         return Int(truncatingIfNeeded: fold(h, 0x2D35_8DCC_AA6C_78A5))
     }
 }
@@ -404,14 +408,18 @@ extension HeraldService {
     func replyFor(outcomes: [AppendOutcome], rid: JSONValue?, warnings: [RequestWarning], counted: Bool = false) -> [UInt8] {
         guard let first = outcomes.first else { return WireReply.ok(rid: rid, ["warnings": .array(warnings.map(\.json))]) }
         if outcomes.count > 1 || counted {
-            // A fan-out is stored whole or not at all (herald_append_events): all appended, or none.
+            // Each recipient is its own key (SPEC §3): the new ones are appended, the known ones
+            // answered by their stored rows; `duplicate` when none was new.
             let appended = outcomes.filter { if case .appended = $0 { return true } else { return false } }.count
-            var fields: [String: JSONValue] = ["seq": .int(first.seq), "events": .int(Int64(outcomes.count)),
+            let conflict = outcomes.first { if case .conflict = $0 { return true } else { return false } }
+            var fields: [String: JSONValue] = ["partition": .int(0), "seq": .int(first.seq), "events": .int(Int64(outcomes.count)),
                                                "appended": .int(Int64(appended)), "warnings": .array(warnings.map(\.json))]
             if appended == 0 {
                 fields["duplicate"] = true
-                let differs = outcomes.contains { if case .conflict = $0 { return true } else { return false } }
-                fields["warnings"] = .array(differs ? [Self.duplicateDiffers(seq: first.seq).json] : [])
+                fields["warnings"] = .array([])
+            }
+            if let conflict {
+                fields["warnings"] = .array((fields["warnings"]?.arrayValue ?? []) + [Self.duplicateDiffers(seq: conflict.seq).json])
             }
             return WireReply.ok(rid: rid, fields)
         }
@@ -423,11 +431,11 @@ extension HeraldService {
         case .appended(let seq):
             return WireReply.appended(rid: rid, seq: seq, warnings: warnings, using: &replyScratch.sink)
         case .duplicate(let seq):
-            return WireReply.ok(rid: rid, ["seq": .int(seq), "duplicate": true, "warnings": .array([])])
+            return WireReply.ok(rid: rid, ["partition": .int(0), "seq": .int(seq), "duplicate": true, "warnings": .array([])])
         case .conflict(let seq):
             // SPEC §3: re-submitting a used id is acknowledged as a duplicate, whatever it carries;
             // the warning says the stored request differs (nothing of this one was kept).
-            return WireReply.ok(rid: rid, ["seq": .int(seq), "duplicate": true, "warnings": .array([Self.duplicateDiffers(seq: seq).json])])
+            return WireReply.ok(rid: rid, ["partition": .int(0), "seq": .int(seq), "duplicate": true, "warnings": .array([Self.duplicateDiffers(seq: seq).json])])
         }
     }
 
@@ -439,6 +447,10 @@ extension HeraldService {
 
     func requestError(_ error: StoreError) -> RequestError {
         if error.isRetryable { return .storeUnavailable(error.clientReason) }
+        if case .fenced = error {
+            return RequestError(code: "not_owner", title: "This instance no longer owns the partition",
+                                detail: "Another instance took the partition over; nothing of this request was stored. Send it again to another instance (idempotency makes that safe).")
+        }
         return RequestError(code: "store_error", title: "The request could not be stored",
                             detail: "PostgreSQL refused it: \(error). This is a server-side problem; report it with the time of the request.")
     }

@@ -15,7 +15,7 @@ extension HeraldService {
         var stored: [String: Int64] = [:]
         let r = try conn.execute("SELECT user_id, max(user_index) FROM deliveries GROUP BY user_id")
         for i in 0..<r.rowCount { if let u = r.string(i, 0), let n = r.int64(i, 1) { stored[u] = n } }
-        ring.restored(head: try conn.execute("SELECT cursor FROM delivery_head").int64(0, 0) ?? 0)
+        ring.restored(head: try EventReader.deliveryHead(conn))
 
         // The log's events are decided by the rules versions that decided them first (this build's
         // takes over in `takeOverRules`, once the service can serve).

@@ -56,6 +56,9 @@ public final class HeraldService: ConnectionDelegate {
     /// Where deliveries are committed.
     let deliveryLinks: [StoreLink]
     let reader: AsyncReader
+    /// The lease renewals' own connection: a renewal waits on the partition's row while an append
+    /// transaction holds it, which must not hold up the reader's consumer reads.
+    let leaseConnection: AsyncReader
     var listener: Listener?
     /// With TLS: the optional loopback plaintext listener.
     var plaintextListener: Listener?
@@ -71,6 +74,11 @@ public final class HeraldService: ConnectionDelegate {
     var lifecycle = ServiceLifecycle.serving
     var shutdownTimer: LoopEvent?
     var stopRequest: LoopTrigger?
+
+    /// The database's partitions (read at start-up) and the lease of the one this instance serves.
+    var partitioning = Partitioning.single
+    var lease: LeaseStateMachine
+    var leaseTimer: LoopEvent?
 
     /// Engine time: the manual clock, or the wall clock never allowed to go backwards.
     var engineClock: EngineClock
@@ -141,9 +149,12 @@ public final class HeraldService: ConnectionDelegate {
         self.deliveryLinks = deliveryStores.isEmpty ? [store] : deliveryStores
         self.deliveryAppends = DeliveryAppends(links: deliveryLinks.count)
         self.reader = AsyncReader(loop: loop, url: configuration.databaseURL)
+        self.leaseConnection = AsyncReader(loop: loop, url: configuration.databaseURL)
         self.ring = DeliveryRing(capacity: configuration.deliveryRingCapacity, maxBytes: configuration.deliveryRingBytes)
+        self.lease = LeaseStateMachine(ttlMilliseconds: max(configuration.leaseTTLMilliseconds, 100))
         if case .manual(let start) = configuration.clock { engineClock = EngineClock(manual: start) } else { engineClock = EngineClock() }
         reader.log = log
+        leaseConnection.log = log
         for link in [store] + deliveryStores {
             link.log = log
             link.commitFlushedForTesting = configuration.commitFlushedForTesting
@@ -195,10 +206,12 @@ public final class HeraldService: ConnectionDelegate {
         // here on (taken again whenever the writer reconnects, see `retakeInstanceLock`).
         try InstanceLock.take(conn, waitMilliseconds: configuration.instanceLockWaitMilliseconds)
         try Migrator.migrate(conn) { self.log($0) }
+        try takePartitions(conn)
         try restore(from: conn)
         try store.adopt(conn)
         for link in deliveryStores { try link.adopt(PGConnection.connect(configuration.databaseURL)) }
         try reader.adopt(PGConnection.connect(configuration.databaseURL))
+        try leaseConnection.adopt(PGConnection.connect(configuration.databaseURL))
         store.onReady = { [unretained] in
             unretained.object?.reconcileUnknownCommits()
             unretained.object?.flushDeliveries()
@@ -235,6 +248,7 @@ public final class HeraldService: ConnectionDelegate {
         signal(SIGPIPE, SIG_IGN)
         fireTimers()
         startSnapshots()
+        startLeaseRenewals()
         let plainNote = plaintextListener.map { ", plaintext on \(configuration.plaintextListen!.host):\($0.port)" } ?? ""
         log("listening on \(configuration.host):\(listener.port)\(credentials.tls == nil ? "" : " (TLS)")\(plainNote), clock \(engineClock.manual.map { "manual at \($0)" } ?? "system")")
         return listener.port
@@ -291,7 +305,8 @@ public final class HeraldService: ConnectionDelegate {
             return
         }
         let id = connections.takeId()
-        let session = ClientSession(tokens: credentials.tokens, serverName: configuration.serverName)
+        var session = ClientSession(tokens: credentials.tokens, serverName: configuration.serverName)
+        session.topology = topology()
         guard let connection = ClientConnection(id: id, fd: fd, loop: loop, session: session,
                                                 maxLineBytes: configuration.maxLineBytes, delegate: asConnectionDelegate, tls: tls) else {
             log("connection \(id) refused: could not set up its \(tls == nil ? "socket" : "TLS session") in libevent (memory exhausted?); the client sees the connection close and may retry")
@@ -497,6 +512,7 @@ public final class HeraldService: ConnectionDelegate {
             perform(lifecycle.finalSnapshotStepped(moreToDo: shutdownSnapshotStep()))
         case .stop?:
             stopSnapshots()
+            releaseLease()
             loop.stop()
         }
     }

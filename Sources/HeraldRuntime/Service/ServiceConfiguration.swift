@@ -87,6 +87,14 @@ public struct ServiceConfiguration: Sendable {
     /// work beside the events' one. 0: deliveries never ride.
     public var deliveriesRideBelowRows = 256
     public var serverName = HeraldVersion.serverName
+    /// This instance's name among those serving the database (`--instance`): the owner its
+    /// partitions' leases name. nil: the host name and the port.
+    public var instanceName: String?
+    /// Where clients reach this instance (`--advertise HOST:PORT`), published in the leases and
+    /// `hello`'s routes. nil: the listening address.
+    public var advertise: String?
+    /// How long a partition's lease lasts without renewal (`--lease-ttl`), in milliseconds.
+    public var leaseTTLMilliseconds: Int64 = 5_000
     /// Handle SIGTERM/SIGINT (one service per process may; tests run several and stop them with `requestShutdown`).
     public var handleSignals = true
     /// Reload the tokens file on SIGHUP; nil follows `handleSignals`.

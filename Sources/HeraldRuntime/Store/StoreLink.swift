@@ -26,6 +26,8 @@ public final class StoreLink {
     public var afterCompletions: (() -> Void)?
     /// Limits handed to every writer (first connection and reconnects).
     public var limits = GroupCommitWriter.Limits()
+    /// The partition and epoch handed to every writer (first connection and reconnects).
+    public var scope = AppendScope.unfenced
     /// Run on every reconnected connection before it becomes the writer (blocking, on the loop;
     /// PostgreSQL has just answered: keep it to short statements that do not wait).
     public var prepareReconnected: ((PGConnection) -> Void)?
@@ -37,7 +39,7 @@ public final class StoreLink {
 
     /// Adopts an already-connected connection (start-up connects synchronously before serving).
     public func adopt(_ connection: PGConnection) throws(StoreError) {
-        let w = try GroupCommitWriter(connection: connection, limits: limits)
+        let w = try GroupCommitWriter(connection: connection, limits: limits, scope: scope)
         install(w)
     }
 
@@ -113,7 +115,7 @@ public final class StoreLink {
             do {
                 let connection = try result.get()
                 self.prepareReconnected?(connection)
-                try self.install(GroupCommitWriter(connection: connection, limits: self.limits))
+                try self.install(GroupCommitWriter(connection: connection, limits: self.limits, scope: self.scope))
                 self.log("reconnected to PostgreSQL")
             } catch let error as StoreError {
                 self.lastError = error

@@ -141,8 +141,8 @@ public enum LogTransfer {
                     // The recipient index is not exported: it is the row's place among the rows of
                     // its (app, id) in seq order (one request's recipients), so it is counted here.
                     try connection.execute("""
-                        INSERT INTO events (seq, user_id, type, app, notification_id, body, engine_time, recipient_index)
-                        VALUES ($1, $2, $3, $4, $5, $6::json, $7,
+                        INSERT INTO events (partition, seq, user_id, type, app, notification_id, body, engine_time, recipient_index)
+                        VALUES (0, $1, $2, $3, $4, $5, $6::json, $7,
                                 (SELECT count(*) FROM events WHERE app = $4 AND notification_id = $5))
                         """, [String(seq), e["user"]?.stringValue, type, e["app"]?.stringValue, e["notificationId"]?.stringValue, body, at])
                     events += 1
@@ -158,23 +158,23 @@ public enum LogTransfer {
                     guard cause <= lastSeq else { throw ImportError.missingCause(line: number, cursor: cursor, causeSeq: cause, lastSeq: lastSeq) }
                     lastCursor = cursor
                     try connection.execute("""
-                        INSERT INTO deliveries (cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason, at,
+                        INSERT INTO deliveries (partition, cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason, at,
                                                 rules_version, trace, body)
-                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12::json)
+                        VALUES (0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12::json)
                         """, [String(cursor), user, String(index), String(cause), kind, d["app"]?.stringValue,
                               d["notificationId"]?.stringValue, reason, at, rules, trace, body])
                     deliveries += 1
                 } else if let c = v["rules"] {
                     guard let from = c["fromSeq"]?.intValue, let at = c["at"]?.stringValue, let version = c["version"]?.stringValue
                     else { throw ImportError.badLine(number, "a rules line needs fromSeq, at, version") }
-                    try connection.execute("INSERT INTO rules_versions (from_seq, at, version) VALUES ($1, $2, $3)", [String(from), at, version])
+                    try connection.execute("INSERT INTO rules_versions (partition, from_seq, at, version) VALUES (0, $1, $2, $3)", [String(from), at, version])
                 } else {
                     throw ImportError.badLine(number, "neither an event, a delivery, a rules version nor the end line")
                 }
             }
             guard ended || allowMissingEnd else { throw ImportError.noEnd(lines: number) }
-            try connection.execute("UPDATE event_head SET seq = (SELECT coalesce(max(seq), 0) FROM events)")
-            try connection.execute("UPDATE delivery_head SET cursor = (SELECT coalesce(max(cursor), 0) FROM deliveries)")
+            try connection.execute("UPDATE partitions SET seq = (SELECT coalesce(max(seq), 0) FROM events WHERE partition = 0) WHERE partition = 0")
+            try connection.execute("UPDATE delivery_heads SET cursor = (SELECT coalesce(max(cursor), 0) FROM deliveries WHERE partition = 0) WHERE partition = 0")
             try connection.execute("COMMIT")
             return (events, deliveries)
         } catch let error as ImportError {

@@ -3,14 +3,15 @@ import HeraldCore
 
 /// Paged readers of events and deliveries. Blocking: for tools, start-up and tests.
 public enum EventReader {
-    /// Events with `seq > after`, in order, at most `limit`.
-    public static func events(_ connection: PGConnection, after: Int64, limit: Int = 10_000) throws(StoreError) -> [StoredEventRow] {
-        try rows(connection.execute(StoreSQL.readEvents, [String(after), String(limit)]))
+    /// A partition's events with `seq > after`, in order, at most `limit`.
+    public static func events(_ connection: PGConnection, partition: Int = 0, after: Int64, limit: Int = 10_000) throws(StoreError) -> [StoredEventRow] {
+        try rows(connection.execute(StoreSQL.readEvents, [String(after), String(limit), String(partition)]))
     }
 
     /// One user's events and the global ones (registerApp, clock), with `seq > after`, in order.
-    public static func events(_ connection: PGConnection, user: String, after: Int64, limit: Int = 10_000) throws(StoreError) -> [StoredEventRow] {
-        try rows(connection.execute(StoreSQL.readUserEvents, [String(after), String(limit), user]))
+    /// `partition` must be the user's (`Partitioning.partition(of:)`).
+    public static func events(_ connection: PGConnection, partition: Int = 0, user: String, after: Int64, limit: Int = 10_000) throws(StoreError) -> [StoredEventRow] {
+        try rows(connection.execute(StoreSQL.readUserEvents, [String(after), String(limit), String(partition), user]))
     }
 
     /// Decodes rows in `StoreSQL.readEvents`' column order.
@@ -24,9 +25,9 @@ public enum EventReader {
         }
     }
 
-    /// Deliveries with `cursor > after`, in order, at most `limit`.
-    public static func deliveries(_ connection: PGConnection, after: Int64, limit: Int = 10_000) throws(StoreError) -> [StoredDeliveryRow] {
-        let r = try connection.execute(StoreSQL.readDeliveries, [String(after), String(limit)])
+    /// A partition's deliveries with `cursor > after`, in order, at most `limit`.
+    public static func deliveries(_ connection: PGConnection, partition: Int = 0, after: Int64, limit: Int = 10_000) throws(StoreError) -> [StoredDeliveryRow] {
+        let r = try connection.execute(StoreSQL.readDeliveries, [String(after), String(limit), String(partition)])
         return (0..<r.rowCount).map { i in
             StoredDeliveryRow(cursor: r.int64(i, 0) ?? 0, row: DeliveryRow(
                 user: r.string(i, 1) ?? "", userIndex: r.int64(i, 2) ?? 0, causeSeq: r.int64(i, 3) ?? 0,
@@ -36,14 +37,28 @@ public enum EventReader {
         }
     }
 
-    /// The highest committed event position (0 when empty).
-    public static func head(_ connection: PGConnection) throws(StoreError) -> Int64 {
-        try connection.execute("SELECT seq FROM event_head").int64(0, 0) ?? 0
+    /// A partition's highest committed event position (0 when empty).
+    public static func head(_ connection: PGConnection, partition: Int = 0) throws(StoreError) -> Int64 {
+        try connection.execute("SELECT seq FROM partitions WHERE partition = $1", [String(partition)]).int64(0, 0) ?? 0
     }
 
-    /// A consumer's acknowledged cursor, nil when the consumer is unknown.
-    public static func consumerCursor(_ connection: PGConnection, name: String) throws(StoreError) -> Int64? {
-        let r = try connection.execute("SELECT acked FROM consumers WHERE name = $1", [name])
+    /// A partition's highest committed delivery cursor (0 when empty).
+    public static func deliveryHead(_ connection: PGConnection, partition: Int = 0) throws(StoreError) -> Int64 {
+        try connection.execute("SELECT cursor FROM delivery_heads WHERE partition = $1", [String(partition)]).int64(0, 0) ?? 0
+    }
+
+    /// The database's partitioning (P).
+    public static func partitioning(_ connection: PGConnection) throws(StoreError) -> Partitioning {
+        let count = try connection.execute("SELECT partitions FROM partitioning").int64(0, 0) ?? 1
+        return Partitioning(count: Int(min(max(count, 1), Int64(Partitioning.maximumCount))))
+    }
+
+    /// A consumer's acknowledged cursor in a partition, nil when the consumer is unknown (0 when
+    /// it is known but acknowledged nothing there).
+    public static func consumerCursor(_ connection: PGConnection, name: String, partition: Int = 0) throws(StoreError) -> Int64? {
+        let r = try connection.execute(
+            "SELECT coalesce((SELECT acked FROM consumer_cursors WHERE name = $1 AND partition = $2), 0) FROM consumers WHERE name = $1",
+            [name, String(partition)])
         return r.rowCount == 0 ? nil : r.int64(0, 0)
     }
 }

@@ -163,7 +163,7 @@ public final class LogStream {
     /// one later than `time` (events are folded in seq order, and replay stops at the first).
     public static func lastSeq(before time: Instant, _ connection: PGConnection) throws(StoreError) -> Int64 {
         let r = try connection.execute(
-            "SELECT coalesce((SELECT min(seq) - 1 FROM events WHERE engine_time > 'epoch'::timestamptz + $1::bigint * interval '1 millisecond'), (SELECT seq FROM event_head))",
+            "SELECT coalesce((SELECT min(seq) - 1 FROM events WHERE engine_time > 'epoch'::timestamptz + $1::bigint * interval '1 millisecond'), (SELECT seq FROM partitions WHERE partition = 0))",
             [String(time.millisecondsSinceEpoch)])
         return r.int64(0, 0) ?? 0
     }

@@ -45,7 +45,7 @@ public enum RulesVersionStore {
         if let previous = history.changes.last { since = max(since, previous.at) }
         let fromSeq = history.changes.isEmpty ? 1 : try EventReader.head(connection) + 1
         let change = RulesHistory.Change(fromSeq: fromSeq, at: since, version: version)
-        try connection.execute("INSERT INTO rules_versions (from_seq, at, version) VALUES ($1, $2, $3)",
+        try connection.execute("INSERT INTO rules_versions (partition, from_seq, at, version) VALUES (0, $1, $2, $3)",
                                [String(change.fromSeq), change.at.rfc3339, change.version])
         history.append(change)
         return (history, change)

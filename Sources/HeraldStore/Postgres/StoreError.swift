@@ -13,6 +13,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case conflict(String)
     /// The server is shutting down, in recovery, or out of resources.
     case serverUnavailable(sqlstate: String, message: String)
+    /// The writer's epoch is not its partition's: another instance took the partition over, so
+    /// this one must stop appending to it (SQLSTATE HE002). Nothing of the transaction is stored.
+    case fenced(String)
     /// Anything else the server rejected: a bug in a query or a schema mismatch.
     case rejected(sqlstate: String, message: String, detail: String?, hint: String?)
     /// A local misconfiguration: bad connection string, missing binaries, and so on.
@@ -25,6 +28,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             return .duplicate(constraint: constraint, message: message)
         case "HE001":
             return .appendOnly(message)
+        case "HE002":
+            return .fenced(message)
         case "40001", "40P01":
             return .conflict(message)
         case "57P01", "57P02", "57P03", "53300", "53100", "53200", "08000", "08003", "08006", "08001", "08004":
@@ -40,7 +45,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     public var isRetryable: Bool {
         switch self {
         case .unavailable, .conflict, .serverUnavailable: return true
-        case .duplicate, .appendOnly, .rejected, .configuration: return false
+        case .duplicate, .appendOnly, .fenced, .rejected, .configuration: return false
         }
     }
 
@@ -77,6 +82,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             return "A row with the same key already exists (\(c ?? "unique constraint"): \(m))."
         case .appendOnly(let m):
             return "The change was refused because the table is append-only: \(m)."
+        case .fenced(let m):
+            return "This instance no longer owns the partition (\(Self.firstLine(of: m))): another instance took it over."
         case .conflict(let m):
             return "Two writers collided (\(m)); the transaction can be retried."
         case .serverUnavailable(let s, let m):

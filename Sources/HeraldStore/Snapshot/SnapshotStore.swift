@@ -18,7 +18,7 @@ public enum SnapshotStore {
     }
 
     // The statements, shared by these blocking helpers and the service's non-blocking `SnapshotUpload`.
-    static let beginSQL = "INSERT INTO snapshots (through_seq, format, header) VALUES ($1, $2, decode($3, 'hex')) RETURNING id"
+    static let beginSQL = "INSERT INTO snapshots (partition, through_seq, format, header) VALUES (0, $1, $2, decode($3, 'hex')) RETURNING id"
     static let copyPartsSQL = "COPY snapshot_parts (snapshot_id, part, users, data) FROM STDIN (FORMAT binary)"
     /// Completion and the deletion of every older snapshot in one statement (one transaction).
     static let completeSQL = """

@@ -8,7 +8,7 @@ import HeraldCore
 /// Requests queue while a transaction is in flight; when it finishes, everything queued (up to
 /// `Limits.maxRowsPerTransaction` rows) goes in the next one. One transaction is on the wire at a
 /// time. With events in it, a transaction leaves pipeline mode:
-/// `BEGIN; UPDATE event_head … RETURNING; [UPDATE delivery_head … RETURNING;] COPY events …;
+/// `BEGIN; SELECT herald_claim_events(…); [SELECT herald_claim_deliveries(…);] COPY events …;
 /// [COPY deliveries …][; COMMIT]`, each COPY's data encoded at the claimed positions once the
 /// base arrives; any acks and COMMIT then follow as one pipeline segment (the tail). Deliveries
 /// alone go by a COPY transaction of their own; chained deliveries (`append(deliveries:after:)`)
@@ -42,14 +42,17 @@ struct GroupCommitStateMachine: ~Copyable {
     }
 
     var limits: GroupCommitWriter.Limits
+    /// The partition appended to, and the epoch that fences every claim.
+    let scope: AppendScope
     private(set) var state: State = .idle
     private(set) var eventRoute = EventRoute.copy
     private(set) var stats = WriterStats()
     /// Requests not yet in a transaction, in arrival order.
     private var queue = Deque<WriterWork>()
 
-    init(limits: GroupCommitWriter.Limits) {
+    init(limits: GroupCommitWriter.Limits, scope: AppendScope = .unfenced) {
         self.limits = limits
+        self.scope = scope
     }
 
     // MARK: Looking at it
@@ -133,11 +136,12 @@ struct GroupCommitStateMachine: ~Copyable {
     /// The COPY query went out: the first COPY's data is encoded (at base 0, rebased once the
     /// base arrives) while PostgreSQL runs BEGIN and the claims.
     mutating func copyQuerySent() {
+        let partition = scope.partition
         modifyCopy { tx in
             if !tx.events.isEmpty {
-                tx.eventData = EventCopy.encode(tx.events, base: 0)
+                tx.eventData = EventCopy.encode(tx.events, base: 0, partition: partition)
             } else {
-                tx.deliveryData = DeliveryCopy.encode(tx.deliveries, base: 0)
+                tx.deliveryData = DeliveryCopy.encode(tx.deliveries, base: 0, partition: partition)
             }
         }
     }
@@ -220,10 +224,10 @@ struct GroupCommitStateMachine: ~Copyable {
         }
         var data: CopyData
         if events {
-            data = tx.eventData.take() ?? EventCopy.encode(tx.events, base: 0)
+            data = tx.eventData.take() ?? EventCopy.encode(tx.events, base: 0, partition: scope.partition)
             BinaryCopy.rebase(&data, by: tx.base!)
         } else {
-            data = tx.deliveryData.take() ?? DeliveryCopy.encode(tx.deliveries, base: 0)
+            data = tx.deliveryData.take() ?? DeliveryCopy.encode(tx.deliveries, base: 0, partition: scope.partition)
             BinaryCopy.rebase(&data, by: tx.deliveryBase!)
         }
         let commits = tx.commitsInQuery && (!events || !tx.deliveriesByCopy)
@@ -236,9 +240,10 @@ struct GroupCommitStateMachine: ~Copyable {
     /// A COPY's data went out: the deliveries' COPY, when one follows the events', is encoded
     /// while PostgreSQL stores the events.
     mutating func copyDataSent() {
+        let partition = scope.partition
         modifyCopy { tx in
             if tx.deliveriesByCopy, tx.dataSent, !tx.deliveryDataSent, tx.deliveryData == nil {
-                tx.deliveryData = DeliveryCopy.encode(tx.deliveries, base: 0)
+                tx.deliveryData = DeliveryCopy.encode(tx.deliveries, base: 0, partition: partition)
             }
         }
     }
@@ -339,7 +344,7 @@ struct GroupCommitStateMachine: ~Copyable {
             var tx = CopyTransaction(requests: requests, events: [], deliveries: rows, commitsInQuery: true)
             tx.deliveryBase = base
             tx.advancesHead = true
-            return sendCopy(tx, query: DeliveryCopy.chainedQuery(after: base, count: rows.count))
+            return sendCopy(tx, query: DeliveryCopy.chainedQuery(after: base, count: rows.count, scope: scope))
         }
         var events: [EventRow] = []
         var deliveries: [DeliveryRow] = []
@@ -361,8 +366,8 @@ struct GroupCommitStateMachine: ~Copyable {
             case .deliveries(let r, let c):
                 requests.deliveries.append(DeliveriesWaiter(rows: deliveries.count..<(deliveries.count + r.count), completion: c))
                 if deliveries.isEmpty { deliveries = r } else { deliveries += r }
-            case .ack(let name, let cursor, let c):
-                requests.acks.append(AckWaiter(consumer: name, cursor: cursor, completion: c))
+            case .ack(let name, let partition, let cursor, let c):
+                requests.acks.append(AckWaiter(consumer: name, partition: partition, cursor: cursor, completion: c))
             case .chainedDeliveries:
                 preconditionFailure("a chained delivery append goes alone")
             }
@@ -375,7 +380,7 @@ struct GroupCommitStateMachine: ~Copyable {
             // in the query unless acks follow in a pipeline segment.
             let commitsInQuery = requests.acks.isEmpty
             let tx = CopyTransaction(requests: requests, events: events, deliveries: deliveries, commitsInQuery: commitsInQuery)
-            return sendCopy(tx, query: EventCopy.startQuery(count: events.count, deliveries: deliveries.count, commit: commitsInQuery))
+            return sendCopy(tx, query: EventCopy.startQuery(count: events.count, deliveries: deliveries.count, commit: commitsInQuery, scope: scope))
         }
         return sendPipelined(PipelineSegment(purpose: .transaction, requests: requests),
                              events: events, deliveries: deliveries, rollbackFirst: false)
@@ -411,7 +416,7 @@ struct GroupCommitStateMachine: ~Copyable {
             segment.statements.append(.deliveries)
         }
         for (i, a) in segment.requests.acks.enumerated() {
-            statements.append(.ack(consumer: a.consumer, cursor: a.cursor))
+            statements.append(.ack(consumer: a.consumer, partition: a.partition, cursor: a.cursor))
             segment.statements.append(.ack(i))
         }
         statements.append(.commit)

@@ -57,9 +57,13 @@ public final class GroupCommitWriter {
     /// Takes a connected connection and puts it in non-blocking pipeline mode; the session
     /// set-up is sent without waiting (the reconnect path runs on the service loop) and its
     /// failure breaks the writer like a lost connection would.
-    public init(connection: PGConnection, limits: Limits = Limits()) throws(StoreError) {
+    /// The partition appended to and the epoch that fences it.
+    public let scope: AppendScope
+
+    public init(connection: PGConnection, limits: Limits = Limits(), scope: AppendScope = .unfenced) throws(StoreError) {
         self.connection = connection
-        self.machine = GroupCommitStateMachine(limits: limits)
+        self.scope = scope
+        self.machine = GroupCommitStateMachine(limits: limits, scope: scope)
         try connection.setNonBlocking()
         try connection.enterPipelineMode()
         if send(machine.connectionOpened()) { flush() }
@@ -137,9 +141,10 @@ public final class GroupCommitWriter {
         pump()
     }
 
-    public func ack(consumer: String, cursor: Int64, completion: @escaping AckCompletion) {
+    /// Moves a consumer's acknowledged cursor in `partition` (any partition: acks are not fenced).
+    public func ack(consumer: String, partition: Int32 = 0, cursor: Int64, completion: @escaping AckCompletion) {
         if machine.isBroken, let failure = machine.failure { completion(.failure(failure)); return }
-        machine.workSubmitted(.ack(consumer: consumer, cursor: cursor, completion))
+        machine.workSubmitted(.ack(consumer: consumer, partition: partition, cursor: cursor, completion))
         pump()
     }
 
@@ -275,10 +280,10 @@ public final class GroupCommitWriter {
                 case .sessionSetup:
                     ok = connection.send(StoreSQL.writerSessionSetup)
                 case .prepareAppendEvents:
-                    ok = connection.sendPrepare(name: StoreSQL.appendEventsName, StoreSQL.appendEvents,
+                    ok = connection.sendPrepare(name: StoreSQL.appendEventsName, StoreSQL.appendEvents(scope),
                                                 parameterCount: StoreSQL.appendEventsParameterCount)
                 case .prepareAppendDeliveries:
-                    ok = connection.sendPrepare(name: StoreSQL.appendDeliveriesName, StoreSQL.appendDeliveries,
+                    ok = connection.sendPrepare(name: StoreSQL.appendDeliveriesName, StoreSQL.appendDeliveries(scope),
                                                 parameterCount: StoreSQL.appendDeliveriesParameterCount)
                 case .rollback: ok = connection.send("ROLLBACK")
                 case .begin: ok = connection.send("BEGIN")
@@ -286,8 +291,8 @@ public final class GroupCommitWriter {
                     ok = connection.sendPrepared(name: StoreSQL.appendEventsName, EventBatch.parameters(rows))
                 case .appendDeliveries(let rows):
                     ok = connection.sendPrepared(name: StoreSQL.appendDeliveriesName, DeliveryBatch.parameters(rows))
-                case .ack(let consumer, let cursor):
-                    ok = connection.send(StoreSQL.ackConsumer, [consumer, String(cursor)])
+                case .ack(let consumer, let partition, let cursor):
+                    ok = connection.send(StoreSQL.ackConsumer, [String(partition), consumer, String(cursor)])
                 case .commit: ok = connection.send("COMMIT")
                 }
             }

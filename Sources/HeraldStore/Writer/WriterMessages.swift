@@ -36,7 +36,7 @@ enum PipelineStatement: Equatable {
     /// The prepared `herald_append_deliveries` call for these rows.
     case appendDeliveries([DeliveryRow])
     /// `StoreSQL.ackConsumer`.
-    case ack(consumer: String, cursor: Int64)
+    case ack(consumer: String, partition: Int32, cursor: Int64)
     case commit
 }
 

@@ -8,7 +8,7 @@ enum WriterWork {
     case deliveries([DeliveryRow], GroupCommitWriter.DeliveriesCompletion)
     /// Deliveries at cursors the owner assigned (`append(deliveries:after:)`): a transaction alone.
     case chainedDeliveries([DeliveryRow], after: Int64, GroupCommitWriter.DeliveriesCompletion)
-    case ack(consumer: String, cursor: Int64, GroupCommitWriter.AckCompletion)
+    case ack(consumer: String, partition: Int32, cursor: Int64, GroupCommitWriter.AckCompletion)
 
     var rowCount: Int {
         switch self {
@@ -27,7 +27,7 @@ enum WriterWork {
         case .events(_, let c): c(.failure(error))
         case .event(_, let c): c(.failure(error))
         case .deliveries(_, let c), .chainedDeliveries(_, _, let c): c(.failure(error))
-        case .ack(_, _, let c): c(.failure(error))
+        case .ack(_, _, _, let c): c(.failure(error))
         }
     }
 }
@@ -62,6 +62,7 @@ struct DeliveriesWaiter {
 /// A consumer's acknowledgement in a transaction.
 struct AckWaiter {
     var consumer: String
+    var partition: Int32
     var cursor: Int64
     var completion: GroupCommitWriter.AckCompletion
 }

@@ -110,8 +110,8 @@ struct PipelineSegment {
     }
 }
 
-/// A COPY transaction in flight: the simple query `BEGIN; [UPDATE event_head … RETURNING;]
-/// [UPDATE delivery_head … RETURNING;] [COPY events …;] [COPY deliveries …][; COMMIT]` (or a
+/// A COPY transaction in flight: the simple query `BEGIN; [SELECT herald_claim_events(…);]
+/// [SELECT herald_claim_deliveries(…);] [COPY events …;] [COPY deliveries …][; COMMIT]` (or a
 /// chained one, `DeliveryCopy.chainedQuery`), with the rows it still needs and how far it got.
 struct CopyTransaction {
     var requests: TransactionRequests

@@ -1,6 +1,7 @@
-// `herald migrate`: applies the schema migrations this build carries.
+// `herald migrate`: applies the schema migrations this build carries, and fixes P on a new database.
 import ArgumentParser
 import HeraldCommandLine
+import HeraldCore
 import HeraldStore
 
 struct Migrate: ParsableCommand {
@@ -8,6 +9,16 @@ struct Migrate: ParsableCommand {
         abstract: "Apply the numbered migrations of schema/ that the database lacks (idempotent).")
 
     @OptionGroup var database: DatabaseOptions
+
+    @Option(help: ArgumentHelp("The number of partitions (1 … \(Partitioning.maximumCount)), fixed for good while the log is empty (SPEC §9).",
+                               valueName: "P"))
+    var partitions: Int?
+
+    func validate() throws {
+        if let partitions, !(1...Partitioning.maximumCount).contains(partitions) {
+            throw ValidationError("--partitions \(partitions) is out of range: use 1 … \(Partitioning.maximumCount).")
+        }
+    }
 
     func run() throws {
         try reportingErrors {
@@ -18,6 +29,10 @@ struct Migrate: ParsableCommand {
             Log.info(applied.isEmpty
                      ? "schema is up to date (\(Migrator.available.count) migrations)"
                      : "applied \(applied.count) migration(s): \(applied.joined(separator: ", "))")
+            if let partitions {
+                _ = try conn.execute("SELECT herald_set_partitions($1::integer)", [String(partitions)])
+            }
+            Log.info("partitions: \(try EventReader.partitioning(conn).count)")
         }
     }
 }

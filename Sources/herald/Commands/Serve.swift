@@ -28,6 +28,12 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("plain-listen"), help: "With TLS: also serve plaintext on this loopback HOST:PORT (local tools).")
     var plainListen: String?
     @Option(help: "Maximum client connections.") var maxConnections = 10_000
+    @Option(help: "This instance's name among those serving the database (default: HOST:PORT of the machine's name and --listen's port).")
+    var instance: String?
+    @Option(help: "HOST:PORT where clients reach this instance, published in its leases and hello's routes (default: --listen).")
+    var advertise: String?
+    @Option(name: .customLong("lease-ttl"), help: "Seconds a partition's lease lasts without renewal (renewed every third of it).")
+    var leaseTTL: Double = 5
     @Option(help: "Write a snapshot of every user's state after this many events (0: never); start-up loads the latest and folds only the events after it.")
     var snapshotEvery = 250_000
     @Option(help: "With many users, snapshot at most every this many events per user instead (a capture's cost grows with the users; 0: --snapshot-every alone).")
@@ -46,6 +52,14 @@ struct Serve: ParsableCommand {
         }
         guard let (host, port) = hostAndPort(listen) else {
             Log.info("error: --listen must be HOST:PORT, e.g. 127.0.0.1:7411")
+            throw ExitCode.error
+        }
+        if let advertise, hostAndPort(advertise) == nil {
+            Log.info("error: --advertise must be HOST:PORT, e.g. herald-1.internal:7411")
+            throw ExitCode.error
+        }
+        guard leaseTTL >= 0.5, leaseTTL <= 600 else {
+            Log.info("error: --lease-ttl \(leaseTTL) is out of range: use 0.5 … 600 seconds")
             throw ExitCode.error
         }
         var plainAddress: (host: String, port: Int)?
@@ -105,6 +119,9 @@ struct Serve: ParsableCommand {
                 throw ExitCode.error
             }
             if let plainAddress { config.plaintextListen = plainAddress }
+            config.instanceName = instance
+            config.advertise = advertise
+            config.leaseTTLMilliseconds = Int64(leaseTTL * 1000)
             let service = HeraldService(configuration: config) { Log.info($0) }
             do {
                 try service.start()

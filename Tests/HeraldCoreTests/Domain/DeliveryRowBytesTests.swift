@@ -123,9 +123,11 @@ import Testing
         for rid in rids {
             for w in [[], warnings] {
                 for seq: Int64 in [0, 1, 9_223_372_036_854_775_807] {
-                    let expected = WireReply.ok(rid: rid, ["seq": .int(seq), "warnings": .array(w.map(\.json))])
-                    #expect(WireReply.appended(rid: rid, seq: seq, warnings: w) == expected, "\(String(describing: rid)) \(seq)")
-                    #expect(WireReply.appended(rid: rid, seq: seq, warnings: w, using: &scratch) == expected)
+                    for partition in [0, 7, 1023] {
+                        let expected = WireReply.ok(rid: rid, ["partition": .int(Int64(partition)), "seq": .int(seq), "warnings": .array(w.map(\.json))])
+                        #expect(WireReply.appended(rid: rid, partition: partition, seq: seq, warnings: w) == expected, "\(String(describing: rid)) \(seq)")
+                        #expect(WireReply.appended(rid: rid, partition: partition, seq: seq, warnings: w, using: &scratch) == expected)
+                    }
                 }
             }
         }

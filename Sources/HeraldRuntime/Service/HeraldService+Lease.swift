@@ -1,0 +1,105 @@
+// The partition this instance serves: taken at start-up, renewed on the loop, given up at a stop.
+import Glibc
+import HeraldCore
+import HeraldStore
+
+extension HeraldService {
+    /// This instance's name in the leases.
+    var instanceName: String { configuration.instanceName ?? "\(Self.hostName):\(configuration.port)" }
+
+    /// The machine's host name (`gethostname`), "localhost" when it has none.
+    static var hostName: String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return "localhost" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name.isEmpty ? "localhost" : name
+    }
+
+    /// Where clients reach this instance.
+    var advertisedAddress: String { configuration.advertise ?? "\(configuration.host):\(listener?.port ?? configuration.port)" }
+
+    /// Reads P and takes the lease of the partition this instance serves, before anything is
+    /// restored or appended: its epoch fences every append the writers make (`AppendScope`). One
+    /// instance serves a database (the instance lock), so it takes the lease whoever held it.
+    func takePartitions(_ conn: PGConnection) throws {
+        partitioning = try EventReader.partitioning(conn)
+        guard partitioning.count == 1 else {
+            throw ServiceError.configuration("this database has \(partitioning.count) partitions; this build of herald serve "
+                + "serves a database of one partition. Migrate a database with --partitions 1 (the default), or export this "
+                + "one and import it into such a database.")
+        }
+        let sentAt = ClientConnection.monotonicMilliseconds()
+        let epoch = try LeaseSQL.takeOver(conn, partition: 0, instance: instanceName, address: advertisedAddress,
+                                          ttlMilliseconds: lease.ttlMilliseconds)
+        lease.taken(epoch: epoch, sentAt: sentAt)
+        let scope = AppendScope(partition: 0, epoch: epoch)
+        for link in [store] + deliveryStores { link.scope = scope }
+        log("serving partition 0 of \(partitioning.count) as \(instanceName) at epoch \(epoch)")
+    }
+
+    /// What `hello` tells of the deployment (SPEC §9).
+    func topology() -> [String: JSONValue] {
+        let address = advertisedAddress
+        return [
+            "instance": .string(instanceName),
+            "partitions": .int(Int64(partitioning.count)),
+            "hash": .string(Partitioning.hashName),
+            "routes": .array(partitioning.all.map { p in
+                .object(["partition": .int(Int64(p)), "address": .string(address), "epoch": .int(lease.epoch ?? 0)])
+            }),
+        ]
+    }
+
+    func startLeaseRenewals() {
+        leaseTimer = loop.timer { [unretained] in unretained.object?.leaseTick() }
+        leaseTimer?.arm(afterMilliseconds: lease.renewEveryMilliseconds)
+    }
+
+    private func leaseTick() {
+        defer { if lifecycle.isServing { leaseTimer?.arm(afterMilliseconds: lease.renewEveryMilliseconds) } }
+        let sentAt = ClientConnection.monotonicMilliseconds()
+        switch lease.renewalDue(now: sentAt) {
+        case .none:
+            return
+        case .stopServing(let epoch):
+            leaseLost(epoch: epoch, why: "another instance took it over")
+        case .renew(let epoch):
+            leaseConnection.query(LeaseSQL.renew, ["0", String(epoch), String(lease.ttlMilliseconds)]) { [unretained] result in
+                guard let self = unretained.object else { return }
+                switch result {
+                case .success(let r) where r.rowCount == 1:
+                    self.lease.renewed(sentAt: sentAt)
+                case .success:
+                    if case .stopServing(let epoch) = self.lease.renewalRefused() {
+                        self.leaseLost(epoch: epoch, why: "another instance took it over")
+                    }
+                case .failure(let error):
+                    self.lease.renewalFailed()
+                    self.log("could not renew the lease of partition 0: \(error)")
+                }
+            }
+        }
+    }
+
+    /// A graceful stop gives the partition up at once (everything acknowledged is committed by
+    /// now), so that another instance takes it without waiting for the lease to expire. Blocking,
+    /// bounded by libpq's connect timeout: the last step of a stop.
+    func releaseLease() {
+        guard let epoch = lease.epoch else { return }
+        lease.released()
+        do {
+            let conn = try PGConnection.connect(configuration.databaseURL)
+            defer { conn.close() }
+            try conn.execute(LeaseSQL.release, ["0", String(epoch)])
+        } catch {
+            log("could not release partition 0 (\(error)); another instance takes it when the lease expires")
+        }
+    }
+
+    /// The partition is no longer ours: the writers' epoch check refuses every append from now
+    /// on, so this instance stops (a graceful stop: goodbye to every connection).
+    func leaseLost(epoch: Int64, why: String) {
+        log("lost partition 0 (epoch \(epoch)): \(why); stopping")
+        beginShutdown()
+    }
+}

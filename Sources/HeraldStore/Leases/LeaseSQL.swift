@@ -1,0 +1,47 @@
+// The lease statements: take, renew and release a partition, judged on the database's clock.
+
+/// SQL of the partition leases (schema/004_partitions.sql, table `partitions`).
+public enum LeaseSQL {
+    /// Takes partition $1 for instance $2 at address $3 for $4 milliseconds when it is free,
+    /// expired, or already ours (a restart): bumps the epoch and returns it; no row when another
+    /// live instance holds it. A take waits for an append in flight on the row, then sees its claim.
+    public static let take = """
+        UPDATE partitions SET epoch = epoch + 1, owner = $2, address = $3,
+                              lease_expires = now() + $4::bigint * interval '1 millisecond'
+        WHERE partition = $1::integer AND (owner IS NULL OR owner = $2 OR lease_expires IS NULL OR lease_expires < now())
+        RETURNING epoch
+        """
+
+    /// Takes partition $1 whoever holds it (`herald serve` on a database it serves alone: the
+    /// instance lock keeps a second one out, and a stale owner name must not block the start).
+    public static let takeOver = """
+        UPDATE partitions SET epoch = epoch + 1, owner = $2, address = $3,
+                              lease_expires = now() + $4::bigint * interval '1 millisecond'
+        WHERE partition = $1::integer
+        RETURNING epoch
+        """
+
+    /// Renews partition $1 held at epoch $2 for $3 milliseconds: one row while it is still ours.
+    public static let renew = """
+        UPDATE partitions SET lease_expires = now() + $3::bigint * interval '1 millisecond'
+        WHERE partition = $1::integer AND epoch = $2::bigint
+        RETURNING epoch
+        """
+
+    /// Gives partition $1 held at epoch $2 up at once (a graceful stop): another instance may take
+    /// it without waiting for expiry.
+    public static let release = """
+        UPDATE partitions SET lease_expires = now() - interval '1 millisecond'
+        WHERE partition = $1::integer AND epoch = $2::bigint
+        """
+
+    /// Takes a partition by force (see `takeOver`), blocking: start-up.
+    public static func takeOver(_ connection: PGConnection, partition: Int, instance: String, address: String,
+                                ttlMilliseconds: Int64) throws(StoreError) -> Int64 {
+        let r = try connection.execute(takeOver, [String(partition), instance, address, String(ttlMilliseconds)])
+        guard let epoch = r.int64(0, 0) else {
+            throw .configuration("partition \(partition) does not exist in this database: run herald migrate")
+        }
+        return epoch
+    }
+}
