@@ -1,0 +1,72 @@
+// The producer's state machine alone: replies matched in order, the window, resending after a reconnect.
+@testable import HeraldClient
+import Testing
+
+@Suite struct RequestPipelineTests {
+    typealias Pipeline = RequestPipeline<String, String>
+
+    static func body(_ name: String) -> [UInt8] { Array(#""op":"ping","n":"\#(name)"}"#.utf8) + [0x0A] }
+    static func reply(_ rid: Int64, ok: Bool = true) -> [String: HeraldJSON] {
+        ok ? ["ok": true, "rid": .int(rid), "seq": .int(rid * 10)]
+           : ["ok": false, "rid": .int(rid), "error": ["code": "unknown_notification", "title": "t", "detail": "d"]]
+    }
+    static func settled(_ actions: [Pipeline.Action]) -> [String] {
+        actions.compactMap { if case .settle(let w, let r) = $0 { return "\(w):" + ((try? r.get()).map { _ in "ok" } ?? "error") }; return nil }
+    }
+
+    @Test func requestsGetRidsAndRepliesSettleThemInOrder() {
+        var p = Pipeline(window: 8)
+        _ = p.connectionEstablished()
+        var actions: [Pipeline.Action] = []
+        #expect(p.requestQueued(body: Self.body("a"), waiter: "a", admission: "", actions: &actions))
+        #expect(p.requestQueued(body: Self.body("b"), waiter: "b", admission: "", actions: &actions))
+        #expect(String(decoding: p.takeOutbox(), as: UTF8.self) == "{\"rid\":1,\"op\":\"ping\",\"n\":\"a\"}\n{\"rid\":2,\"op\":\"ping\",\"n\":\"b\"}\n")
+        actions = []
+        #expect(p.replyReceived(Self.reply(1), actions: &actions) == nil)
+        #expect(p.replyReceived(Self.reply(2, ok: false), actions: &actions) == nil)
+        #expect(Self.settled(actions) == ["a:ok", "b:error"])
+        #expect(p.count == 0)
+    }
+
+    @Test func aFullWindowParksRequestsUntilARepliesMakesRoom() {
+        var p = Pipeline(window: 2)
+        _ = p.connectionEstablished()
+        var actions: [Pipeline.Action] = []
+        #expect(p.requestQueued(body: Self.body("a"), waiter: "a", admission: "A", actions: &actions))
+        #expect(p.requestQueued(body: Self.body("b"), waiter: "b", admission: "B", actions: &actions))
+        #expect(!p.requestQueued(body: Self.body("c"), waiter: "c", admission: "C", actions: &actions), "parked")
+        #expect(!p.admitsNow && p.count == 2)
+        actions = []
+        _ = p.replyReceived(Self.reply(1), actions: &actions)
+        let admitted = actions.compactMap { if case .admit(let a) = $0 { return a }; return nil }
+        #expect(admitted == ["C"] && p.count == 2)
+    }
+
+    @Test func aReconnectSendsAgainEveryRequestNotAnsweredInOrder() {
+        var p = Pipeline(window: 8)
+        _ = p.connectionEstablished()
+        var actions: [Pipeline.Action] = []
+        for w in ["a", "b", "c"] { _ = p.requestQueued(body: Self.body(w), waiter: w, admission: "", actions: &actions) }
+        _ = p.replyReceived(Self.reply(1), actions: &actions)
+        p.connectionLost()
+        _ = p.requestQueued(body: Self.body("d"), waiter: "d", admission: "", actions: &actions)
+        #expect(p.takeOutbox().isEmpty, "nothing is written while disconnected")
+        let resent = String(decoding: p.connectionEstablished(), as: UTF8.self)
+        #expect(resent.split(separator: "\n").map { $0.prefix(9) } == [#"{"rid":2,"#, #"{"rid":3,"#, #"{"rid":4,"#])
+    }
+
+    @Test func anErrorWithoutOurRidIsTheConnectionsAndEndingFailsEverything() {
+        var p = Pipeline(window: 8)
+        _ = p.connectionEstablished()
+        var actions: [Pipeline.Action] = []
+        _ = p.requestQueued(body: Self.body("a"), waiter: "a", admission: "", actions: &actions)
+        let revoked = p.replyReceived(["ok": false, "error": ["code": "grant_revoked", "title": "t", "detail": "d"]], actions: &actions)
+        #expect(revoked?.code == "grant_revoked" && revoked?.isFinal == true)
+        actions = []
+        p.sessionEnded(revoked!, actions: &actions)
+        #expect(Self.settled(actions) == ["a:error"])
+        actions = []
+        _ = p.requestQueued(body: Self.body("b"), waiter: "b", admission: "", actions: &actions)
+        #expect(Self.settled(actions) == ["b:error"], "a request after the end fails at once")
+    }
+}
