@@ -29,7 +29,15 @@ struct RequestPipeline<Waiter, Admission> {
     private(set) var outbox: [UInt8] = []
     private(set) var ended: HeraldError?
 
-    init(window: Int) { self.window = max(1, window) }
+    /// Parked callers go on once no more than this many are in flight: a caller resumed per reply
+    /// would send one request per wake-up; resumed after a quarter of the window is answered, it
+    /// sends a burst (the window is never empty meanwhile).
+    let lowWater: Int
+
+    init(window: Int) {
+        self.window = max(1, window)
+        lowWater = self.window - max(1, self.window / 4)
+    }
 
     var count: Int { inFlight.count - head }
     var hasRoom: Bool { count < window }
@@ -88,6 +96,7 @@ struct RequestPipeline<Waiter, Admission> {
     }
 
     private mutating func admitParked(actions: inout [Action]) {
+        guard count <= lowWater else { return }
         while hasRoom && !parked.isEmpty {
             let next = parked.removeFirst()
             send(body: next.body, waiter: next.waiter, actions: &actions)
