@@ -30,13 +30,13 @@ struct RequestPipeline<Waiter, Admission> {
     private(set) var ended: HeraldError?
 
     /// Parked callers go on once no more than this many are in flight: a caller resumed per reply
-    /// would send one request per wake-up; resumed after a quarter of the window is answered, it
-    /// sends a burst (the window is never empty meanwhile).
+    /// would send one request per wake-up; resumed after a sixteenth of the window is answered, it
+    /// sends a burst, and the window stays nearly full (what bounds acks/s is commits in flight).
     let lowWater: Int
 
     init(window: Int) {
         self.window = max(1, window)
-        lowWater = self.window - max(1, self.window / 4)
+        lowWater = self.window - max(1, self.window / 16)
     }
 
     var count: Int { inFlight.count - head }

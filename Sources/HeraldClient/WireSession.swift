@@ -62,6 +62,9 @@ final class WireSession: Sendable {
     /// The negotiated TLS protocol of the current connection.
     let tlsProtocol = Mutex<String?>(nil)
     private static let maximumLine = 1 << 20
+    /// Writes smaller than this wait `coalesceMicroseconds` for more requests to join them.
+    private static let coalesceBytes = 16_384
+    private static let coalesceMicroseconds: UInt32 = 100
 
     init(endpoint: Endpoint) {
         self.endpoint = endpoint
@@ -249,7 +252,14 @@ final class WireSession: Sendable {
         while true {
             if isStopping { return .closed }
             if !draining {
-                let more = handler.takeOutgoing()
+                var more = handler.takeOutgoing()
+                if !more.isEmpty && more.count < Self.coalesceBytes {
+                    // A caller pipelining requests queues them one by one: a moment's wait gathers
+                    // the burst into one write, which the server then reads and parses in one go
+                    // (a write per request cost the server a read per request).
+                    usleep(Self.coalesceMicroseconds)
+                    more.append(contentsOf: handler.takeOutgoing())
+                }
                 if !more.isEmpty {
                     if outStart == out.count { out = more; outStart = 0 } else { out.append(contentsOf: more) }
                 }

@@ -28,7 +28,7 @@ import Testing
         #expect(p.count == 0)
     }
 
-    @Test func aFullWindowParksRequestsUntilAQuarterOfItIsAnswered() {
+    @Test func aFullWindowParksRequestsUntilASixteenthOfItIsAnswered() {
         var p = Pipeline(window: 2)
         _ = p.connectionEstablished()
         var actions: [Pipeline.Action] = []
@@ -41,14 +41,14 @@ import Testing
         let admitted = actions.compactMap { if case .admit(let a) = $0 { return a }; return nil }
         #expect(admitted == ["C"] && p.count == 2)
 
-        var wide = Pipeline(window: 8)
+        var wide = Pipeline(window: 32)
         _ = wide.connectionEstablished()
-        for i in 0..<9 { _ = wide.requestQueued(body: Self.body("\(i)"), waiter: "\(i)", admission: "A\(i)", actions: &actions) }
+        for i in 0..<33 { _ = wide.requestQueued(body: Self.body("\(i)"), waiter: "\(i)", admission: "A\(i)", actions: &actions) }
         actions = []
         _ = wide.replyReceived(Self.reply(1), actions: &actions)
         #expect(!actions.contains { if case .admit = $0 { return true }; return false }, "one reply is not enough room")
         _ = wide.replyReceived(Self.reply(2), actions: &actions)
-        #expect(actions.contains { if case .admit("A8") = $0 { return true }; return false }, "a quarter of the window is")
+        #expect(actions.contains { if case .admit("A32") = $0 { return true }; return false }, "a sixteenth of the window is")
     }
 
     @Test func aReconnectSendsAgainEveryRequestNotAnsweredInOrder() {
