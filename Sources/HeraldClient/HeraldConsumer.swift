@@ -125,6 +125,11 @@ public final class HeraldConsumer: AsyncSequence, SessionHandler {
         return end
     }
 
+    func replyReceived(_ line: [UInt8], _ head: ReplyHead) -> HeraldError? {
+        guard case .object(let json)? = try? HeraldJSON.parse(line) else { return nil }
+        return lineReceived(line, json)
+    }
+
     func sessionDisconnected() { state.withLock { $0.connectionLost() } }
 
     func sessionEnded(_ error: HeraldError) {

@@ -62,6 +62,15 @@ public struct HeraldError: Error, Sendable, Hashable, CustomStringConvertible {
                   detail: error["detail"]?.stringValue ?? "")
     }
 
+    /// The typed error of an error reply's line.
+    init(line: [UInt8]) {
+        guard case .object(let reply)? = try? HeraldJSON.parse(line) else {
+            self.init(code: "malformed_reply", title: "The server sent a line that is not JSON", detail: String(decoding: line.prefix(200), as: UTF8.self))
+            return
+        }
+        self.init(reply: reply)
+    }
+
     static let closed = HeraldError(code: "client_closed", title: "The client is closed",
                                     detail: "The client was closed before this request was answered.")
 }

@@ -82,10 +82,11 @@ final class ProducerConnection: SessionHandler {
         return bytes
     }
 
-    func lineReceived(_ line: [UInt8], _ json: [String: HeraldJSON]) -> HeraldError? {
-        guard json["ok"] != nil else { return nil }
+    func lineReceived(_ line: [UInt8], _ json: [String: HeraldJSON]) -> HeraldError? { nil }
+
+    func replyReceived(_ line: [UInt8], _ head: ReplyHead) -> HeraldError? {
         var actions: [Pipeline.Action] = []
-        let unsolicited = pipeline.withLock { $0.replyReceived(json, actions: &actions) }
+        let unsolicited = pipeline.withLock { $0.replyReceived(line, head, actions: &actions) }
         perform(actions)
         if let unsolicited, unsolicited.isFinal { return unsolicited }
         return nil

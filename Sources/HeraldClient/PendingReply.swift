@@ -4,13 +4,13 @@ import Synchronization
 /// Where the session's thread puts a reply and awaiting tasks pick it up.
 final class ReplySlot: Sendable {
     private enum State {
-        case waiting([UnsafeContinuation<Result<[String: HeraldJSON], HeraldError>, Never>])
-        case done(Result<[String: HeraldJSON], HeraldError>)
+        case waiting([UnsafeContinuation<Result<[UInt8], HeraldError>, Never>])
+        case done(Result<[UInt8], HeraldError>)
     }
     private let state = Mutex<State>(.waiting([]))
 
-    func settle(_ result: Result<[String: HeraldJSON], HeraldError>) {
-        let waiters: [UnsafeContinuation<Result<[String: HeraldJSON], HeraldError>, Never>] = state.withLock { state in
+    func settle(_ result: Result<[UInt8], HeraldError>) {
+        let waiters: [UnsafeContinuation<Result<[UInt8], HeraldError>, Never>] = state.withLock { state in
             guard case .waiting(let waiters) = state else { return [] }
             state = .done(result)
             return waiters
@@ -18,11 +18,12 @@ final class ReplySlot: Sendable {
         for w in waiters { w.resume(returning: result) }
     }
 
-    var result: Result<[String: HeraldJSON], HeraldError> {
+    /// The reply's line, or the error.
+    var result: Result<[UInt8], HeraldError> {
         get async {
             if case .done(let r) = state.withLock({ $0 }) { return r }
             return await withUnsafeContinuation { continuation in
-                let done: Result<[String: HeraldJSON], HeraldError>? = state.withLock { state in
+                let done: Result<[UInt8], HeraldError>? = state.withLock { state in
                     switch state {
                     case .done(let r): return r
                     case .waiting(var waiters):
@@ -47,7 +48,7 @@ public struct PendingAck: Sendable {
     public var value: Ack {
         get async throws(HeraldError) {
             switch await slot.result {
-            case .success(let reply): return Ack(reply: reply)
+            case .success(let line): return Ack(line: line)
             case .failure(let error): throw error
             }
         }

@@ -13,19 +13,29 @@ public struct HeraldWarning: Sendable, Hashable {
 /// The ack of a request: stored (or, `duplicate`, stored before) at `seq` of `partition`.
 public struct Ack: Sendable, Hashable {
     /// 0 while the server has one partition (the member is then absent).
-    public var partition: Int
-    public var seq: Int64
-    public var duplicate: Bool
-    public var warnings: [HeraldWarning]
-    /// Every member the server sent (a clock's `now`, a fan-out's `events`, stats' counters, …).
-    public var raw: [String: HeraldJSON]
+    public var partition: Int = 0
+    public var seq: Int64 = 0
+    public var duplicate = false
+    public var warnings: [HeraldWarning] = []
+    /// The reply as the server sent it (canonical JSON, without the newline).
+    public let line: [UInt8]
 
-    init(reply: [String: HeraldJSON]) {
-        partition = Int(reply["partition"]?.intValue ?? 0)
-        seq = reply["seq"]?.intValue ?? 0
-        duplicate = reply["duplicate"]?.boolValue ?? false
-        warnings = reply["warnings"]?.arrayValue?.map(HeraldWarning.init) ?? []
-        raw = reply
+    /// Every member the server sent (a clock's `now`, a fan-out's `events`, stats' counters, …).
+    public var raw: [String: HeraldJSON] { (try? HeraldJSON.parse(line))?.objectValue ?? [:] }
+
+    /// Reads the four members an ack is about from the line's bytes, without a dictionary.
+    init(line: [UInt8]) {
+        self.line = line
+        line.withUnsafeBufferPointer { b in
+            _ = scanMembers(b) { key, value in
+                if bytesEqual(key, "seq") { seq = parseInt(b, value) ?? 0 }
+                else if bytesEqual(key, "partition") { partition = Int(parseInt(b, value) ?? 0) }
+                else if bytesEqual(key, "duplicate") { duplicate = b[value.lowerBound] == UInt8(ascii: "t") }
+                else if bytesEqual(key, "warnings"), value.count > 2 {
+                    warnings = (try? HeraldJSON.parse(UnsafeBufferPointer(rebasing: b[value])))?.arrayValue?.map(HeraldWarning.init) ?? []
+                }
+            }
+        }
     }
 }
 

@@ -14,7 +14,7 @@ struct RequestPipeline<Waiter, Admission> {
         /// Bytes were queued for the session while it had none: wake its thread.
         case wake
         /// A reply (or the error that ends it) for one request.
-        case settle(Waiter, Result<[String: HeraldJSON], HeraldError>)
+        case settle(Waiter, Result<[UInt8], HeraldError>)
         /// A caller parked for lack of room may go on: its request is now in flight.
         case admit(Admission)
     }
@@ -79,10 +79,10 @@ struct RequestPipeline<Waiter, Admission> {
 
     /// A reply line (`ok` present). Replies come in request order; one without our `rid` is the
     /// server's own error about the connection (returned, for the connection to judge).
-    mutating func replyReceived(_ reply: [String: HeraldJSON], actions: inout [Action]) -> HeraldError? {
-        let ok = reply["ok"]?.boolValue == true
-        guard head < inFlight.count, reply["rid"]?.intValue == inFlight[head].rid else {
-            return ok ? nil : HeraldError(reply: reply)
+    mutating func replyReceived(_ line: [UInt8], _ reply: ReplyHead, actions: inout [Action]) -> HeraldError? {
+        let ok = reply.ok
+        guard head < inFlight.count, reply.rid == inFlight[head].rid else {
+            return ok ? nil : HeraldError(line: line)
         }
         let done = inFlight[head]
         head += 1
@@ -90,7 +90,7 @@ struct RequestPipeline<Waiter, Admission> {
             inFlight.removeSubrange(..<head)
             head = 0
         }
-        actions.append(.settle(done.waiter, ok ? .success(reply) : .failure(HeraldError(reply: reply))))
+        actions.append(.settle(done.waiter, ok ? .success(line) : .failure(HeraldError(line: line))))
         admitParked(actions: &actions)
         return nil
     }

@@ -31,7 +31,9 @@ struct Endpoint: Sendable {
 protocol SessionHandler: AnyObject, Sendable {
     /// After each granted hello: the bytes to write first (requests to send again, a subscribe).
     func sessionConnected(_ hello: HelloReply, isReconnect: Bool) -> [UInt8]
-    /// A line other than the hello reply and goodbye; a returned error ends the session.
+    /// A reply (a line with `ok`), read no further than `head`; a returned error ends the session.
+    func replyReceived(_ line: [UInt8], _ head: ReplyHead) -> HeraldError?
+    /// Any other line but goodbye (a delivery), parsed; a returned error ends the session.
     func lineReceived(_ line: [UInt8], _ json: [String: HeraldJSON]) -> HeraldError?
     /// The connection is gone (a reconnect follows unless the session ends).
     func sessionDisconnected()
@@ -226,7 +228,9 @@ final class WireSession: Sendable {
                 if input[i] == 0x0A {
                     let line = Array(input[start..<i])
                     start = i + 1
-                    if !line.isEmpty {
+                    if let head = ReplyHead.scan(line) {
+                        if let error = handler.replyReceived(line, head) { return (false, error) }
+                    } else if !line.isEmpty {
                         guard case .object(let obj)? = try? HeraldJSON.parse(line) else { return (false, nil) }
                         if obj["ok"] == nil, obj["op"]?.stringValue == "goodbye" {
                             // The server reads nothing more: stop writing, read the replies it owes, then reconnect.
