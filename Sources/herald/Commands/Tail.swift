@@ -1,4 +1,4 @@
-// `herald tail`: a consumer that prints deliveries as they come, acknowledging each.
+// `herald tail`: a consumer that prints deliveries as they come, acknowledging them in batches (the Swift HeraldClient).
 import ArgumentParser
 import HeraldCommandLine
 import Foundation
