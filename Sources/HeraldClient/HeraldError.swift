@@ -2,7 +2,8 @@
 
 /// Every failure the client reports. `code` is the server's stable snake_case code
 /// (docs/protocol.md, "Every error code") or one of the client's own:
-/// `client_closed`, `unreachable`, `connect_failed`, `tls_failed`, `malformed_reply`, `timeout`.
+/// `client_closed`, `unreachable`, `connect_failed`, `tls_failed`, `malformed_reply`, `timeout`,
+/// `concurrent_next` (two tasks reading one consumer), `invalid_address`.
 public struct HeraldError: Error, Sendable, Hashable, CustomStringConvertible {
     public var code: String
     /// What happened, specifically.
@@ -39,7 +40,7 @@ public struct HeraldError: Error, Sendable, Hashable, CustomStringConvertible {
         case "unknown_notification", "unknown_consumer": return .notFound
         case "store_unavailable": return .retryable
         case "grant_revoked", "busy", "evicted_before_hello", "subscribed_elsewhere", "line_too_long", "not_owner": return .connection
-        case "client_closed", "unreachable", "connect_failed", "tls_failed", "malformed_reply", "timeout": return .client
+        case "client_closed", "unreachable", "connect_failed", "tls_failed", "malformed_reply", "timeout", "concurrent_next", "invalid_address": return .client
         default: return .validation
         }
     }

@@ -212,6 +212,11 @@ struct SubscriptionState<Reader> {
 
     /// The reader asks for the next delivery: the one handed out before is processed.
     mutating func nextRequested(reader handle: Reader, deadline: UInt64?, now: UInt64, actions: inout [Action]) {
+        if reader != nil {
+            actions.append(.deliver(handle, .failure(HeraldError(code: "concurrent_next", title: "Another task is already waiting for this consumer's next delivery",
+                                                                 detail: "A consumer has one reader: iterate it from one task, and hand deliveries on from there."))))
+            return
+        }
         if let done = yielded {
             processedUpTo(done, actions: &actions)
             yielded = nil

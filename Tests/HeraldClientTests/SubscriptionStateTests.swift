@@ -64,6 +64,21 @@ import Testing
         #expect(lines[2]["from"] == "committed")
     }
 
+    @Test func aSecondReaderWhileOneWaitsIsRefusedAndTheFirstStillGetsTheNextLine() {
+        var s = State(consumer: "c", start: .committed, filter: nil, ackEvery: 10, ackIntervalMilliseconds: 1_000)
+        Self.started(&s)
+        var actions: [State.Action] = []
+        s.nextRequested(reader: 1, deadline: nil, now: 0, actions: &actions)
+        s.nextRequested(reader: 2, deadline: nil, now: 0, actions: &actions)
+        guard case .deliver(2, .failure(let e))? = actions.first else { Issue.record("\(actions)"); return }
+        #expect(e.code == "concurrent_next")
+        actions = []
+        let d = Self.delivery(1)
+        _ = s.lineReceived(d.line, d.json, actions: &actions)
+        guard case .deliver(1, .success(let got?))? = actions.first else { Issue.record("\(actions)"); return }
+        #expect(got.cursor == 1)
+    }
+
     @Test func aReaderWaitingPastItsDeadlineGetsATimeout() {
         var s = State(consumer: "c", start: .committed, filter: nil, ackEvery: 10, ackIntervalMilliseconds: 1_000)
         Self.started(&s)
