@@ -54,9 +54,10 @@ import Testing
         await herald.close()
     }
 
-    /// A consumer reading while the server is killed and restarted resumes after the last line it
-    /// received: every cursor once, in order, nothing skipped.
-    @Test func aConsumerResumesAfterTheServerIsKilledWithNothingSkippedOrRepeated() async throws {
+    /// A consumer reading while the server is killed (SIGKILL) or stopped (SIGTERM: goodbye) and
+    /// started again resumes after the last line it received: every cursor once, in order, nothing skipped.
+    @Test(arguments: [SIGKILL, SIGTERM])
+    func aConsumerResumesAfterTheServerStopsWithNothingSkippedOrRepeated(signal: Int32) async throws {
         let server = try ClientTestServer()
         let herald = try await Self.producer(server)
         try await Self.submit(herald, 0..<200)
@@ -65,7 +66,7 @@ import Testing
                                                           backoff: Backoff(initialMilliseconds: 20, maximumMilliseconds: 200))
         var cursors: [Int64] = []
         while cursors.count < 100, let d = try await consumer.next(timeoutMilliseconds: 10_000) { cursors.append(d.cursor) }
-        server.serve.kill9()
+        if signal == SIGKILL { server.serve.kill9() } else { #expect(server.serve.terminate()) }
         try server.serve.start()
         try await Self.submit(herald, 200..<300)
         while cursors.count < 300, let d = try await consumer.next(timeoutMilliseconds: 20_000) { cursors.append(d.cursor) }

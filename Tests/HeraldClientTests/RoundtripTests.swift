@@ -5,7 +5,11 @@ import Testing
 
 @Suite struct RoundtripTests {
     static func roundtrip(_ environment: [String: String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        let binary = (try ServeProcess.findBinary() as NSString).deletingLastPathComponent + "/herald-roundtrip"
+        // This package's build of it (beside the test bundle's sources), else beside the herald binary.
+        let root = ((#filePath as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent
+        let built = ["debug", "release"].map { ((root as NSString).deletingLastPathComponent as NSString).appendingPathComponent(".build/\($0)/herald-roundtrip") }
+        let binary = try built.first { FileManager.default.isExecutableFile(atPath: $0) }
+            ?? (try ServeProcess.findBinary() as NSString).deletingLastPathComponent + "/herald-roundtrip"
         let tag = "\(FileManager.default.temporaryDirectory.path)/herald-roundtrip-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         _ = FileManager.default.createFile(atPath: tag + ".out", contents: nil)
         _ = FileManager.default.createFile(atPath: tag + ".err", contents: nil)
