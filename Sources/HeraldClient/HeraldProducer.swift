@@ -125,6 +125,12 @@ public final class HeraldProducer: Sendable {
         self.endpoint = endpoint; self.window = window; self.routing = routing; self.primary = primary
     }
 
+    /// A producer dropped without `close()` closes its connections; what was unanswered fails with `client_closed`.
+    deinit {
+        primary.close()
+        for owner in owners.withLock({ $0.values.compactMap { $0 } }) { owner.close() }
+    }
+
     /// Connects and says hello (with `token`; nil against a server in dev mode). Throws the
     /// refusal (`invalid_token`, …) or the connection's failure; later drops are reconnected.
     /// `routing`: send each user's requests straight to its partition's owner when hello lists routes.

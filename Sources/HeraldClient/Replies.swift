@@ -17,15 +17,18 @@ public struct Ack: Sendable, Hashable {
     public var seq: Int64 = 0
     public var duplicate = false
     public var warnings: [HeraldWarning] = []
-    /// The reply as the server sent it (canonical JSON, without the newline).
-    public let line: [UInt8]
+    /// The reply's bytes as the server sent them (canonical JSON, without the newline).
+    let bytes: [UInt8]
+
+    /// The reply as the server sent it.
+    public var line: String { String(decoding: bytes, as: UTF8.self) }
 
     /// Every member the server sent (a clock's `now`, a fan-out's `events`, stats' counters, …).
-    public var raw: [String: HeraldJSON] { (try? HeraldJSON.parse(line))?.objectValue ?? [:] }
+    public var raw: [String: HeraldJSON] { (try? HeraldJSON.parse(bytes))?.objectValue ?? [:] }
 
     /// Reads the four members an ack is about from the line's bytes, without a dictionary.
     init(line: [UInt8]) {
-        self.line = line
+        bytes = line
         line.withUnsafeBufferPointer { b in
             _ = scanMembers(b) { key, value in
                 if bytesEqual(key, "seq") { seq = parseInt(b, value) ?? 0 }
