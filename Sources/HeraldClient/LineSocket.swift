@@ -69,6 +69,9 @@ final class LineSocket {
             }
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            #if canImport(Darwin)
+            setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+            #endif
             var ssl: OpaquePointer?
             if let tls {
                 do { ssl = try handshake(fd: fd, host: tls.serverName ?? host, options: tls) } catch {
@@ -155,7 +158,11 @@ final class LineSocket {
             if n > 0 { return .bytes(Int(n)) }
             return sslOutcome(ssl, n)
         }
+        #if canImport(Glibc)
         let n = send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
+        #else
+        let n = send(fd, buffer.baseAddress, buffer.count, 0)  // SO_NOSIGPIPE is set at open
+        #endif
         if n >= 0 { return .bytes(n) }
         if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return .wouldBlock(wantsWrite: true) }
         return .failed(String(cString: strerror(errno)))
