@@ -230,7 +230,8 @@ public final class HeraldProducer: Sendable {
     private func connection(for request: some HeraldRequest) async -> ProducerConnection {
         guard routing, let user = request.routingUser else { return primary }
         let hello = primary.hello
-        guard hello.partitions > 1, !hello.routes.isEmpty else { return primary }
+        // Only a partition function this client knows can pick the owner; otherwise the instance forwards.
+        guard hello.partitions > 1, !hello.routes.isEmpty, hello.hash == nil || hello.hash == "fnv1a64" else { return primary }
         let partition = Partitioning.partition(ofUser: user, partitions: hello.partitions)
         guard let route = hello.routes.first(where: { $0.partition == partition }), route.address != endpoint.address else { return primary }
         if let known = owners.withLock({ $0[route.address] }) { return known ?? primary }
