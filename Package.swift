@@ -10,6 +10,9 @@ let package = Package(
         .executable(name: "herald", targets: ["herald"]),
         .executable(name: "herald-bench", targets: ["HeraldBench"]),
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
+        // The async producer and consumer for other packages: `.package(url:from:)`, then `HeraldClient`.
+        .library(name: "HeraldClient", targets: ["HeraldClient"]),
+        .executable(name: "herald-roundtrip", targets: ["HeraldRoundtrip"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -47,13 +50,19 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
-        // A blocking client of the line protocol (plain TCP or TLS): `herald tail`, tests, benches.
-        .target(name: "HeraldClient", dependencies: ["HeraldCore", "CLibEventSSL"]),
+        // OpenSSL alone (libssl, libcrypto): TLS for the client library, without libevent.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // The client library: async producer and consumer over POSIX sockets, self-contained (no HeraldCore).
+        .target(name: "HeraldClient", dependencies: ["COpenSSL"]),
+        // The shortest example of the client, and its round trip: `herald-roundtrip`.
+        .executableTarget(name: "HeraldRoundtrip", dependencies: ["HeraldClient"]),
+        // A blocking client of the line protocol (plain TCP or TLS) for tests, benches and `herald health`: raw lines, time-outs.
+        .target(name: "HeraldWireTesting", dependencies: ["HeraldCore", "CLibEventSSL"]),
         // Shared by tests and benchmarks: private Postgres, manual clock, seeded RNG, load generators.
         .target(
             name: "HeraldTestSupport",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldClient",
+                "HeraldCore", "HeraldStore", "HeraldWireTesting",
                 // The benches' latency percentiles (`Latencies`).
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
@@ -70,7 +79,7 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldClient", "HeraldCommandLine",
+                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldClient", "HeraldWireTesting", "HeraldCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -78,7 +87,7 @@ let package = Package(
         .executableTarget(
             name: "HeraldBench",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldTestSupport", "HeraldCommandLine",
+                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldTestSupport", "HeraldCommandLine", "HeraldClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -105,6 +114,7 @@ let package = Package(
         ]),
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldTestSupport", "CLibPQ"]),
         .testTarget(name: "HeraldRuntimeTests", dependencies: ["HeraldRuntime", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldClientTests", dependencies: ["HeraldClient", "HeraldTestSupport", "HeraldStore"]),
     ],
     swiftLanguageModes: [.v6]
 )

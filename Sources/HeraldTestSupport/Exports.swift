@@ -1,2 +1,2 @@
 // Tests and benches reach the blocking wire client through this module.
-@_exported import HeraldClient
+@_exported import HeraldWireTesting

@@ -17,6 +17,8 @@ public final class ServeProcess: @unchecked Sendable {
     /// Runs the service under this open-file limit, soft and hard (`ulimit -n` in a shell that
     /// then executes it, keeping the pid), as a host with a low limit would.
     public var openFileLimit: Int?
+    /// The port `start()` pings to know the service is up (default `port`; a TLS service's `--plain-listen`).
+    public var readinessPort: Int?
     public private(set) var pid: pid_t = 0
     public private(set) var starts = 0
 
@@ -89,7 +91,7 @@ public final class ServeProcess: @unchecked Sendable {
             }
             // The port accepts as soon as it listens; start-up may still be firing overdue timers.
             // Ready means a ping is answered.
-            if let c = try? WireClient(port: port) {
+            if let c = try? WireClient(port: readinessPort ?? port) {
                 if let pong = try? c.request(#"{"op":"ping"}"#, timeoutMilliseconds: Int32(timeoutSeconds * 1000)), pong["op"] == "pong" { return }
             }
             usleep(20_000)

@@ -1,7 +1,7 @@
 // SIGTERM and SIGINT stop `herald serve` as a lame duck: goodbye on every connection, every request read answered, then the close.
 import Foundation
 import Glibc
-import HeraldClient
+import HeraldWireTesting
 import HeraldCore
 import HeraldStore
 import HeraldTestSupport

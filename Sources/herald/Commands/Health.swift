@@ -2,7 +2,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
-import HeraldClient
+import HeraldWireTesting
 import HeraldCommandLine
 import HeraldCore
 

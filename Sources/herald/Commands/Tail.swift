@@ -1,9 +1,10 @@
-// `herald tail`: a consumer that prints deliveries as they come, acknowledging each.
+// `herald tail`: a consumer that prints deliveries as they come, acknowledging them in batches (the Swift HeraldClient).
 import ArgumentParser
 import HeraldCommandLine
 import Foundation
 import HeraldCore
 import HeraldClient
+import Synchronization
 
 struct Tail: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Subscribe as a durable consumer and print deliveries (one JSON line each).")
@@ -35,58 +36,62 @@ struct Tail: ParsableCommand {
     func run() throws {
         guard let (host, port) = hostAndPort(connect) else { throw ValidationError("--connect must be HOST:PORT") }
         let token = try resolvedToken()
-        do {
-            let tls = tlsCA.map { TLSClientOptions(caFile: $0, certificateFile: tlsCert, keyFile: tlsKey) }
-            let client = try WireClient(host: host, port: port, tls: tls)
-            let hello = try client.request(#"{"op":"hello","token":\#(JSONValue.string(token ?? "").canonicalString)}"#)
-            guard hello["ok"]?.boolValue == true else {
-                Log.info("hello refused: \(hello.canonicalString)")
-                throw ExitCode.error
+        let start: SubscribeStart
+        switch from {
+        case nil, "committed"?: start = .committed
+        case "earliest"?: start = .earliest
+        case let text?:
+            guard let cursor = Int64(text) else { throw ValidationError("--from must be committed, earliest or a cursor") }
+            start = .after(cursor)
+        }
+        let tls = tlsCA.map { TLSOptions(caFile: $0, certificateFile: tlsCert, keyFile: tlsKey) }
+        let (consumer, limit, idleExit) = (consumer, limit, idleExit)
+        // The command is synchronous; the client is async: run it on the concurrency pool and wait.
+        let failure = Mutex<HeraldError?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            defer { done.signal() }
+            do throws(HeraldError) {
+                try await Self.tail(host: host, port: port, token: token, tls: tls, consumer: consumer, from: start,
+                                    limit: limit, idleExitSeconds: idleExit)
+            } catch {
+                failure.withLock { $0 = error }
             }
-            var sub: [String: JSONValue] = ["op": "subscribe", "consumer": .string(consumer)]
-            if let from { sub["from"] = Int64(from).map { .int($0) } ?? .string(from) }
-            try client.send(JSONValue.object(sub).canonicalString)
-            var printed = 0, acksSent = 0, acksConfirmed = 0
-            /// An ack's reply is `{"ok":true,"cursor":n}` (no `op`); a failure ends the run.
-            func replyCounted(_ value: JSONValue) throws -> Bool {
-                if value["ok"]?.boolValue == false {
-                    Log.info("error: \(value.canonicalString)")
-                    throw ExitCode.error
-                }
-                guard value["ok"]?.boolValue == true, value["op"] == nil else { return false }
-                acksConfirmed += 1
-                return true
-            }
-            while limit.map({ printed < $0 }) ?? true {
-                guard let line = try client.readLine(timeoutMilliseconds: idleExit.map { Int32($0 * 1000) } ?? -1) else { break }
-                let value = try JSONValue.parse(line)
-                if value["op"]?.stringValue == "delivery", let cursor = value["cursor"]?.intValue {
-                    print(String(decoding: line, as: UTF8.self))
-                    fflush(nil)
-                    printed += 1
-                    try client.send(#"{"op":"ack","consumer":\#(JSONValue.string(consumer).canonicalString),"cursor":\#(cursor)}"#)
-                    acksSent += 1
-                } else {
-                    _ = try replyCounted(value)
-                }
-            }
-            // Before leaving, the replies to the acks sent: closing at once dropped the acks the
-            // server had not read yet, so the next run printed the same lines again (and repeated
-            // `--limit` runs over a backlog made no progress). Delivery lines read meanwhile are not
-            // printed nor acknowledged: the next run gets them.
-            let deadline = Date().addingTimeInterval(10)
-            while acksConfirmed < acksSent {
-                let left = Int32(max(0, deadline.timeIntervalSinceNow) * 1000)
-                guard left > 0, let line = try client.readLine(timeoutMilliseconds: left) else {
-                    Log.info("warning: \(acksSent - acksConfirmed) of \(acksSent) acks unconfirmed after 10 s; the next run may print their deliveries again")
-                    break
-                }
-                _ = try replyCounted(JSONValue.parse(line))
-            }
-            client.close()
-        } catch let error as WireClient.Failure {
-            Log.info("error: \(error)")
+        }
+        done.wait()
+        if let error = failure.withLock({ $0 }) {
+            Log.info(error.kind == .authentication ? "hello refused: \(error)" : "error: \(error)")
             throw ExitCode.error
         }
+    }
+
+    /// Prints each delivery line as it came. Acks go in batches (every 64 lines or 100 ms) and on
+    /// the way out, where the close waits for their replies: closing at once dropped the acks the
+    /// server had not read yet, so the next run printed the same lines again.
+    static func tail(host: String, port: Int, token: String?, tls: TLSOptions?, consumer: String, from start: SubscribeStart,
+                     limit: Int?, idleExitSeconds: Int?) async throws(HeraldError) {
+        // One attempt to reconnect at most: a tail is interactive, a dead server should end it.
+        let deliveries = try await HeraldConsumer.subscribe(host: host, port: port, token: token, tls: tls, consumer: consumer,
+                                                            from: start, ackEvery: 64, ackIntervalMilliseconds: 100,
+                                                            backoff: Backoff(attempts: 3))
+        var printed = 0
+        do throws(HeraldError) {
+            while limit.map({ printed < $0 }) ?? true {
+                let next: HeraldClient.Delivery?
+                do throws(HeraldError) {
+                    next = try await deliveries.next(timeoutMilliseconds: idleExitSeconds.map { $0 * 1000 })
+                } catch where error.code == "timeout" {
+                    break
+                }
+                guard let delivery = next else { break }
+                print(delivery.line)
+                fflush(nil)
+                printed += 1
+            }
+        } catch {
+            await deliveries.close()
+            throw error
+        }
+        await deliveries.close()
     }
 }

@@ -1,4 +1,4 @@
-// A small blocking client of Herald's line protocol (plain TCP or TLS, read time-outs): `herald tail`, the tests and the benches.
+// A small blocking client of Herald's line protocol (plain TCP or TLS, read time-outs) for the tests, the benches and `herald health`.
 import Foundation
 import Glibc
 import HeraldCore

@@ -1,0 +1,110 @@
+// The Swift consumer against a real `herald serve`: typed deliveries, batched acks, resuming after close and after a crash.
+import Foundation
+import HeraldClient
+import HeraldTestSupport
+import Testing
+
+@Suite struct ConsumerTests {
+    static let mail = ClientTestServer.mail
+
+    static func submit(_ herald: HeraldProducer, _ ids: Range<Int>, user: String = "alice") async throws {
+        var pending: [PendingAck] = []
+        for i in ids {
+            pending.append(await herald.send(Submit(id: "c\(i)", app: mail, user: user, title: "Order \(i)", body: "Shipped",
+                                                    hiddenPreviewsBodyPlaceholder: "Order")))
+        }
+        for p in pending { _ = try await p.value }
+    }
+
+    static func producer(_ server: ClientTestServer) async throws -> HeraldProducer {
+        let herald = try await HeraldProducer.connect(port: server.port, token: ClientTestServer.adminToken,
+                                                      backoff: Backoff(initialMilliseconds: 20, maximumMilliseconds: 200))
+        _ = try await herald.registerApp(mail)
+        _ = try await herald.authorization(Authorization(user: "alice", app: mail, status: .authorized, options: [.alert, .sound, .badge]))
+        return herald
+    }
+
+    /// Deliveries come as typed values in cursor order; acks are batched and the last one goes
+    /// out on close, so a consumer subscribing again under the name starts after it.
+    @Test func deliveriesAreTypedAndACloseAcksSoTheNextSubscribeGoesOn() async throws {
+        let server = try ClientTestServer()
+        let herald = try await Self.producer(server)
+        try await Self.submit(herald, 0..<10)
+        let consumer = try await herald.subscribe(consumer: "push", from: .earliest, ackEvery: 3, ackIntervalMilliseconds: 10_000)
+        var seen: [Delivery] = []
+        for try await d in consumer {
+            seen.append(d)
+            if seen.count == 10 { break }
+        }
+        #expect(seen.map(\.cursor) == Array(1...10))
+        let first = try #require(seen.first)
+        #expect(first.kind == .alert && first.user == "alice" && first.app == Self.mail && first.notification == "c0" && first.partition == 0)
+        #expect(first.content?.title == "Order 0" && first.presentation?.banner == true && first.reason == "delivered")
+        #expect(first.line.hasPrefix(#"{"#) && first.line.contains(#""op":"delivery""#))
+        await consumer.close()
+        #expect(consumer.acknowledged[0] == 10, "the close acks the last delivery handed out")
+
+        let again = try await herald.subscribe(consumer: "push")
+        await #expect(throws: HeraldError.self, "nothing new after the acked cursor") { _ = try await again.next(timeoutMilliseconds: 300) }
+        try await Self.submit(herald, 10..<11)
+        let next = try await again.next(timeoutMilliseconds: 10_000)
+        #expect(next?.cursor == 11 && next?.notification == "c10")
+        await again.close()
+        #expect(try await again.next() == nil, "a closed consumer's sequence ends")
+        await herald.close()
+    }
+
+    /// A consumer reading while the server is killed (SIGKILL) or stopped (SIGTERM: goodbye) and
+    /// started again resumes after the last line it received: every cursor once, in order, nothing skipped.
+    @Test(arguments: [SIGKILL, SIGTERM])
+    func aConsumerResumesAfterTheServerStopsWithNothingSkippedOrRepeated(signal: Int32) async throws {
+        let server = try ClientTestServer()
+        let herald = try await Self.producer(server)
+        try await Self.submit(herald, 0..<200)
+        let consumer = try await HeraldConsumer.subscribe(port: server.port, token: ClientTestServer.adminToken, consumer: "audit",
+                                                          from: .earliest, ackEvery: 50,
+                                                          backoff: Backoff(initialMilliseconds: 20, maximumMilliseconds: 200))
+        var cursors: [Int64] = []
+        while cursors.count < 100, let d = try await consumer.next(timeoutMilliseconds: 10_000) { cursors.append(d.cursor) }
+        if signal == SIGKILL { server.serve.kill9() } else { #expect(server.serve.terminate()) }
+        try server.serve.start()
+        try await Self.submit(herald, 200..<300)
+        while cursors.count < 300, let d = try await consumer.next(timeoutMilliseconds: 20_000) { cursors.append(d.cursor) }
+        #expect(cursors == Array(1...300))
+        await consumer.close()
+        #expect(consumer.acknowledged[0] == 300)
+        await herald.close()
+    }
+
+    /// A filter leaves deliveries out of the loop; they still advance the cursor that is acked.
+    @Test func aFilterLeavesDeliveriesOutButTheirCursorsAreAcked() async throws {
+        let server = try ClientTestServer()
+        let herald = try await Self.producer(server)
+        try await Self.submit(herald, 0..<5)
+        _ = try await herald.withdraw(Withdraw(app: Self.mail, id: "c4", user: "alice"))
+        let consumer = try await herald.subscribe(consumer: "withdrawals", from: .earliest,
+                                                  filter: DeliveryFilter(apps: [Self.mail], kinds: [.withdrawn]))
+        let d = try await consumer.next(timeoutMilliseconds: 10_000)
+        #expect(d?.kind == .withdrawn && d?.notification == "c4" && d?.cursor == 6, "\(String(describing: d))")
+        await consumer.close()
+        #expect(consumer.acknowledged[0] == 6)
+        await herald.close()
+    }
+
+    /// A second connection subscribing under the same name takes the stream over: the first one's
+    /// loop ends with `subscribed_elsewhere` instead of reconnecting and taking it back.
+    @Test func aConsumerTakenOverElsewhereEndsWithThatError() async throws {
+        let server = try ClientTestServer()
+        let herald = try await Self.producer(server)
+        let first = try await herald.subscribe(consumer: "shared")
+        let second = try await herald.subscribe(consumer: "shared")
+        do {
+            _ = try await first.next(timeoutMilliseconds: 10_000)
+            Issue.record("the taken-over consumer went on")
+        } catch {
+            #expect(error.code == "subscribed_elsewhere", "\(error)")
+        }
+        await second.close()
+        await herald.close()
+    }
+}

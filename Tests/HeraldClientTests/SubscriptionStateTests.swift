@@ -1,0 +1,93 @@
+// The consumer's state machine alone: batched acks naming partitions, resuming without skipping or repeating.
+@testable import HeraldClient
+import Testing
+
+@Suite struct SubscriptionStateTests {
+    typealias State = SubscriptionState<Int>
+
+    static func delivery(_ cursor: Int64, partition: Int? = nil) -> (line: [UInt8], json: [String: HeraldJSON]) {
+        var o: [String: HeraldJSON] = ["op": "delivery", "cursor": .int(cursor), "kind": "alert", "user": "u", "app": "a", "at": "x", "reason": "delivered"]
+        if let partition { o["partition"] = .int(Int64(partition)) }
+        return (Array(HeraldJSON.object(o).jsonString.utf8), o)
+    }
+    static func lines(_ bytes: [UInt8]) -> [HeraldJSON] {
+        bytes.split(separator: 0x0A).compactMap { try? HeraldJSON.parse($0) }
+    }
+    static func delivered(_ actions: [State.Action]) -> [Int64] {
+        actions.compactMap { if case .deliver(_, .success(let d?)) = $0 { return d.cursor }; return nil }
+    }
+
+    static func started(_ s: inout State) {
+        _ = s.connectionEstablished(now: 0)
+        var actions: [State.Action] = []
+        _ = s.lineReceived([], ["ok": true, "rid": 1, "op": "subscribe", "cursor": 0], actions: &actions)
+    }
+
+    @Test func processedLinesAreAckedEveryNAndTheAckNamesThePartition() {
+        var s = State(consumer: "c", start: .earliest, filter: nil, ackEvery: 2, ackIntervalMilliseconds: 1_000)
+        let subscribe = Self.lines(s.connectionEstablished(now: 0))
+        #expect(subscribe.first?["op"] == "subscribe" && subscribe.first?["from"] == "earliest")
+        var actions: [State.Action] = []
+        _ = s.lineReceived([], ["ok": true, "rid": 1, "op": "subscribe", "cursor": 0], actions: &actions)
+        for c in [Int64(1), 2, 3] { let d = Self.delivery(c, partition: 3); _ = s.lineReceived(d.line, d.json, actions: &actions) }
+        actions = []
+        for reader in 0..<3 { s.nextRequested(reader: reader, deadline: nil, now: 10, actions: &actions) }
+        #expect(Self.delivered(actions) == [1, 2, 3])
+        let acks = Self.lines(s.takeOutbox())
+        #expect(acks == [["op": "ack", "rid": 2, "consumer": "c", "cursor": 2, "partition": 3]], "after two processed lines")
+    }
+
+    @Test func aReconnectResumesAfterTheLastLineReceivedAndDropsRepeats() {
+        var s = State(consumer: "c", start: .committed, filter: nil, ackEvery: 100, ackIntervalMilliseconds: 1_000)
+        Self.started(&s)
+        var actions: [State.Action] = []
+        for c in [Int64(5), 6, 7] { let d = Self.delivery(c); _ = s.lineReceived(d.line, d.json, actions: &actions) }
+        s.connectionLost()
+        let resubscribe = Self.lines(s.connectionEstablished(now: 0))
+        #expect(resubscribe.last?["from"] == 7, "after the newest line received, buffered ones included")
+        for c in [Int64(7), 8] { let d = Self.delivery(c); _ = s.lineReceived(d.line, d.json, actions: &actions) }
+        actions = []
+        for reader in 0..<4 { s.nextRequested(reader: reader, deadline: nil, now: 0, actions: &actions) }
+        #expect(Self.delivered(actions) == [5, 6, 7, 8])
+    }
+
+    @Test func withPartitionsAReconnectAcksWhatWasProcessedThenSubscribesFromCommitted() {
+        var s = State(consumer: "c", start: .earliest, filter: nil, ackEvery: 100, ackIntervalMilliseconds: 1_000)
+        Self.started(&s)
+        var actions: [State.Action] = []
+        for (c, p) in [(Int64(1), 0), (1, 1), (2, 1)] { let d = Self.delivery(c, partition: p); _ = s.lineReceived(d.line, d.json, actions: &actions) }
+        for reader in 0..<3 { s.nextRequested(reader: reader, deadline: nil, now: 0, actions: &actions) }
+        s.connectionLost()
+        let lines = Self.lines(s.connectionEstablished(now: 0))
+        #expect(lines.map { $0["op"] } == ["ack", "ack", "subscribe"])
+        #expect(lines[0]["partition"] == 0 && lines[0]["cursor"] == 1 && lines[1]["partition"] == 1 && lines[1]["cursor"] == 1)
+        #expect(lines[2]["from"] == "committed")
+    }
+
+    @Test func aSecondReaderWhileOneWaitsIsRefusedAndTheFirstStillGetsTheNextLine() {
+        var s = State(consumer: "c", start: .committed, filter: nil, ackEvery: 10, ackIntervalMilliseconds: 1_000)
+        Self.started(&s)
+        var actions: [State.Action] = []
+        s.nextRequested(reader: 1, deadline: nil, now: 0, actions: &actions)
+        s.nextRequested(reader: 2, deadline: nil, now: 0, actions: &actions)
+        guard case .deliver(2, .failure(let e))? = actions.first else { Issue.record("\(actions)"); return }
+        #expect(e.code == "concurrent_next")
+        actions = []
+        let d = Self.delivery(1)
+        _ = s.lineReceived(d.line, d.json, actions: &actions)
+        guard case .deliver(1, .success(let got?))? = actions.first else { Issue.record("\(actions)"); return }
+        #expect(got.cursor == 1)
+    }
+
+    @Test func aReaderWaitingPastItsDeadlineGetsATimeout() {
+        var s = State(consumer: "c", start: .committed, filter: nil, ackEvery: 10, ackIntervalMilliseconds: 1_000)
+        Self.started(&s)
+        var actions: [State.Action] = []
+        s.nextRequested(reader: 1, deadline: 500, now: 0, actions: &actions)
+        s.ticked(now: 499, actions: &actions)
+        #expect(actions.isEmpty)
+        s.ticked(now: 500, actions: &actions)
+        guard case .deliver(1, .failure(let e))? = actions.first else { Issue.record("\(actions)"); return }
+        #expect(e.code == "timeout")
+    }
+}
