@@ -4,6 +4,7 @@ import DequeModule
 import Glibc
 import HeraldCore
 import HeraldStore
+import Logging
 
 /// One user's live state: the engine's fold, its delivery ordinal and its wake-up in the wheel.
 struct UserRecord {
@@ -118,6 +119,8 @@ public final class HeraldService: ConnectionDelegate {
     var catchUpReadSent: ((ConsumerStream) -> Void)?
 
     public var log: (String) -> Void
+    /// Set by `init(configuration:logger:)`: connections' lines go to it as records with fields.
+    public internal(set) var logger: Logger?
 
     /// How closures and connections refer to the service: not `weak`, which would give it a
     /// side table and every retain of it the slow path (see `Unretained`). Cleared in `deinit`.
@@ -309,12 +312,12 @@ public final class HeraldService: ConnectionDelegate {
     }
 
     func connectionClosing(_ connection: ClientConnection, reason: String) {
-        log("connection \(connection.id) from \(connection.peer) closing: \(reason)")
+        logConnectionClosing(connection, reason: reason)
         consumers.connectionClosing(connection)
     }
 
     func connectionWarning(_ connection: ClientConnection, _ message: String) {
-        log("warning: connection \(connection.id) from \(connection.peer): \(message)")
+        logConnectionWarning(connection, message)
     }
 
     func connectionClosed(_ connection: ClientConnection) {

@@ -35,11 +35,13 @@ struct Serve: ParsableCommand {
     @Flag(help: "Serve even if PostgreSQL runs with fsync or synchronous_commit off (acknowledged events may be lost).")
     var unsafeDurability = false
     @OptionGroup var writer: WriterOptions
+    @OptionGroup var logging: LogOptions
     /// The reliability experiments' negative control; hidden, and never for production.
     @Flag(name: .customLong("unsafe-acknowledge-before-commit-for-testing"), help: .hidden)
     var acknowledgeBeforeCommitForTesting = false
 
     func run() throws {
+        logging.configure(instance: LogOptions.defaultInstance())
         if let portFlag {
             Log.info("error: serve has no --port: use --listen HOST:PORT (e.g. --listen 127.0.0.1:\(Int(portFlag) ?? 7411))")
             throw ExitCode.error
@@ -105,7 +107,7 @@ struct Serve: ParsableCommand {
                 throw ExitCode.error
             }
             if let plainAddress { config.plaintextListen = plainAddress }
-            let service = HeraldService(configuration: config) { Log.info($0) }
+            let service = HeraldService(configuration: config, logger: Log.logger)
             do {
                 try service.start()
             } catch let error as ServiceError {
