@@ -70,6 +70,7 @@ let package = Package(
                 "HeraldStore", "HeraldRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
         // The shipped executable: argument parsing only.

@@ -127,6 +127,8 @@ public final class HeraldService: ConnectionDelegate {
     let unretained = Unretained<HeraldService>()
     let asConnectionDelegate = ConnectionDelegateRef()
 
+    /// Replies by op and code, and their durations (`/metrics`).
+    let requestMetrics = RequestMetrics()
     // Counters for `stats`.
     var eventsCommitted = 0
     var deliveriesCommitted = 0
@@ -331,7 +333,7 @@ public final class HeraldService: ConnectionDelegate {
         // The connection is held strongly until the reply: a weak reference costs a side-table
         // load per reply; a connection closed meanwhile ignores it (`complete`).
         let ticket = request.ticket
-        let reply = Reply(connection: connection, ticket: ticket)
+        let reply = Reply(connection: connection, ticket: ticket, op: request.op, startedAt: requestMetrics.start(), metrics: requestMetrics)
         // A plain submit first: it shares the app string before the door (below).
         if request.submitLine != nil {
             // A connection's first submit for an app (its app string read from the line): the

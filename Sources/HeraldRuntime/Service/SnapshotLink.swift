@@ -37,6 +37,8 @@ final class SnapshotLink {
     /// Snapshots completed, and given up (stats, shutdown, tests).
     private(set) var completed = 0
     private(set) var failed = 0
+    /// When the last snapshot completed (wall clock, seconds since 1970; metrics).
+    private(set) var lastCompletedAt: Double?
 
     init(loop: EventLoop, url: String, log: @escaping (String) -> Void) {
         self.loop = loop
@@ -119,6 +121,7 @@ final class SnapshotLink {
                 break
             case .complete(let users, let parts, let bytes):
                 completed += 1
+                lastCompletedAt = Double(WheelDriver.systemNow().millisecondsSinceEpoch) / 1000
                 log("snapshot \(currentId ?? 0) complete: \(users) users, \(parts) parts, \(bytes / 1024) KiB")
                 currentId = nil
             }

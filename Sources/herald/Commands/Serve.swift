@@ -36,6 +36,7 @@ struct Serve: ParsableCommand {
     var unsafeDurability = false
     @OptionGroup var writer: WriterOptions
     @OptionGroup var logging: LogOptions
+    @Option(help: "HOST:PORT to serve HTTP on: /metrics (Prometheus), /healthz, /readyz (off unless given).") var http: String?
     /// The reliability experiments' negative control; hidden, and never for production.
     @Flag(name: .customLong("unsafe-acknowledge-before-commit-for-testing"), help: .hidden)
     var acknowledgeBeforeCommitForTesting = false
@@ -58,10 +59,19 @@ struct Serve: ParsableCommand {
             }
             plainAddress = address
         }
+        var httpAddress: (host: String, port: Int)?
+        if let http {
+            guard let address = hostAndPort(http) else {
+                Log.info("error: --http must be HOST:PORT, e.g. 127.0.0.1:9411")
+                throw ExitCode.error
+            }
+            httpAddress = address
+        }
         // A port in use is told before any database work (migrations, a restore), not minutes after.
         do throws(ServiceError) {
             try Listener.checkAvailable(host: host, port: port)
             if let plainAddress { try Listener.checkAvailable(host: plainAddress.host, port: plainAddress.port, flag: "--plain-listen") }
+            if let httpAddress { try Listener.checkAvailable(host: httpAddress.host, port: httpAddress.port, flag: "--http") }
         } catch {
             Log.info("error: \(error)")
             throw ExitCode.error
@@ -108,13 +118,18 @@ struct Serve: ParsableCommand {
             }
             if let plainAddress { config.plaintextListen = plainAddress }
             let service = HeraldService(configuration: config, logger: Log.logger)
+            var observability: ServiceObservability?
             do {
                 try service.start()
+                if let httpAddress {
+                    observability = try HTTPSide.start(service, host: httpAddress.host, port: httpAddress.port)
+                }
             } catch let error as ServiceError {
                 Log.info("error: \(error)")
                 throw ExitCode.error
             }
             service.run()
+            observability?.stop()
             Log.info("stopped")
         }
     }
