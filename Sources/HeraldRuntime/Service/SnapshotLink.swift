@@ -128,7 +128,7 @@ final class SnapshotLink {
         case .failure(let error):
             if !currentFailed {
                 failed += 1
-                log("snapshot not written (\(error)); start-up folds from the previous snapshot until the next one completes")
+                log("warning: snapshot not written (\(error)); start-up folds from the previous snapshot until the next one completes")
             }
             currentFailed = true
             if let id = currentId { staleId = id }
@@ -160,7 +160,7 @@ final class SnapshotLink {
             } catch {
                 if !self.currentFailed {
                     self.failed += 1
-                    self.log("snapshot not written (could not connect: \(error)); start-up folds from the previous snapshot until the next one completes")
+                    self.log("warning: snapshot not written (could not connect: \(error)); start-up folds from the previous snapshot until the next one completes")
                 }
                 // Nothing of the queued snapshot can be stored: give it up whole.
                 self.currentFailed = true
