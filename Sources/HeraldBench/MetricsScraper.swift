@@ -1,4 +1,5 @@
 // `bench ingest --http`: the service's metrics on, scraped every second while the load runs (what `serve --http` costs).
+import ArgumentParser
 import Foundation
 import HeraldClient
 import HeraldRuntime
@@ -29,5 +30,28 @@ final class MetricsScraper: @unchecked Sendable {
     func stop() {
         done.signal()
         finished.wait()
+    }
+}
+
+/// `herald bench metrics-cost`: the nanoseconds `serve --http` adds to each request on the loop.
+struct MetricsCostBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "metrics-cost",
+        abstract: "What metrics (serve --http) add to each request on the loop: clock reads, counts and a histogram sample, timed alone.")
+    @Option(help: "Requests timed.") var requests = 5_000_000
+    @Option(help: "Rounds (the median is reported).") var rounds = 5
+
+    func run() throws {
+        var on: [Double] = [], off: [Double] = [], registry: [Double] = []
+        for _ in 0..<rounds {
+            let r = ServiceObservability.recordingCost(requests: requests)
+            on.append(r.withHTTP)
+            off.append(r.without)
+            registry.append(r.withPrometheusHistogram)
+        }
+        let median = { (v: [Double]) in v.sorted()[v.count / 2] }
+        print(String(format: "per request: %.1f ns without --http (the count alone); %.1f ns with it (+%.1f ns); "
+                     + "%.1f ns (+%.1f ns) if the duration went into a swift-prometheus histogram instead",
+                     median(off), median(on), median(on) - median(off), median(registry), median(registry) - median(off)))
     }
 }

@@ -134,6 +134,26 @@ import Testing
         #expect(outcome.stderr.contains("unhealthy:") && outcome.stderr.contains("refused"), "\(outcome)")
     }
 
+    /// The loop's plain-count histogram is written out as Prometheus' cumulative buckets.
+    @Test func requestDurationsAreExposedAsCumulativeBuckets() {
+        let metrics = RequestMetrics()
+        metrics.timing = true
+        #expect(metrics.durationExposition() == "", "nothing timed, no family")
+        let now = RequestMetrics.nanoseconds()
+        metrics.succeeded(.submit, startedAt: now)                  // ~0 s
+        metrics.succeeded(.submit, startedAt: now - 3_000_000)      // ~3 ms
+        metrics.succeeded(.submit, startedAt: now - 20_000_000_000) // 20 s: only +Inf
+        let text = metrics.durationExposition()
+        #expect(text.contains("# TYPE herald_request_duration_seconds histogram\n"))
+        #expect(MetricsEndpointTests.sample(text, #"herald_request_duration_seconds_bucket{op="submit",le="0.0005"}"#) == 1)
+        #expect(MetricsEndpointTests.sample(text, #"herald_request_duration_seconds_bucket{op="submit",le="0.005"}"#) == 2)
+        #expect(MetricsEndpointTests.sample(text, #"herald_request_duration_seconds_bucket{op="submit",le="10.0"}"#) == 2)
+        #expect(MetricsEndpointTests.sample(text, #"herald_request_duration_seconds_bucket{op="submit",le="+Inf"}"#) == 3)
+        #expect(MetricsEndpointTests.sample(text, #"herald_request_duration_seconds_count{op="submit"}"#) == 3)
+        #expect((MetricsEndpointTests.sample(text, #"herald_request_duration_seconds_sum{op="submit"}"#) ?? 0) >= 20.003)
+        #expect(!text.contains(#"op="ack""#), "ops without replies are left out")
+    }
+
     @Test func anErrorLinesCodeIsReadFromItsCanonicalPrefix() {
         let line = WireReply.error(rid: .int(3), RequestError(code: "missing_field", title: "t", detail: "d"))
         #expect(RequestMetrics.errorCode(line) == "missing_field")

@@ -17,8 +17,6 @@ public final class ServiceObservability {
     public let factory: PrometheusMetricsFactory
     private let publisher: MetricsPublisher
     private var endpoint: HTTPEndpoint?
-    /// Per op (index `Op.rawValue`): replies' durations from dispatch to reply.
-    private var durations: [CoreMetrics.Timer?]
     private var loopProbe: LoopEvent?
     private var loopProbeArmedAt: Int64 = 0
     private var loopLagSeconds = 0.0
@@ -26,8 +24,8 @@ public final class ServiceObservability {
     private var snapshotAtStart: Double?
     private let startedAt = Double(WheelDriver.systemNow().millisecondsSinceEpoch) / 1000
 
-    /// Request durations' buckets, in seconds: from a fast ack (~1 ms) to a slow store.
-    static let durationBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    /// COMMIT durations' buckets, in seconds (the requests' own: `RequestMetrics.bucketBounds`).
+    static let durationBuckets: [Double] = RequestMetrics.bucketBounds
     /// Rows per committed transaction.
     static let batchBuckets: [Double] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
 
@@ -36,7 +34,6 @@ public final class ServiceObservability {
         self.registry = registry
         self.factory = PrometheusMetricsFactory(registry: registry)
         self.publisher = MetricsPublisher(registry: registry)
-        self.durations = Array(repeating: nil, count: Op.allCases.count)
     }
 
     /// Starts serving HTTP on `host:port` (after `service.start()`: the service's state is
@@ -89,18 +86,7 @@ public final class ServiceObservability {
     // MARK: Hot-path recorders
 
     private func installRecorders() {
-        let requestMetrics = service.requestMetrics
-        let help = "Seconds from reading a request to writing its reply, by op: for submits, the ack after COMMIT."
-        requestMetrics.durations = { [unowned self] op, nanoseconds in
-            let index = Int(op.rawValue)
-            if durations[index] == nil {
-                let histogram = registry.makeDurationHistogram(
-                    descriptor: MetricsPublisher.descriptor("herald_request_duration_seconds", help), labels: [("op", op.name)],
-                    buckets: Self.durationBuckets.map { .nanoseconds(Int64($0 * 1e9)) })
-                durations[index] = CoreMetrics.Timer(label: "herald_request_duration_seconds", dimensions: [("op", op.name)], handler: histogram)
-            }
-            durations[index]!.recordNanoseconds(nanoseconds)
-        }
+        service.requestMetrics.timing = true
         for (writer, links) in [("events", [service.store]), ("deliveries", service.deliveryStores)] {
             let rows = registry.makeValueHistogram(
                 descriptor: MetricsPublisher.descriptor("herald_commit_batch_rows", "Rows (events, deliveries, consumer acks) per committed transaction, by writer connection."),
@@ -137,9 +123,13 @@ public final class ServiceObservability {
 
     // MARK: /metrics
 
+    /// The registry's exposition, then the request durations' histogram, which the loop keeps in
+    /// plain counts (`RequestMetrics`) and Herald writes out itself.
     func metricsText() -> [UInt8] {
         publish()
-        return registry.emitToBuffer()
+        var text = registry.emitToBuffer()
+        text += Array(service.requestMetrics.durationExposition().utf8)
+        return text
     }
 
     /// Reads the service's counts and state into the registry.
