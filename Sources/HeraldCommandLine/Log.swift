@@ -14,9 +14,17 @@ public enum Log {
         LineLogHandler(format: .plain, level: .info)
     }
 
+    /// The format in force (`plain` until `LogOptions.configure`).
+    nonisolated(unsafe) public private(set) static var format = LogFormat.plain
+
     /// A message in Herald's convention: its level from its prefix (`error: `, `warning: ` …).
+    /// Plain lines keep the message whole, prefix included (`herald: error: …`), as they always read.
     public static func info(_ message: String) {
-        LogMessages.log(message, to: logger)
+        if format == .plain {
+            logger.log(level: LogMessages.classify(message).level, "\(message)")
+        } else {
+            LogMessages.log(message, to: logger)
+        }
     }
 
     /// Replaces the logger (`LogOptions.configure`); `instance` names this process in every line.
@@ -24,6 +32,7 @@ public enum Log {
         var logger = Logger(label: "herald") { _ in LineLogHandler(format: format, level: level) }
         if let instance { logger[metadataKey: "instance"] = .string(instance) }
         self.logger = logger
+        self.format = format
     }
 }
 
