@@ -98,6 +98,32 @@ import Testing
         #expect(LogMessages.code(in: "no hello within 10 s") == nil)
     }
 
+    /// A refusal's warning carries the refused op and the code as fields, with the connection's.
+    @Test func aRefusalIsAWarningWithItsOpAndCode() throws {
+        let tokens = FileManager.default.temporaryDirectory.path + "/herald-log-tokens-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).json"
+        try #"{"tokens":[{"name":"reader","token":"reader-token-123","roles":["consumer"]}]}"#.write(toFile: tokens, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: tokens) }
+        let url = try TestPostgres.freshDatabase()
+        let log = Self.logPath("refusal-log")
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let serve = try ServeProcess(databaseURL: url, logPath: log, extraArguments: ["--log-format", "json", "--tokens", tokens])
+        try serve.start()
+        let client = try WireClient(port: serve.port)
+        #expect(try client.request(#"{"op":"hello","token":"reader-token-123"}"#)["ok"] == true)
+        #expect(try client.request(#"{"op":"submit","app":"com.example.mail","user":"u1","id":"n1","title":"Hi"}"#)["ok"] == false)
+        let wrong = try WireClient(port: serve.port)
+        #expect(try wrong.request(#"{"op":"hello","token":"not-a-token"}"#)["ok"] == false)
+        client.close()
+        wrong.close()
+        #expect(serve.terminate())
+        let records = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").compactMap { try? JSONValue.parse(Array($0.utf8)) }
+        let forbidden = records.first { $0["code"] == "forbidden" }
+        #expect(forbidden?["level"] == "warning" && forbidden?["op"] == "submit" && forbidden?["token"] == "reader", "\(records.map(\.canonicalString))")
+        #expect(forbidden?["connection"]?.intValue != nil && forbidden?["peer"]?.stringValue?.hasPrefix("127.0.0.1:") == true)
+        let refusedHello = records.first { $0["code"] == "invalid_token" }
+        #expect(refusedHello?["level"] == "warning" && refusedHello?["op"] == "hello", "\(records.map(\.canonicalString))")
+    }
+
     @Test func fieldsFollowTheMessageInKeyOrderAndStringsAreEscaped() {
         let fields: Logger.Metadata = ["peer": "127.0.0.1:5", "connection": .stringConvertible(7), "msg": "ignored", "why": "a \"b\" c"]
         #expect(LineLogHandler.line(format: .json, level: .info, message: "say \"hi\"\n", fields: fields, timestamp: "2026-01-01T00:00:00.000Z")

@@ -33,7 +33,16 @@ extension HeraldService {
             log("warning: connection \(connection.id) from \(connection.peer): \(message)")
             return
         }
-        LogMessages.log("warning: " + message, to: logger, metadata: connectionFields(connection))
+        var fields = connectionFields(connection)
+        if let op = Self.refusedOp(message) { fields["op"] = .string(op) }
+        LogMessages.log("warning: " + message, to: logger, metadata: fields)
+    }
+
+    /// The op a refusal names (`refused submit for app …`, `refused hello: …`), if any.
+    static func refusedOp(_ message: String) -> String? {
+        guard message.hasPrefix("refused ") else { return nil }
+        let word = message.dropFirst("refused ".count).prefix(while: { $0.isLetter })
+        return Op.allCases.first { $0.name == word }?.name
     }
 
     func connectionFields(_ connection: ClientConnection) -> Logger.Metadata {
