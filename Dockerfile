@@ -19,6 +19,8 @@ USER herald
 # slow path (BENCHMARKS.md, "Allocator"). glibc reads tunables only at process start.
 ENV GLIBC_TUNABLES=glibc.malloc.tcache_count=4096
 EXPOSE 7411
+# serve --http: /metrics, /healthz, /readyz (unauthenticated: publish it only to your monitoring).
+EXPOSE 9411
 # One ping to 127.0.0.1:7411, one pong within 3 s (ping needs no hello and no token). Start-up
 # migrates, loads the latest snapshot and folds the events after it before it listens.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=120s --retries=3 CMD ["herald", "health"]
@@ -29,4 +31,4 @@ STOPSIGNAL SIGTERM
 ENTRYPOINT ["herald"]
 # Never dev mode on a published port: the grants come from a tokens file mounted as a secret
 # (docker-compose.yml; or `-v "$PWD/deploy/tokens.json:/run/secrets/herald_tokens:ro"`).
-CMD ["serve", "--listen", "0.0.0.0:7411", "--tokens", "/run/secrets/herald_tokens"]
+CMD ["serve", "--listen", "0.0.0.0:7411", "--tokens", "/run/secrets/herald_tokens", "--http", "0.0.0.0:9411", "--log-format", "json"]

@@ -16,6 +16,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/util.h>
+#include <event2/http.h>     /* --http: /metrics, /healthz, /readyz */
 
 /// `evtimer_new` is a function-like macro Swift cannot import.
 static inline struct event *herald_evtimer_new(struct event_base *base, event_callback_fn cb, void *arg) {

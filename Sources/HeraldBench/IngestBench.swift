@@ -30,6 +30,7 @@ struct IngestBench: ParsableCommand {
     @Option(help: "The writer's largest transaction, in rows (default: the service's).") var maxRowsPerTransaction: Int?
     @OptionGroup var writer: WriterOptions
     @Flag(help: "Print JSON instead of a table.") var json = false
+    @Flag(help: "Metrics on, as serve --http: the HTTP side on a loopback port, scraped every second during the run.") var http = false
 
     func run() throws {
         try reportingErrors {
@@ -39,10 +40,12 @@ struct IngestBench: ParsableCommand {
             var load = IngestLoad()
             load.events = events; load.producers = producers; load.window = window; load.users = users
             var costs = IngestCosts()
+            var scraper: MetricsScraper?
             let r = try withInProcessService(url: url, configure: {
                 if let maxRowsPerTransaction { $0.writerLimits.maxRowsPerTransaction = maxRowsPerTransaction }
                 writer.apply(to: &$0)
-            }) { port in
+            }, http: http ? { scraper = MetricsScraper(port: $0) } : nil) { port in
+                defer { scraper?.stop() }
                 Log.info("authorizing \(users) users")
                 try load.prepare(port: port)
                 Log.info("ingest: \(events) submits, \(producers) producers × \(window) outstanding")
@@ -83,6 +86,7 @@ struct IngestBench: ParsableCommand {
                     "loopCPUMicrosecondsPerEvent": .double((costs.loopMicrosecondsPerEvent * 10).rounded() / 10),
                     "loopPageFaultsPerEvent": .double((costs.loopFaultsPerEvent * 1000).rounded() / 1000),
                     "backendCPUMicrosecondsPerEvent": .double((costs.backendMicrosecondsPerEvent * 10).rounded() / 10),
+                    "metricsScrapes": .int(Int64(scraper?.scrapes ?? 0)),
                 ]).canonicalString)
             } else {
                 print("ingest over TCP: \(events) submits of ~300 B to \(users) users, \(producers) producers × \(window) outstanding")
@@ -252,7 +256,8 @@ struct Housekeeping {
 /// `configure` adjusts the configuration (e.g. a manual clock); `started` gets the seconds
 /// `start()` took (connect, migrate, restore the log, listen).
 func withInProcessService<T>(url: String, configure: (inout ServiceConfiguration) -> Void = { _ in },
-                             started: (Double) -> Void = { _ in }, _ body: (Int) throws -> T) throws -> T {
+                             started: (Double) -> Void = { _ in }, http: ((Int) -> Void)? = nil,
+                             _ body: (Int) throws -> T) throws -> T {
     var config = ServiceConfiguration(databaseURL: url)
     config.port = 0
     config.handleSignals = false
@@ -263,6 +268,9 @@ func withInProcessService<T>(url: String, configure: (inout ServiceConfiguration
     let port = try service.start()
     let d = clock.now - t0
     started(Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+    // `http`: metrics on (`serve --http`), told the HTTP port.
+    let observability = http.map { _ in ServiceObservability(service: service) }
+    if let observability, let http { http(try observability.start(host: "127.0.0.1", port: 0)) }
     // From here the service is touched only by its loop thread (requestShutdown is thread-safe).
     nonisolated(unsafe) let loopService = service
     let stopped = DispatchSemaphore(value: 0)
@@ -274,6 +282,7 @@ func withInProcessService<T>(url: String, configure: (inout ServiceConfiguration
     defer {
         service.requestShutdown()
         _ = stopped.wait(timeout: .now() + 30)
+        observability?.stop()  // after the loop: its HTTP callbacks hold it unowned
     }
     return try body(port)
 }

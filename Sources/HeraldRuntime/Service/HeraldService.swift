@@ -4,6 +4,7 @@ import DequeModule
 import Glibc
 import HeraldCore
 import HeraldStore
+import Logging
 
 /// One user's live state: the engine's fold, its delivery ordinal and its wake-up in the wheel.
 struct UserRecord {
@@ -126,12 +127,16 @@ public final class HeraldService: ConnectionDelegate {
     var catchUpReadSent: ((ConsumerStream) -> Void)?
 
     public var log: (String) -> Void
+    /// Set by `init(configuration:logger:)`: connections' lines go to it as records with fields.
+    public internal(set) var logger: Logger?
 
     /// How closures and connections refer to the service: not `weak`, which would give it a
     /// side table and every retain of it the slow path (see `Unretained`). Cleared in `deinit`.
     let unretained = Unretained<HeraldService>()
     let asConnectionDelegate = ConnectionDelegateRef()
 
+    /// Replies by op and code, and their durations (`/metrics`).
+    let requestMetrics = RequestMetrics()
     // Counters for `stats`.
     var eventsCommitted = 0
     var deliveriesCommitted = 0
@@ -324,12 +329,12 @@ public final class HeraldService: ConnectionDelegate {
     }
 
     func connectionClosing(_ connection: ClientConnection, reason: String) {
-        log("connection \(connection.id) from \(connection.peer) closing: \(reason)")
+        logConnectionClosing(connection, reason: reason)
         consumers.connectionClosing(connection)
     }
 
     func connectionWarning(_ connection: ClientConnection, _ message: String) {
-        log("warning: connection \(connection.id) from \(connection.peer): \(message)")
+        logConnectionWarning(connection, message)
     }
 
     func connectionClosed(_ connection: ClientConnection) {
@@ -343,7 +348,7 @@ public final class HeraldService: ConnectionDelegate {
         // The connection is held strongly until the reply: a weak reference costs a side-table
         // load per reply; a connection closed meanwhile ignores it (`complete`).
         let ticket = request.ticket
-        let reply = Reply(connection: connection, ticket: ticket)
+        let reply = Reply(connection: connection, ticket: ticket, op: request.op, startedAt: requestMetrics.start(), metrics: requestMetrics)
         // A plain submit first: it shares the app string before the door (below).
         if request.submitLine != nil {
             // A connection's first submit for an app (its app string read from the line): the

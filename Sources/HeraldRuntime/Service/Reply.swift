@@ -9,11 +9,16 @@ import HeraldCore
 struct Reply {
     let connection: ClientConnection
     let ticket: UInt64
+    /// The request's op and dispatch time, for the metrics each reply updates.
+    let op: Op
+    let startedAt: Int64
+    unowned(unsafe) let metrics: RequestMetrics
     /// The negative control's replies go nowhere (`acknowledgeBeforeCommitForTesting`).
     var dropped = false
 
     func callAsFunction(_ bytes: [UInt8]) {
         guard !dropped else { return }
+        metrics.replied(op, startedAt: startedAt, bytes)
         connection.complete(ticket: ticket, reply: bytes)
     }
 
@@ -23,6 +28,7 @@ struct Reply {
     /// libevent has copied these bytes).
     func appended(rid: JSONValue?, seq: Int64, warnings: [RequestWarning], in scratch: ScratchSink) {
         guard !dropped else { return }
+        metrics.succeeded(op, startedAt: startedAt)
         WireReply.writeAppended(rid: rid, seq: seq, warnings: warnings, to: &scratch.sink)
         connection.complete(ticket: ticket, replyIn: scratch.sink.bytes)
     }

@@ -37,6 +37,8 @@ final class SnapshotLink {
     /// Snapshots completed, and given up (stats, shutdown, tests).
     private(set) var completed = 0
     private(set) var failed = 0
+    /// When the last snapshot completed (wall clock, seconds since 1970; metrics).
+    private(set) var lastCompletedAt: Double?
 
     init(loop: EventLoop, url: String, log: @escaping (String) -> Void) {
         self.loop = loop
@@ -119,13 +121,14 @@ final class SnapshotLink {
                 break
             case .complete(let users, let parts, let bytes):
                 completed += 1
+                lastCompletedAt = Double(WheelDriver.systemNow().millisecondsSinceEpoch) / 1000
                 log("snapshot \(currentId ?? 0) complete: \(users) users, \(parts) parts, \(bytes / 1024) KiB")
                 currentId = nil
             }
         case .failure(let error):
             if !currentFailed {
                 failed += 1
-                log("snapshot not written (\(error)); start-up folds from the previous snapshot until the next one completes")
+                log("warning: snapshot not written (\(error)); start-up folds from the previous snapshot until the next one completes")
             }
             currentFailed = true
             if let id = currentId { staleId = id }
@@ -157,7 +160,7 @@ final class SnapshotLink {
             } catch {
                 if !self.currentFailed {
                     self.failed += 1
-                    self.log("snapshot not written (could not connect: \(error)); start-up folds from the previous snapshot until the next one completes")
+                    self.log("warning: snapshot not written (could not connect: \(error)); start-up folds from the previous snapshot until the next one completes")
                 }
                 // Nothing of the queued snapshot can be stored: give it up whole.
                 self.currentFailed = true

@@ -94,7 +94,7 @@ public final class AsyncReader {
         result = nil
         if connection != nil {
             lostSince = ClientConnection.monotonicMilliseconds()
-            log("lost the read connection to PostgreSQL (\(error)); reconnecting without blocking (reads fail meanwhile)")
+            log("warning: lost the read connection to PostgreSQL (\(error)); reconnecting without blocking (reads fail meanwhile)")
         }
         watch = nil
         writeWatch = nil

@@ -24,6 +24,13 @@ public final class StoreLink {
     /// Handed to every writer (`GroupCommitWriter.afterCompletions`): runs once a committed
     /// transaction's completions have run, before the next transaction is sent.
     public var afterCompletions: (() -> Void)?
+    /// Handed to every writer, the current one included (`GroupCommitWriter.onCommitted`; metrics).
+    public var onCommitted: ((_ eventRows: Int, _ rows: Int, _ nanoseconds: Int64) -> Void)? {
+        didSet { writer?.onCommitted = onCommitted }
+    }
+    /// Times the connection was lost, and connected again (metrics).
+    public private(set) var disconnects = 0
+    public private(set) var reconnects = 0
     /// Limits handed to every writer (first connection and reconnects).
     public var limits = GroupCommitWriter.Limits()
     /// The partition and epoch handed to every writer (first connection and reconnects).
@@ -61,6 +68,7 @@ public final class StoreLink {
     private func install(_ w: GroupCommitWriter) {
         w.commitFlushedForTesting = commitFlushedForTesting
         w.afterCompletions = afterCompletions
+        w.onCommitted = onCommitted
         writer = w
         lastError = nil
         backoffMs = 100
@@ -92,7 +100,8 @@ public final class StoreLink {
         guard let w = writer else { return }
         if w.isBroken, let failure = w.failure {
             lastError = failure
-            log("lost PostgreSQL: \(failure); reconnecting")
+            disconnects += 1
+            log("warning: lost PostgreSQL: \(failure); reconnecting")
             readWatch = nil
             writeWatch = nil
             writer = nil
@@ -116,6 +125,7 @@ public final class StoreLink {
                 let connection = try result.get()
                 self.prepareReconnected?(connection)
                 try self.install(GroupCommitWriter(connection: connection, limits: self.limits, scope: self.scope))
+                self.reconnects += 1
                 self.log("reconnected to PostgreSQL")
             } catch let error as StoreError {
                 self.lastError = error

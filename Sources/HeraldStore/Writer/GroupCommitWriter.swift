@@ -41,6 +41,11 @@ public final class GroupCommitWriter {
     public var commitFlushedForTesting: ((_ socket: Int32, _ eventRows: Int) -> Bool)?
     /// Event-row counts of transactions sent but not yet flushed (only tracked with the hook set).
     private var unflushedCommits: [Int] = []
+    /// Told of every committed transaction (metrics): its event rows, all its rows, and the
+    /// nanoseconds from sending its COMMIT to reading its outcome (fsync-bound). Nil: not timed.
+    public var onCommitted: ((_ eventRows: Int, _ rows: Int, _ nanoseconds: Int64) -> Void)?
+    /// When each transaction's COMMIT in flight was sent (monotonic ns), oldest first; only with `onCommitted`.
+    private var commitsSentAt = CommitTimes()
 
     // The owner's callbacks run inside the writer's reads; these keep them in order.
     /// Results are being read and completions run: appends they make wait for the read to end.
@@ -250,6 +255,7 @@ public final class GroupCommitWriter {
             let ok = data.bytes.withUnsafeBytes { connection.putCopyData($0) } && connection.putCopyEnd()
             guard ok else { fail(.unavailable(connection.lastErrorMessage)); return }
             if let rows = commitEventRows, commitFlushedForTesting != nil { unflushedCommits.append(rows) }
+            if commitEventRows != nil, onCommitted != nil { commitsSentAt.sent() }
             flush()
             machine.copyDataSent()
         case .abortCopy(let reason):
@@ -298,6 +304,7 @@ public final class GroupCommitWriter {
             }
             ok = ok && connection.sendSync()
             if let rows = commitEventRows, commitFlushedForTesting != nil { unflushedCommits.append(rows) }
+            if commitEventRows != nil, onCommitted != nil { commitsSentAt.sent() }
             guard ok else { fail(.unavailable(connection.lastErrorMessage)); return false }
             return true
         case .copyQuery(let query):
@@ -339,6 +346,7 @@ public final class GroupCommitWriter {
     private func run(_ completions: Completions) {
         completing += 1
         if completions.completedEvents { eventsCompleted = true }
+        if let onCommitted { commitsSentAt.completed(completions, onCommitted) }
         completions.run(poll: pollCopyIn)
         if let error = completions.failedDeliveries {
             for completion in machine.deliveriesFailed() { completion(.failure(error)) }

@@ -41,11 +41,14 @@ struct Serve: ParsableCommand {
     @Flag(help: "Serve even if PostgreSQL runs with fsync or synchronous_commit off (acknowledged events may be lost).")
     var unsafeDurability = false
     @OptionGroup var writer: WriterOptions
+    @OptionGroup var logging: LogOptions
+    @Option(help: "HOST:PORT to serve HTTP on: /metrics (Prometheus), /healthz, /readyz (off unless given).") var http: String?
     /// The reliability experiments' negative control; hidden, and never for production.
     @Flag(name: .customLong("unsafe-acknowledge-before-commit-for-testing"), help: .hidden)
     var acknowledgeBeforeCommitForTesting = false
 
     func run() throws {
+        logging.configure(instance: LogOptions.defaultInstance())
         if let portFlag {
             Log.info("error: serve has no --port: use --listen HOST:PORT (e.g. --listen 127.0.0.1:\(Int(portFlag) ?? 7411))")
             throw ExitCode.error
@@ -70,10 +73,19 @@ struct Serve: ParsableCommand {
             }
             plainAddress = address
         }
+        var httpAddress: (host: String, port: Int)?
+        if let http {
+            guard let address = hostAndPort(http) else {
+                Log.info("error: --http must be HOST:PORT, e.g. 127.0.0.1:9411")
+                throw ExitCode.error
+            }
+            httpAddress = address
+        }
         // A port in use is told before any database work (migrations, a restore), not minutes after.
         do throws(ServiceError) {
             try Listener.checkAvailable(host: host, port: port)
             if let plainAddress { try Listener.checkAvailable(host: plainAddress.host, port: plainAddress.port, flag: "--plain-listen") }
+            if let httpAddress { try Listener.checkAvailable(host: httpAddress.host, port: httpAddress.port, flag: "--http") }
         } catch {
             Log.info("error: \(error)")
             throw ExitCode.error
@@ -122,14 +134,19 @@ struct Serve: ParsableCommand {
             config.instanceName = instance
             config.advertise = advertise
             config.leaseTTLMilliseconds = Int64(leaseTTL * 1000)
-            let service = HeraldService(configuration: config) { Log.info($0) }
+            let service = HeraldService(configuration: config, logger: Log.logger)
+            var observability: ServiceObservability?
             do {
                 try service.start()
+                if let httpAddress {
+                    observability = try HTTPSide.start(service, host: httpAddress.host, port: httpAddress.port)
+                }
             } catch let error as ServiceError {
                 Log.info("error: \(error)")
                 throw ExitCode.error
             }
             service.run()
+            observability?.stop()
             Log.info("stopped")
         }
     }

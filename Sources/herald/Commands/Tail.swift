@@ -19,6 +19,7 @@ struct Tail: ParsableCommand {
     @Option(name: .customLong("tls-ca"), help: "Connect with TLS, verifying the server against this PEM CA file.") var tlsCA: String?
     @Option(name: .customLong("tls-cert"), help: "With --tls-ca: a client certificate (PEM) to present.") var tlsCert: String?
     @Option(name: .customLong("tls-key"), help: "With --tls-cert: its private key (PEM).") var tlsKey: String?
+    @OptionGroup var logging: LogOptions
 
     /// --token, else the first line of --token-file, else $HERALD_TOKEN (nil: dev mode).
     func resolvedToken() throws -> String? {
@@ -34,6 +35,7 @@ struct Tail: ParsableCommand {
     }
 
     func run() throws {
+        logging.configure()
         guard let (host, port) = hostAndPort(connect) else { throw ValidationError("--connect must be HOST:PORT") }
         let token = try resolvedToken()
         let start: SubscribeStart

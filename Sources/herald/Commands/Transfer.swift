@@ -12,7 +12,17 @@ struct Export: ParsableCommand {
         try reportingErrors {
             let location = try database.resolve()
             defer { location.close() }
-            let counts = try LogTransfer.export(PGConnection.connect(location.url)) { print($0) }
+            let conn = try PGConnection.connect(location.url)
+            // Progress on a terminal: rows written of the events and deliveries there are.
+            let heads = try? conn.execute("SELECT (SELECT coalesce(max(seq), 0) FROM events) + (SELECT coalesce(max(cursor), 0) FROM deliveries)")
+            let progress = TerminalProgress(label: "export", unit: "rows", total: heads.flatMap { $0.string(0, 0) }.flatMap { Int($0) })
+            var rows = 0
+            let counts = try LogTransfer.export(conn) {
+                print($0)
+                rows += 1
+                if rows % 1024 == 0 { progress?.update(rows) }
+            }
+            progress?.finish()
             Log.info("exported \(counts.events) events and \(counts.deliveries) deliveries")
         }
     }
@@ -32,7 +42,21 @@ struct Import: ParsableCommand {
             let conn = try PGConnection.connect(location.url)
             try Migrator.migrate(conn)
             do {
-                let counts = try LogTransfer.import(conn, lines: AnyIterator { readLine(strippingNewline: true) }, allowMissingEnd: allowMissingEnd)
+                // Progress on a terminal: bytes of a redirected file read, else lines.
+                let size = TerminalProgress.standardInputBytes()
+                let progress = TerminalProgress(label: "import", unit: size == nil ? "lines" : "bytes", total: size)
+                var lines = 0, bytes = 0
+                let counts: (events: Int, deliveries: Int)
+                do {
+                    defer { progress?.finish() }
+                    counts = try LogTransfer.import(conn, lines: AnyIterator {
+                        guard let line = readLine(strippingNewline: true) else { return nil }
+                        lines += 1
+                        bytes += line.utf8.count + 1
+                        if lines % 1024 == 0 { progress?.update(size == nil ? lines : bytes) }
+                        return line
+                    }, allowMissingEnd: allowMissingEnd)
+                }
                 Log.info("imported \(counts.events) events and \(counts.deliveries) deliveries")
             } catch {
                 Log.info("error: \(error)")
