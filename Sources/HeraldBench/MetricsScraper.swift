@@ -1,7 +1,7 @@
 // `bench ingest --http`: the service's metrics on, scraped every second while the load runs (what `serve --http` costs).
 import ArgumentParser
 import Foundation
-import HeraldClient
+import HeraldWireTesting
 import HeraldRuntime
 
 /// GETs /metrics on `port` every `intervalSeconds` on a thread of its own until `stop()`.

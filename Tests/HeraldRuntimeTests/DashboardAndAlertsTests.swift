@@ -1,7 +1,7 @@
 // deploy/grafana/herald.json and deploy/prometheus/alerts.yml: valid, and every expression names a metric Herald exports.
 import Foundation
 import Glibc
-import HeraldClient
+import HeraldWireTesting
 import HeraldCore
 import HeraldTestSupport
 import Testing

@@ -1,7 +1,7 @@
 // `serve --http`: /metrics in Prometheus' text format with the series an operator watches, /healthz, /readyz, and `herald health --http`.
 import Foundation
 import Glibc
-import HeraldClient
+import HeraldWireTesting
 import HeraldCore
 @testable import HeraldRuntime
 import HeraldStore

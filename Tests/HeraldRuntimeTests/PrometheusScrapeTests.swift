@@ -1,7 +1,7 @@
 // A real Prometheus scrapes `herald serve --http` and answers a query for a Herald series; promtool accepts /metrics.
 import Foundation
 import Glibc
-import HeraldClient
+import HeraldWireTesting
 import HeraldCore
 import HeraldTestSupport
 import Testing

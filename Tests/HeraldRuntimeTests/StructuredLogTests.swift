@@ -1,7 +1,7 @@
 // `herald serve --log-format json|text --log-level`: one record a line with its time, level, message and fields; ordinary closes at debug.
 import Foundation
 import Glibc
-import HeraldClient
+import HeraldWireTesting
 import HeraldCore
 import HeraldRuntime
 import HeraldTestSupport

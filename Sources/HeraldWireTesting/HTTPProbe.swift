@@ -1,4 +1,5 @@
 // One blocking HTTP/1.0 GET (`herald health --http`, tests of /metrics): no curl needed in the image.
+import Foundation
 import Glibc
 
 public enum HTTPProbe {
