@@ -30,6 +30,7 @@ struct IngestBench: ParsableCommand {
     @Option(help: "The writer's largest transaction, in rows (default: the service's).") var maxRowsPerTransaction: Int?
     @OptionGroup var writer: WriterOptions
     @Flag(help: "Print JSON instead of a table.") var json = false
+    @Flag(help: "Store content in clear (not erasable): the baseline of sealing's cost per submit.") var unsealed = false
 
     func run() throws {
         try reportingErrors {
@@ -42,6 +43,7 @@ struct IngestBench: ParsableCommand {
             let r = try withInProcessService(url: url, configure: {
                 if let maxRowsPerTransaction { $0.writerLimits.maxRowsPerTransaction = maxRowsPerTransaction }
                 writer.apply(to: &$0)
+                if unsealed { $0.sealsContent = false }
             }) { port in
                 Log.info("authorizing \(users) users")
                 try load.prepare(port: port)
