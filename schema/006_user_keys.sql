@@ -13,15 +13,13 @@
 -- later content is sealed under a new key of a higher generation. Not on the hot path: the
 -- service reads every key once at start-up and keeps them in memory; a new user's first
 -- submit inserts one row. Adds nothing to existing tables.
-CREATE SEQUENCE user_key_generation AS bigint;
-
 CREATE TABLE user_keys (
     user_id     text        COLLATE "C" NOT NULL,
-    generation  bigint      NOT NULL DEFAULT nextval('user_key_generation'),
+    -- Numbered across all users, so a user's later key always has a higher one.
+    generation  bigint      GENERATED ALWAYS AS IDENTITY,
     key         bytea       NOT NULL CHECK (octet_length(key) = 32),
     created_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (user_id, generation)
 );
-ALTER SEQUENCE user_key_generation OWNED BY user_keys.generation;
 COMMENT ON TABLE user_keys IS
     'Per-user AES-256-GCM content keys; deleting a user''s rows erases their stored content (schema/006_user_keys.sql)';

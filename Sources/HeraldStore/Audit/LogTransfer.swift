@@ -39,12 +39,13 @@ public enum LogTransfer {
             for e in page {
                 after = e.seq
                 events += 1
-                let body = String(decoding: keys.readable(e.row.bodyBytes, user: e.row.user), as: UTF8.self)
-                var o: [String: JSONValue] = ["seq": .int(e.seq), "type": .string(e.row.type), "body": .string(body),
+                let body = keys.readable(e.row.bodyBytes, user: e.row.user)
+                var o: [String: JSONValue] = ["seq": .int(e.seq), "type": .string(e.row.type), "body": .string(String(decoding: body, as: UTF8.self)),
                                               "engineTime": .string(e.row.engineTime.rfc3339)]
                 if let u = e.row.user { o["user"] = .string(u) }
                 if let a = e.row.app { o["app"] = .string(a) }
                 if let n = e.row.notificationId { o["notificationId"] = .string(n) }
+                if body != e.row.bodyBytes { o["sealed"] = true }  // stored sealed: import seals it again
                 write(JSONValue.object(["event": .object(o)]).canonicalString)
             }
         }
@@ -59,8 +60,10 @@ public enum LogTransfer {
                 var o: [String: JSONValue] = ["cursor": .int(d.cursor), "user": .string(r.user), "userIndex": .int(r.userIndex),
                                               "causeSeq": .int(r.causeSeq), "kind": .string(r.kind), "reason": .string(r.reason),
                                               "at": .string(r.at.rfc3339), "rulesVersion": .string(r.rulesVersion),
-                                              "trace": .string(r.trace),
-                                              "body": .string(String(decoding: keys.readable(r.bodyBytes, user: r.user), as: UTF8.self))]
+                                              "trace": .string(r.trace)]
+                let body = keys.readable(r.bodyBytes, user: r.user)
+                o["body"] = .string(String(decoding: body, as: UTF8.self))
+                if body != r.bodyBytes { o["sealed"] = true }
                 if let a = r.app { o["app"] = .string(a) }
                 if let n = r.notificationId { o["notificationId"] = .string(n) }
                 write(JSONValue.object(["delivery": .object(o)]).canonicalString)
@@ -145,7 +148,7 @@ public enum LogTransfer {
                         throw ImportError.badLine(number, "event seq \(seq) comes after seq \(lastSeq); an export lists events in seq order, each once")
                     }
                     lastSeq = seq
-                    let sealedBody = try sealing.event(body, type: type, user: e["user"]?.stringValue)
+                    let sealedBody = try sealing.event(body, type: type, user: e["user"]?.stringValue, sealed: e["sealed"] == true)
                     // The recipient index is not exported: it is the row's place among the rows of
                     // its (app, id) in seq order (one request's recipients), so it is counted here.
                     try connection.execute("""
@@ -165,7 +168,7 @@ public enum LogTransfer {
                     }
                     guard cause <= lastSeq else { throw ImportError.missingCause(line: number, cursor: cursor, causeSeq: cause, lastSeq: lastSeq) }
                     lastCursor = cursor
-                    let sealedBody = try sealing.delivery(body, user: user)
+                    let sealedBody = try sealing.delivery(body, user: user, sealed: d["sealed"] == true)
                     try connection.execute("""
                         INSERT INTO deliveries (cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason, at,
                                                 rules_version, trace, body)
