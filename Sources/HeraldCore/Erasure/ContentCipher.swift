@@ -4,29 +4,34 @@ import CCrypto
 /// Seals and opens bytes under a user's 32-byte key. Pure: libcrypto's cipher contexts keep no
 /// state between calls and do no I/O.
 ///
-/// The nonce is synthetic: the first 12 bytes of HMAC-SHA-256 of the plaintext under a nonce key
-/// derived from the content key. The same plaintext under the same key seals to the same bytes,
+/// The nonce is synthetic: the first 12 bytes of SHA-256 of a nonce key (derived from the content
+/// key) followed by the plaintext. The same plaintext under the same key seals to the same bytes,
 /// which the log needs: a client's retry of a submit is recognised as a duplicate by comparing
-/// stored bodies byte for byte, and replay re-derives deliveries byte for byte. Different
-/// plaintexts get different nonces (a collision needs ~2^48 messages under one user's key), so
-/// GCM's one-nonce-one-message rule holds; what an observer learns is only which sealed values are
-/// equal, as with any deterministic encryption.
+/// stored bodies byte for byte. Different plaintexts get different nonces (a collision needs
+/// ~2^48 messages under one user's key), so GCM's one-nonce-one-message rule holds. The nonce is
+/// stored in clear, so it must not let anyone confirm a guessed plaintext: the secret nonce key
+/// in the hash prevents that, also after the key is erased. What an observer learns is only which
+/// sealed values are equal, as with any deterministic encryption.
 public enum ContentCipher {
     public static let keyLength = 32
     static let nonceLength = 12
     static let tagLength = 16
 
+    /// AES-256-GCM, fetched from libcrypto's default provider once: fetching it by name on every
+    /// call (what `EVP_aes_256_gcm()` does in OpenSSL 3) takes locks and compares strings each time.
+    nonisolated(unsafe) private static let gcm: OpaquePointer = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil)!
+
     /// nonce ‖ ciphertext ‖ tag of `plaintext` under `key` (32 bytes).
     public static func seal(_ plaintext: [UInt8], key: [UInt8]) -> [UInt8] {
         precondition(key.count == keyLength, "a content key is 32 bytes")
-        let nonce = Array(hmac(nonceKey(key), plaintext).prefix(nonceLength))
+        let nonce = SHA256.digest(nonceKey(key) + plaintext)
         var out = [UInt8](repeating: 0, count: nonceLength + plaintext.count + tagLength)
         let ctx = EVP_CIPHER_CTX_new()!
         defer { EVP_CIPHER_CTX_free(ctx) }
         var written: Int32 = 0
         out.withUnsafeMutableBufferPointer { o in
             for i in 0..<nonceLength { o[i] = nonce[i] }
-            _ = EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key, nonce)
+            _ = EVP_EncryptInit_ex(ctx, gcm, nil, key, nonce)
             plaintext.withUnsafeBufferPointer { p in
                 _ = EVP_EncryptUpdate(ctx, o.baseAddress! + nonceLength, &written, p.baseAddress, Int32(p.count))
             }
@@ -48,7 +53,7 @@ public enum ContentCipher {
         let ok: Bool = sealed.withUnsafeBufferPointer { s in
             out.withUnsafeMutableBufferPointer { o in
                 var written: Int32 = 0
-                guard EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key, s.baseAddress) == 1,
+                guard EVP_DecryptInit_ex(ctx, gcm, nil, key, s.baseAddress) == 1,
                       EVP_DecryptUpdate(ctx, o.baseAddress, &written, s.baseAddress! + nonceLength, Int32(length)) == 1
                 else { return false }
                 var tag = Array(s[(nonceLength + length)...])
@@ -65,14 +70,5 @@ public enum ContentCipher {
     /// content key itself is used by AES only.
     static func nonceKey(_ key: [UInt8]) -> [UInt8] {
         SHA256.digest(Array("herald content nonce\u{0}".utf8) + key)
-    }
-
-    static func hmac(_ key: [UInt8], _ message: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        _ = message.withUnsafeBufferPointer { m in
-            HMAC(EVP_sha256(), key, Int32(key.count), m.baseAddress, m.count, &out, &length)
-        }
-        return out
     }
 }

@@ -34,18 +34,64 @@ public enum ContentSeal {
     public static let senderDigestPrefix = "sha256:"
 
     /// A sealed submit body; the body unchanged when it has no content member or is not an object.
+    /// Splices the canonical body's members (`CanonicalMembers`); any other JSON takes the tree path.
     public static func sealSubmit(_ body: [UInt8], key: ContentKey) -> [UInt8] {
+        body.withUnsafeBytes { b in
+            guard let ms = CanonicalMembers(b) else { return treeSealSubmit(body, key: key) }
+            var clear = MemberList(), content = MemberList()
+            var sender: String?
+            for m in ms.members {
+                guard isSubmitContent(m, of: ms) else { clear.add(m, of: ms); continue }
+                content.add(m, of: ms)
+                if ms.key(m, is: "communication") {
+                    sender = (try? JSONValue.parse(UnsafeRawBufferPointer(rebasing: b[m.value])))?["sender"]?.stringValue
+                }
+            }
+            guard !content.entries.isEmpty else { return body }
+            if let sender { clear.add(Array("senderDigest".utf8), quoted(senderDigest(sender))) }
+            clear.add(Array(sealedMember.utf8), quoted(sealedText(content.object(), key: key)))
+            return clear.object()
+        }
+    }
+
+    static func isSubmitContent(_ m: CanonicalMembers.Member, of ms: CanonicalMembers) -> Bool {
+        switch m.key.count {
+        case 4: ms.key(m, is: "body") || ms.key(m, is: "data")
+        case 5: ms.key(m, is: "title")
+        case 7: ms.key(m, is: "actions")
+        case 8: ms.key(m, is: "subtitle")
+        case 13: ms.key(m, is: "communication")
+        case 29: ms.key(m, is: "hiddenPreviewsBodyPlaceholder")
+        default: false
+        }
+    }
+
+    /// The tree path of `sealSubmit`: any JSON object (the result is canonical).
+    static func treeSealSubmit(_ body: [UInt8], key: ContentKey) -> [UInt8] {
         guard case .object(var clear)? = try? JSONValue.parse(body) else { return body }
         var content: [String: JSONValue] = [:]
         for name in submitContentMembers { if let v = clear.removeValue(forKey: name) { content[name] = v } }
         guard !content.isEmpty else { return body }
         if let sender = content["communication"]?["sender"]?.stringValue { clear["senderDigest"] = .string(senderDigest(sender)) }
-        clear[sealedMember] = .string(sealedText(.object(content), key: key))
+        clear[sealedMember] = .string(sealedText(JSONValue.object(content).canonicalBytes, key: key))
         return JSONValue.object(clear).canonicalBytes
     }
 
     /// A sealed delivery body (the delivery line without op and cursor); unchanged without content.
+    /// A body without items is spliced (`CanonicalMembers`); a summary's takes the tree path.
     public static func sealDelivery(_ body: [UInt8], key: ContentKey) -> [UInt8] {
+        body.withUnsafeBytes { b in
+            guard let ms = CanonicalMembers(b), ms.member("items") == nil else { return treeSealDelivery(body, key: key) }
+            guard let c = ms.member("content") else { return body }
+            var clear = MemberList(), content = MemberList()
+            for m in ms.members { if m.key == c.key { content.add(m, of: ms) } else { clear.add(m, of: ms) } }
+            clear.add(Array(sealedMember.utf8), quoted(sealedText(content.object(), key: key)))
+            return clear.object()
+        }
+    }
+
+    /// The tree path of `sealDelivery`.
+    static func treeSealDelivery(_ body: [UInt8], key: ContentKey) -> [UInt8] {
         guard case .object(var clear)? = try? JSONValue.parse(body) else { return body }
         var content: [String: JSONValue] = [:]
         if let c = clear.removeValue(forKey: "content") { content["content"] = c }
@@ -65,7 +111,7 @@ public enum ContentSeal {
             }
         }
         guard !content.isEmpty else { return body }
-        clear[sealedMember] = .string(sealedText(.object(content), key: key))
+        clear[sealedMember] = .string(sealedText(JSONValue.object(content).canonicalBytes, key: key))
         return JSONValue.object(clear).canonicalBytes
     }
 
@@ -88,7 +134,31 @@ public enum ContentSeal {
     }
 
     /// Opens `body` with `key(generation)`, the user's key of that generation when it exists.
+    /// Splices members (`CanonicalMembers`); a summary's item contents take the tree path.
     public static func open(_ body: UnsafeRawBufferPointer, key: (Int64) -> [UInt8]?) -> Opened {
+        guard mayBeSealed(body) else { return .clear }
+        guard let ms = CanonicalMembers(body), let s = ms.member("sealed"), s.value.count >= 2 else { return treeOpen(body, key: key) }
+        let text = String(decoding: body[(s.value.lowerBound + 1)..<(s.value.upperBound - 1)], as: UTF8.self)
+        let dot = text.firstIndex(of: ".") ?? text.endIndex
+        var clear = MemberList()
+        if let generation = Int64(text[..<dot]), let k = key(generation), dot < text.endIndex,
+           let sealed = Base64.decode(text[text.index(after: dot)...]),
+           let plain = ContentCipher.open(sealed, key: k) {
+            let merged: [UInt8]? = plain.withUnsafeBytes { p in
+                guard let cm = CanonicalMembers(p), cm.member("itemContents") == nil else { return nil }
+                for m in ms.members where !ms.key(m, is: "sealed") && !ms.key(m, is: "senderDigest") { clear.add(m, of: ms) }
+                for m in cm.members { clear.add(m, of: cm) }
+                return clear.object()
+            }
+            return merged.map { .opened($0) } ?? treeOpen(body, key: key)
+        }
+        for m in ms.members where !ms.key(m, is: "sealed") { clear.add(m, of: ms) }
+        clear.add(Array(erasedMember.utf8), Array("true".utf8))
+        return .erased(clear.object())
+    }
+
+    /// The tree path of `open`: any JSON object.
+    static func treeOpen(_ body: UnsafeRawBufferPointer, key: (Int64) -> [UInt8]?) -> Opened {
         guard mayBeSealed(body), case .object(var clear)? = try? JSONValue.parse(body),
               case .string(let text)? = clear.removeValue(forKey: sealedMember) else { return .clear }
         let dot = text.firstIndex(of: ".") ?? text.endIndex
@@ -143,8 +213,14 @@ public enum ContentSeal {
     /// The digest kept for a sender: `SHA-256` hex of its name.
     public static func senderDigest(_ sender: String) -> String { SHA256.hex(sender.utf8) }
 
-    static func sealedText(_ content: JSONValue, key: ContentKey) -> String {
-        "\(key.generation)." + Base64.encode(ContentCipher.seal(content.canonicalBytes, key: key.bytes))
+    /// `<generation>.<base64>` of the canonical content object's bytes.
+    static func sealedText(_ content: [UInt8], key: ContentKey) -> String {
+        "\(key.generation)." + Base64.encode(ContentCipher.seal(content, key: key.bytes))
+    }
+
+    /// A JSON string of text that needs no escapes (hex digits, base64, digits and dots).
+    static func quoted(_ text: String) -> [UInt8] {
+        [UInt8(ascii: "\"")] + Array(text.utf8) + [UInt8(ascii: "\"")]
     }
 
     /// Whether `"sealed":"` occurs at all (a member name; inside a JSON string a quote is escaped).

@@ -1,5 +1,5 @@
 // Sealed content (ContentSeal, ContentCipher): round trips, erased forms, and decisions that do not need the content.
-import HeraldCore
+@testable import HeraldCore
 import Testing
 
 @Suite struct ContentSealTests {
@@ -142,5 +142,31 @@ import Testing
         let derived = replay.log.map { $0.bodyBytes.withUnsafeBytes { ContentSeal.decisionOnly($0) } }
         #expect(derived == live)
         #expect(h.log.contains { $0.notificationId == "c1" && $0.reason == "communication_allowed_person" })
+    }
+
+    /// The spliced path and the tree path give the same bytes: sealed, opened and erased.
+    @Test func splicingMembersGivesTheTreePathsBytes() {
+        let bodies: [[UInt8]] = [
+            Self.submit,
+            JSONValue.object(["id": "a", "app": "b", "title": "}{\"],[", "data": .object(["x": .array([.object(["}": "]"])])]),
+                              "interruptionLevel": "passive", "marketing": true, "relevanceScore": .double(1e-7)]).canonicalBytes,
+            JSONValue.object(["id": "only-decisions", "app": "b", "interruptionLevel": "active"]).canonicalBytes,
+            JSONValue.object(["app": "b", "at": "2026-01-05T12:00:00Z", "content": .object(["title": "Hi \u{1F600}", "body": "x"]),
+                              "kind": "alert", "notification": "n", "reason": "delivered", "user": "u"]).canonicalBytes,
+        ]
+        for body in bodies {
+            let spliced = ContentSeal.sealSubmit(body, key: Self.key), tree = ContentSeal.treeSealSubmit(body, key: Self.key)
+            #expect(spliced == tree, "\(text(spliced)) != \(text(tree))")
+            let d = ContentSeal.sealDelivery(body, key: Self.key), dt = ContentSeal.treeSealDelivery(body, key: Self.key)
+            #expect(d == dt, "\(text(d)) != \(text(dt))")
+            for sealed in [spliced, d] {
+                for k: [UInt8]? in [Self.key.bytes, nil] {
+                    let a = sealed.withUnsafeBytes { ContentSeal.open($0) { _ in k } }
+                    let b = sealed.withUnsafeBytes { ContentSeal.treeOpen($0) { _ in k } }
+                    #expect(a == b)
+                    if k != nil, sealed != body { #expect(a == .opened(body)) }
+                }
+            }
+        }
     }
 }
