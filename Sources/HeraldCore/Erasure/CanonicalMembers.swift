@@ -94,29 +94,56 @@ struct CanonicalMembers {
 }
 
 /// Members being assembled into a canonical object: each a key and its value's bytes, written in
-/// key order (bytes compared, as canonical JSON sorts keys).
-struct MemberList {
-    var entries: [(key: [UInt8], value: [UInt8])] = []
+/// key order (bytes compared, as canonical JSON sorts keys). Members of a source body are kept as
+/// views of its bytes (no copy until `object()`), valid while that body's buffer is.
+final class MemberList {
+    private var entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)] = []
+    /// Copies of the values of members added as arrays, freed with the list.
+    private var owned: [UnsafeMutableRawBufferPointer] = []
 
-    mutating func add(_ key: [UInt8], _ value: [UInt8]) { entries.append((key, value)) }
+    init() { entries.reserveCapacity(16) }
 
-    mutating func add(_ m: CanonicalMembers.Member, of source: CanonicalMembers) {
-        entries.append((Array(source.bytes[m.key]), Array(source.bytes[m.value])))
+    deinit { for b in owned { b.deallocate() } }
+
+    var isEmpty: Bool { entries.isEmpty }
+
+    /// A new member (its value's bytes copied).
+    func add(_ key: StaticString, _ value: [UInt8]) {
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(value.count, 1), alignment: 1)
+        value.withUnsafeBytes { copy.copyMemory(from: $0) }
+        owned.append(copy)
+        entries.append((UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount),
+                        UnsafeRawBufferPointer(rebasing: copy[..<value.count])))
+    }
+
+    func add(_ m: CanonicalMembers.Member, of source: CanonicalMembers) {
+        entries.append((UnsafeRawBufferPointer(rebasing: source.bytes[m.key]), UnsafeRawBufferPointer(rebasing: source.bytes[m.value])))
     }
 
     /// `{"k":v,…}` with the members sorted by key bytes.
     func object() -> [UInt8] {
         let sorted = entries.sorted { $0.key.lexicographicallyPrecedes($1.key) }
-        var out: [UInt8] = [UInt8(ascii: "{")]
-        out.reserveCapacity(sorted.reduce(2) { $0 + $1.key.count + $1.value.count + 4 })
-        for (i, e) in sorted.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(UInt8(ascii: "\""))
-            out.append(contentsOf: e.key)
-            out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
-            out.append(contentsOf: e.value)
+        let total = sorted.reduce(2) { $0 + $1.key.count + $1.value.count + 4 }
+        return [UInt8](unsafeUninitializedCapacity: total) { out, count in
+            var i = 0
+            func put(_ b: UInt8) { out[i] = b; i += 1 }
+            func put(_ bytes: UnsafeRawBufferPointer) {
+                if let base = bytes.baseAddress, bytes.count > 0 {
+                    UnsafeMutableRawPointer(out.baseAddress! + i).copyMemory(from: base, byteCount: bytes.count)
+                }
+                i += bytes.count
+            }
+            put(UInt8(ascii: "{"))
+            for (n, e) in sorted.enumerated() {
+                if n > 0 { put(UInt8(ascii: ",")) }
+                put(UInt8(ascii: "\""))
+                put(e.key)
+                put(UInt8(ascii: "\""))
+                put(UInt8(ascii: ":"))
+                put(e.value)
+            }
+            put(UInt8(ascii: "}"))
+            count = i
         }
-        out.append(UInt8(ascii: "}"))
-        return out
     }
 }

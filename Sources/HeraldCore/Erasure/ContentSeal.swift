@@ -38,7 +38,7 @@ public enum ContentSeal {
     public static func sealSubmit(_ body: [UInt8], key: ContentKey) -> [UInt8] {
         body.withUnsafeBytes { b in
             guard let ms = CanonicalMembers(b) else { return treeSealSubmit(body, key: key) }
-            var clear = MemberList(), content = MemberList()
+            let clear = MemberList(), content = MemberList()
             var sender: String?
             for m in ms.members {
                 guard isSubmitContent(m, of: ms) else { clear.add(m, of: ms); continue }
@@ -47,9 +47,9 @@ public enum ContentSeal {
                     sender = (try? JSONValue.parse(UnsafeRawBufferPointer(rebasing: b[m.value])))?["sender"]?.stringValue
                 }
             }
-            guard !content.entries.isEmpty else { return body }
-            if let sender { clear.add(Array("senderDigest".utf8), quoted(senderDigest(sender))) }
-            clear.add(Array(sealedMember.utf8), quoted(sealedText(content.object(), key: key)))
+            guard !content.isEmpty else { return body }
+            if let sender { clear.add("senderDigest", quoted(senderDigest(sender))) }
+            clear.add("sealed", quoted(sealedText(content.object(), key: key)))
             return clear.object()
         }
     }
@@ -83,9 +83,9 @@ public enum ContentSeal {
         body.withUnsafeBytes { b in
             guard let ms = CanonicalMembers(b), ms.member("items") == nil else { return treeSealDelivery(body, key: key) }
             guard let c = ms.member("content") else { return body }
-            var clear = MemberList(), content = MemberList()
+            let clear = MemberList(), content = MemberList()
             for m in ms.members { if m.key == c.key { content.add(m, of: ms) } else { clear.add(m, of: ms) } }
-            clear.add(Array(sealedMember.utf8), quoted(sealedText(content.object(), key: key)))
+            clear.add("sealed", quoted(sealedText(content.object(), key: key)))
             return clear.object()
         }
     }
@@ -140,7 +140,7 @@ public enum ContentSeal {
         guard let ms = CanonicalMembers(body), let s = ms.member("sealed"), s.value.count >= 2 else { return treeOpen(body, key: key) }
         let text = String(decoding: body[(s.value.lowerBound + 1)..<(s.value.upperBound - 1)], as: UTF8.self)
         let dot = text.firstIndex(of: ".") ?? text.endIndex
-        var clear = MemberList()
+        let clear = MemberList()
         if let generation = Int64(text[..<dot]), let k = key(generation), dot < text.endIndex,
            let sealed = Base64.decode(text[text.index(after: dot)...]),
            let plain = ContentCipher.open(sealed, key: k) {
@@ -153,7 +153,7 @@ public enum ContentSeal {
             return merged.map { .opened($0) } ?? treeOpen(body, key: key)
         }
         for m in ms.members where !ms.key(m, is: "sealed") { clear.add(m, of: ms) }
-        clear.add(Array(erasedMember.utf8), Array("true".utf8))
+        clear.add("contentErased", Array("true".utf8))
         return .erased(clear.object())
     }
 
