@@ -17,10 +17,8 @@ public func runSealBenchmark(arguments: [String]) {
     if case .accepted(let a) = h.engine.admit(op: "authorization", request: auth, apps: h.apps, now: .epoch) {
         _ = h.engine.apply(StoredEvent(a.events[0], seq: 1, at: .epoch), to: &h.state, apps: &h.apps)
     }
-    let decoded = submit.withUnsafeBytes { SubmittedNotification(canonicalBody: $0) }
     let event = StoredEvent(seq: 2, user: "user-4711", type: "submit", body: try! JSONValue.parse(submit), at: .epoch)
     let delivery = h.engine.apply(event, to: &h.state, apps: &h.apps).deliveries.first!.bodyBytes
-    _ = decoded
     var sink = 0
     func line(_ what: String, _ m: (wall: Double, cpu: Double)) {
         print("seal.\(what)  \(String(format: "%.2f", m.cpu / Double(n) * 1e6)) µs each (\(Int(Double(n) / m.cpu))/s per CPU-second)")
