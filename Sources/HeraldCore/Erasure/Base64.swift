@@ -11,7 +11,13 @@ public enum Base64 {
 
     public static func encode(_ bytes: [UInt8]) -> String {
         var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        encode(bytes, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the base64 of `bytes` to `out`.
+    public static func encode(_ bytes: [UInt8], into out: inout [UInt8]) {
+        out.reserveCapacity(out.count + (bytes.count + 2) / 3 * 4)
         var i = 0
         while i + 3 <= bytes.count {
             let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
@@ -26,7 +32,6 @@ public enum Base64 {
             out.append(rest == 2 ? alphabet[Int(n >> 6 & 63)] : UInt8(ascii: "="))
             out.append(UInt8(ascii: "="))
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// The bytes `text` encodes; nil when it is not padded base64.

@@ -23,8 +23,13 @@ public enum ContentCipher {
 
     /// nonce ‖ ciphertext ‖ tag of `plaintext` under `key` (32 bytes).
     public static func seal(_ plaintext: [UInt8], key: [UInt8]) -> [UInt8] {
+        seal(plaintext, key: key, nonceKey: nonceKey(key))
+    }
+
+    /// `seal` with the nonce key derived already (`ContentKey` keeps it).
+    static func seal(_ plaintext: [UInt8], key: [UInt8], nonceKey: [UInt8]) -> [UInt8] {
         precondition(key.count == keyLength, "a content key is 32 bytes")
-        let nonce = SHA256.digest(nonceKey(key) + plaintext)
+        let nonce = SHA256.digest(nonceKey + plaintext)
         var out = [UInt8](repeating: 0, count: nonceLength + plaintext.count + tagLength)
         let ctx = EVP_CIPHER_CTX_new()!
         defer { EVP_CIPHER_CTX_free(ctx) }

@@ -3,9 +3,13 @@
 /// A user's content key: its generation (the key's number; a later key of the same user has a
 /// higher one) and its 32 bytes.
 public struct ContentKey: Hashable, Sendable {
-    public var generation: Int64
-    public var bytes: [UInt8]
-    public init(generation: Int64, bytes: [UInt8]) { self.generation = generation; self.bytes = bytes }
+    public let generation: Int64
+    public let bytes: [UInt8]
+    /// The key the synthetic nonces are derived under (`ContentCipher.nonceKey`), derived once.
+    let nonceKey: [UInt8]
+    public init(generation: Int64, bytes: [UInt8]) {
+        self.generation = generation; self.bytes = bytes; nonceKey = ContentCipher.nonceKey(bytes)
+    }
 }
 
 /// Turns a stored body (canonical JSON) into its sealed form and back. Pure: no keys are kept here.
@@ -49,7 +53,7 @@ public enum ContentSeal {
             }
             guard !content.isEmpty else { return body }
             if let sender { clear.add("senderDigest", quoted(senderDigest(sender))) }
-            clear.add("sealed", quoted(sealedText(content.object(), key: key)))
+            clear.add("sealed", sealedValue(content.object(), key: key))
             return clear.object()
         }
     }
@@ -85,7 +89,7 @@ public enum ContentSeal {
             guard let c = ms.member("content") else { return body }
             let clear = MemberList(), content = MemberList()
             for m in ms.members { if m.key == c.key { content.add(m, of: ms) } else { clear.add(m, of: ms) } }
-            clear.add("sealed", quoted(sealedText(content.object(), key: key)))
+            clear.add("sealed", sealedValue(content.object(), key: key))
             return clear.object()
         }
     }
@@ -215,7 +219,19 @@ public enum ContentSeal {
 
     /// `<generation>.<base64>` of the canonical content object's bytes.
     static func sealedText(_ content: [UInt8], key: ContentKey) -> String {
-        "\(key.generation)." + Base64.encode(ContentCipher.seal(content, key: key.bytes))
+        String(decoding: sealedValue(content, key: key).dropFirst().dropLast(), as: UTF8.self)
+    }
+
+    /// `sealedText` as a JSON string's bytes, quotes included, written in one array.
+    static func sealedValue(_ content: [UInt8], key: ContentKey) -> [UInt8] {
+        let sealed = ContentCipher.seal(content, key: key.bytes, nonceKey: key.nonceKey)
+        var out: [UInt8] = [UInt8(ascii: "\"")]
+        out.reserveCapacity(24 + (sealed.count + 2) / 3 * 4)
+        out.append(contentsOf: String(key.generation).utf8)
+        out.append(UInt8(ascii: "."))
+        Base64.encode(sealed, into: &out)
+        out.append(UInt8(ascii: "\""))
+        return out
     }
 
     /// A JSON string of text that needs no escapes (hex digits, base64, digits and dots).
