@@ -38,10 +38,10 @@ let package = Package(
             name: "HeraldCore",
             dependencies: ["CCrypto", .product(name: "Collections", package: "swift-collections")]
         ),
-        // libpq only: event store, migrations, private cluster management.
+        // libpq: event store, migrations, private cluster management; libcrypto for content keys.
         .target(
             name: "HeraldStore",
-            dependencies: ["HeraldCore", "CLibPQ", .product(name: "DequeModule", package: "swift-collections")],
+            dependencies: ["HeraldCore", "CLibPQ", "CCrypto", .product(name: "DequeModule", package: "swift-collections")],
             plugins: ["EmbedSchema"]
         ),
         // libevent only: the loop, listener, connections, wiring core ↔ store.

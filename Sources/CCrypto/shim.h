@@ -1,3 +1,6 @@
-// OpenSSL's libcrypto, for its digests: HeraldCore hashes access tokens with SHA-256.
+// OpenSSL's libcrypto: SHA-256 for token digests, AES-256-GCM and HMAC for sealed content, random keys.
 #pragma once
 #include <openssl/sha.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>

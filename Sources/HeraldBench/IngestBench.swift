@@ -31,6 +31,7 @@ struct IngestBench: ParsableCommand {
     @OptionGroup var writer: WriterOptions
     @Flag(help: "Print JSON instead of a table.") var json = false
     @Flag(help: "Metrics on, as serve --http: the HTTP side on a loopback port, scraped every second during the run.") var http = false
+    @Flag(help: "Store content in clear (not erasable): the baseline of sealing's cost per submit.") var unsealed = false
 
     func run() throws {
         try reportingErrors {
@@ -44,6 +45,7 @@ struct IngestBench: ParsableCommand {
             let r = try withInProcessService(url: url, configure: {
                 if let maxRowsPerTransaction { $0.writerLimits.maxRowsPerTransaction = maxRowsPerTransaction }
                 writer.apply(to: &$0)
+                if unsealed { $0.sealsContent = false }
             }, http: http ? { scraper = MetricsScraper(port: $0) } : nil) { port in
                 defer { scraper?.stop() }
                 Log.info("authorizing \(users) users")

@@ -7,6 +7,8 @@
 //         decisions per second and bytes per idle user
 //   snapshot [--users N] [--repeat N]
 //         a snapshot capture's CPU per user, beside reading it back and copying its bytes
+//   seal [--n N]
+//         sealing a submit's and a delivery's content, beside the cipher alone
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
@@ -16,6 +18,8 @@ case "engine":
     runEngineBenchmark(arguments: Array(arguments.dropFirst()))
 case "snapshot":
     runSnapshotBenchmark(arguments: Array(arguments.dropFirst()))
+case "seal":
+    runSealBenchmark(arguments: Array(arguments.dropFirst()))
 default:
     print("""
         usage: HeraldBenchmarks <benchmark> [options]
@@ -28,5 +32,8 @@ default:
           snapshot [--users N] [--repeat N]
                 a snapshot capture's CPU per user (encoding every user's state), beside
                 reading the records back and copying the encoded bytes
+          seal [--n N]
+                sealing a submit's and a delivery's content (ContentSeal) per row, beside
+                the cipher alone, opening, and parsing and encoding the body
         """)
 }

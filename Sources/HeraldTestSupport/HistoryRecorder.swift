@@ -65,16 +65,19 @@ public final class HistoryRecorder: Sendable {
         return checker
     }
 
-    /// Every submit row: seq, key and the payload field of its body.
+    /// Every submit row: seq, key and the payload field of its body (opened with the content keys).
     public static func storedSubmits(_ conn: PGConnection, payloadField: String = "body") throws -> [HistoryChecker.StoredEvent] {
+        let keys = try KeyRing.load(conn)
         let r = try conn.execute("""
-            SELECT seq, app, notification_id, user_id, body::jsonb ->> $1 FROM events
+            SELECT seq, app, notification_id, user_id, body FROM events
             WHERE type = 'submit' AND notification_id IS NOT NULL ORDER BY seq
-            """, [payloadField])
+            """)
         return (0..<r.rowCount).map { i in
-            HistoryChecker.StoredEvent(seq: r.int64(i, 0) ?? 0,
-                                       key: .init(app: r.string(i, 1) ?? "", id: r.string(i, 2) ?? "", user: r.string(i, 3) ?? ""),
-                                       payload: r.string(i, 4) ?? "")
+            let body = keys.readable(r.bytes(i, 4) ?? [], user: r.string(i, 3))
+            let payload = (try? JSONValue.parse(body))?[payloadField]
+            return HistoryChecker.StoredEvent(seq: r.int64(i, 0) ?? 0,
+                                              key: .init(app: r.string(i, 1) ?? "", id: r.string(i, 2) ?? "", user: r.string(i, 3) ?? ""),
+                                              payload: payload?.stringValue ?? payload?.canonicalString ?? "")
         }
     }
 

@@ -33,7 +33,7 @@ import Testing
         for _ in 0..<500 where waiting == nil {
             waiting = try admin.execute("""
                 SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
-                AND query LIKE 'SELECT cursor, body FROM deliveries%'
+                AND query LIKE 'SELECT cursor, body, user_id FROM deliveries%'
                 """).string(0, 0)
             if waiting == nil { usleep(10_000) }
         }

@@ -327,7 +327,9 @@ import Testing
             let r = try conn.execute("SELECT user_id, app, notification_id, body FROM events WHERE type = 'submit' AND app = $1", [app])
             #expect(r.rowCount == 1)
             #expect(r.string(0, 0) == user && r.string(0, 1) == app && r.string(0, 2) == id, "columns byte for byte")
-            let body = try JSONValue.parse(r.string(0, 3) ?? "")
+            // Content is stored sealed: opened with the user's key, it is what was sent.
+            let keys = try KeyRing.load(conn, user: user)
+            let body = try JSONValue.parse(keys.readable(r.bytes(0, 3) ?? [], user: user))
             for (k, v) in fields where k != "actions" { #expect(body[k] == v, "field \(k) of string \(i) stored unchanged") }
             // Actions are stored normalized (with "destructive": false); their strings are unchanged.
             let action = body["actions"]?.arrayValue?.first

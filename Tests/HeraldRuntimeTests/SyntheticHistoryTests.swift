@@ -42,23 +42,29 @@ import Testing
         return url
     }
 
-    /// Every column the service writes, in position order (not committed_at).
+    /// Every column the service writes, in position order (not committed_at). Bodies are opened
+    /// with the database's content keys: the service seals content under random keys, the
+    /// synthetic history stores it in clear (as a log written before schema 006).
     static func dump(_ url: String) throws -> [String] {
         let conn = try PGConnection.connect(url)
+        let keys = try KeyRing.load(conn)
+        func opened(_ body: String?, _ user: String?) -> String {
+            String(decoding: keys.readable(Array((body ?? "").utf8), user: user), as: UTF8.self)
+        }
         var out: [String] = []
         let e = try conn.execute("""
             SELECT seq::text || '|' || coalesce(user_id, '-') || '|' || type || '|' || coalesce(app, '-') || '|' ||
-                   coalesce(notification_id, '-') || '|' || body::text || '|' || engine_time::text
+                   coalesce(notification_id, '-') || '|', body::text, '|' || engine_time::text, user_id
             FROM events ORDER BY seq
             """)
-        for i in 0..<e.rowCount { out.append(e.string(i, 0) ?? "") }
+        for i in 0..<e.rowCount { out.append((e.string(i, 0) ?? "") + opened(e.string(i, 1), e.string(i, 3)) + (e.string(i, 2) ?? "")) }
         let d = try conn.execute("""
             SELECT cursor::text || '|' || user_id || '|' || user_index || '|' || cause_seq || '|' || kind || '|' ||
                    coalesce(app, '-') || '|' || coalesce(notification_id, '-') || '|' || reason || '|' || at::text || '|' ||
-                   rules_version || '|' || trace::text || '|' || body::text
+                   rules_version || '|' || trace::text || '|', body::text, user_id
             FROM deliveries ORDER BY cursor
             """)
-        for i in 0..<d.rowCount { out.append(d.string(i, 0) ?? "") }
+        for i in 0..<d.rowCount { out.append((d.string(i, 0) ?? "") + opened(d.string(i, 1), d.string(i, 2))) }
         out.append("heads \(try conn.execute("SELECT seq FROM partitions WHERE partition = 0").int64(0, 0) ?? -1) \(try conn.execute("SELECT cursor FROM delivery_heads WHERE partition = 0").int64(0, 0) ?? -1)")
         return out
     }

@@ -250,6 +250,9 @@ extension SubmittedNotification {
         case 10:
             if named("collapseId") { f.collapseId = v.stringValue }
             else if named("relevantAt") { f.relevantAt = v.stringValue.flatMap(Instant.init(rfc3339:)) }
+        case 12:
+            // An erased body's sender (ContentSeal): its digest, for Focus allowed people.
+            if named("senderDigest"), let digest = v.stringValue { f.communication = CommunicationInfo(sender: ContentSeal.senderDigestPrefix + digest) }
         case 13:
             if named("communication"), let sender = v["sender"]?.stringValue {
                 f.communication = CommunicationInfo(sender: sender, group: v["group"]?.stringValue)

@@ -10,7 +10,7 @@ import Darwin
 /// branch per event, a measurable share of replay.
 public enum EventKind: UInt8, Sendable, CaseIterable {
     case submit, withdraw, authorization, settings, provisionalKeep, provisionalTurnOff, summarySchedule,
-         focusDefine, focusOn, focusOff, mute, snooze, opened, badgeClear, registerApp, clock
+         focusDefine, focusOn, focusOff, mute, snooze, opened, badgeClear, registerApp, clock, erase
     /// A type this build does not fold (from a newer rules version): ignored.
     case other
 
@@ -34,6 +34,7 @@ public enum EventKind: UInt8, Sendable, CaseIterable {
         case .badgeClear: "badgeClear"
         case .registerApp: "registerApp"
         case .clock: "clock"
+        case .erase: "erase"
         case .other: ""
         }
     }

@@ -164,6 +164,8 @@ extension Engine {
             if badgeOn { d.presentation = Presentation(badge: 0) }
             d.ruleTrace = RuleTrace(.badgeClear, .decided)
             out.append(d)
+        case .erase:
+            state.eraseContent()  // the user's content is erased: what stays pending decides without it
         case .registerApp, .clock, .other:
             break  // registerApp is folded by `apply`; clock moves time only; unknown types (from a newer build) are ignored
         }

@@ -177,7 +177,7 @@ extension Engine {
         if let f = state.focusInForce(at: t) {
             let breaks: Bool
             if isCommunication {
-                breaks = f.allowedPeople.contains(n.communication!.sender)
+                breaks = n.senderAllowed(by: f.allowedPeople)
                 reason = Reason.communicationAllowedPerson
             } else if f.allowedApps.contains(n.app) {
                 breaks = true

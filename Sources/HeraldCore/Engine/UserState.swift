@@ -529,3 +529,21 @@ extension UserState {
         }
     }
 }
+
+extension UserState {
+    /// Replaces every notification this state holds (pending items, snooze content, the content
+    /// kept for snoozes) by its erased form (`SubmittedNotification.erased()`): an `erase` event's
+    /// fold. What is decided later for these notifications carries no content.
+    mutating func eraseContent() {
+        for i in pending.indices { pending[i].content = pending[i].content?.erased() }
+        for i in snoozable.indices { snoozable[i].notification = snoozable[i].notification.erased() }
+        guard rare.isAllocated else { return }
+        for i in snoozes.indices where !snoozes[i].notification.isSnapshotPlaceholder {
+            snoozes[i].notification = snoozes[i].notification.erased()
+        }
+        if var p = rare.values.prefetched {
+            p.notification = p.notification.erased()
+            rare.values.prefetched = p
+        }
+    }
+}

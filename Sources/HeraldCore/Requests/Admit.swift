@@ -222,6 +222,8 @@ extension Engine {
         case "opened":
             try needUser(); try needApp()
             if let i = try f.string("id") { try f.checkIdentifier("id", i); nid = i; body["id"] = .string(i) }
+        case "erase":
+            try needUser()
         case "registerApp":
             try needApp()
             var ents: Entitlements = []

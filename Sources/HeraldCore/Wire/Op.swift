@@ -5,7 +5,7 @@
 /// `path` says (the runtime's dispatch switches over `Op`, so the compiler asks for it).
 public enum Op: UInt8, CaseIterable, Hashable, Sendable {
     case hello, ping, stats, submit, withdraw, authorization, settings, provisionalKeep, provisionalTurnOff,
-         summarySchedule, focusDefine, focusOn, focusOff, mute, snooze, opened, badgeClear, registerApp,
+         summarySchedule, focusDefine, focusOn, focusOff, mute, snooze, opened, badgeClear, registerApp, erase,
          subscribe, ack, clock
 
     /// Who carries an op out once the session has checked its role.
@@ -73,6 +73,8 @@ public enum Op: UInt8, CaseIterable, Hashable, Sendable {
         case .ack: Entry(role: .consumer, path: .service, fields: ["consumer", "cursor"], stores: nil)
         // The manual clock's move is stored as an event of its own (a restart resumes there).
         case .clock: Entry(role: .admin, path: .service, fields: ["advanceTo"], stores: .clock)
+        // Erasure (SPEC §14): the user's content keys are deleted, the erasure stored as an event.
+        case .erase: Entry(role: .admin, path: .door, fields: ["user"], stores: .erase)
         }
     }
 

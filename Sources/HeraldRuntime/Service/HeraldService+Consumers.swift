@@ -221,7 +221,7 @@ extension HeraldService {
         stream.reading = true
         let sentAt = FiringPhases.now()
         defer { catchUpReadSent?(stream) }
-        reader.query("SELECT cursor, body FROM deliveries WHERE cursor > $1 ORDER BY cursor LIMIT \(Self.catchUpPageRows)",
+        reader.query("SELECT cursor, body, user_id FROM deliveries WHERE cursor > $1 ORDER BY cursor LIMIT \(Self.catchUpPageRows)",
                      [String(stream.position)]) { [unretained, weak stream] result in
             guard let self = unretained.object, let stream else { return }
             stream.reading = false
@@ -274,7 +274,12 @@ extension HeraldService {
         var i = stream.pageNext
         while i < page.rowCount && lineScratch.sink.count < Self.consumerBatchBytes {
             if let cursor = page.decimal(i, 0), cursor > stream.position {
-                page.withBytes(i, 1) { body in Self.appendLine(body, cursor: cursor, to: &lineScratch.sink) }
+                page.withBytes(i, 1) { body in
+                    switch contentKeys.ring.open(body, user: page.string(i, 2)) {
+                    case .clear: Self.appendLine(body, cursor: cursor, to: &lineScratch.sink)
+                    case .opened(let b), .erased(let b): b.withUnsafeBytes { Self.appendLine($0, cursor: cursor, to: &lineScratch.sink) }
+                    }
+                }
                 stream.position = cursor
                 phases.catchUpRows += 1
             }

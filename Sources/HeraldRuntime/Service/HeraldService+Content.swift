@@ -113,7 +113,7 @@ extension HeraldService {
             var supplied = 0
             for i in 0..<r.rowCount {
                 guard let seq = r.int64(i, 0), let o = c.wanted.removeValue(forKey: seq), let body = r.bytes(i, 1) else { continue }
-                let n = body.withUnsafeBytes { SubmittedNotification(canonicalBody: $0) }
+                let n = readableBody(body, user: users[o].state.user).withUnsafeBytes { SubmittedNotification(canonicalBody: $0) }
                 users[o].state.supplyContent(n, seq: seq)
                 supplied += 1
             }

@@ -62,6 +62,7 @@ extension HeraldService {
         lastFoldedSeq = max(lastFoldedSeq, event.seq)
         let nextWake = engine.apply(event, to: &users[ordinal].state, apps: &apps, appendingTo: &decided)
         take(nextWake: nextWake, ordinal: ordinal, collect: collect)
+        if event.kind == .erase { erasureFolded(event) }
         return true
     }
 
@@ -92,7 +93,7 @@ extension HeraldService {
     /// be copied whole first.
     func row(deliveryAt d: UnsafePointer<Delivery>, index: Int64) -> DeliveryRow {
         let body = Delivery.storedBody(at: d, using: &rowScratch.sink)
-        return Self.row(at: d, index: index, body: body, trace: traceBytes.bytes(for: d.pointee.ruleTrace))
+        return sealed(Self.row(at: d, index: index, body: body, trace: traceBytes.bytes(for: d.pointee.ruleTrace)))
     }
 
     /// The stored row of a delivery (start-up and tools: a sink of its own).
@@ -348,7 +349,7 @@ extension HeraldService {
             let writer: GroupCommitWriter? = if case .deliveryWriter(let w) = append.carrier { deliveryLinks[w].writer } else { nil }
             for (i, cursor) in zip(rows.indices, cursors) where cursor > 0 {
                 deliveriesCommitted += 1
-                ring.committed(rows[i].bodyBytes, cursor: cursor)
+                ring.committed(rows[i].liveBody ?? rows[i].bodyBytes, cursor: cursor)
                 if i & 511 == 511 { writer?.pollWhileCompleting() }
             }
             // A row stored already (cursor 0) committed in an append whose outcome this

@@ -140,6 +140,12 @@ extension HeraldService {
         }
 
         guard let writer = writerOrRefuse(rid: rid, reply: reply) else { return }
+        do {
+            for i in rows.indices { try sealForStore(&rows[i]) }
+        } catch {
+            reply(WireReply.error(rid: rid, requestError(error)))
+            return
+        }
         for key in keys { _ = appendsInFlight.claim(key) }
         appendsInFlight.sent(at: at)
         writer.append(events: rows) { [unretained] result in
@@ -191,8 +197,15 @@ extension HeraldService {
             if let key { _ = appendsInFlight.release(key) }
             return
         }
+        var row = accepted.events.withUnsafeBufferPointer { Self.row(draftAt: $0.baseAddress!, at: at) }
+        do {
+            try sealForStore(&row)
+        } catch {
+            if let key { _ = appendsInFlight.release(key) }
+            reply(WireReply.error(rid: rid, requestError(error)))
+            return
+        }
         appendsInFlight.sent(at: at)
-        let row = accepted.events.withUnsafeBufferPointer { Self.row(draftAt: $0.baseAddress!, at: at) }
         // `self` strongly: a weak capture would cost a weak reference made, loaded and destroyed
         // per submit, on the service's side table. The cycle (service →
         // writer → this completion) lasts until the writer completes or fails the append, which it
@@ -287,9 +300,10 @@ extension HeraldService {
             while true {
                 let page = try EventReader.events(conn, after: after, limit: 10_000)
                 if page.isEmpty { break }
-                for e in page {
+                for var e in page {
                     eventsCommitted += 1
                     found += 1
+                    e.row.bodyBytes = contentKeys.ring.readable(e.row.bodyBytes, user: e.row.user)
                     applyCommitted(e.storedEvent)
                     after = e.seq
                 }

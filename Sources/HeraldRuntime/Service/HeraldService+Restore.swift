@@ -16,6 +16,7 @@ extension HeraldService {
         let r = try conn.execute("SELECT user_id, max(user_index) FROM deliveries GROUP BY user_id")
         for i in 0..<r.rowCount { if let u = r.string(i, 0), let n = r.int64(i, 1) { stored[u] = n } }
         ring.restored(head: try EventReader.deliveryHead(conn))
+        try loadContentKeys(conn)
 
         // The log's events are decided by the rules versions that decided them first (this build's
         // takes over in `takeOverRules`, once the service can serve).
@@ -46,6 +47,7 @@ extension HeraldService {
         var folded = 0, skipped = 0
         // One binary COPY in seq order: the server streams while the fold runs.
         let stream = try LogStream(conn, after: through, deliveries: false)
+        stream.keys = contentKeys.ring
         let t1 = ClientConnection.monotonicMilliseconds()
         while case .event(let e)? = try stream.next() {
             latestTime = max(latestTime, e.engineTime)
@@ -69,10 +71,10 @@ extension HeraldService {
             }
             let event = e.storedEvent
             if event.kind == .snooze, let o = event.user.flatMap(ordinal(of:)) {
-                try EventContent.supply(toApply: event, to: &users[o].state, connection: contentSource)
+                try EventContent.supply(toApply: event, to: &users[o].state, keys: contentKeys.ring, connection: contentSource)
             }
             applyCommitted(event) { d, index in
-                if index > stored[d.user, default: 0] { self.deliveryAppends.queue(Self.row(d, index: index)) }
+                if index > stored[d.user, default: 0] { self.deliveryAppends.queue(self.sealed(Self.row(d, index: index))) }
             }
             if let u = e.user, let o = ordinal(of: u) { users[o].state.dropDeferredContent(dueAfter: keepUntil) }
             folded += 1
@@ -159,7 +161,7 @@ extension HeraldService {
         }
         if !owner.isEmpty {
             var found = 0
-            try SnapshotStore.readBodies(conn, seqs: Array(owner.keys)) { seq, body in
+            try SnapshotStore.readBodies(conn, seqs: Array(owner.keys), keys: contentKeys.ring) { seq, body in
                 guard let o = owner[seq] else { return }
                 users[o].state.supplySnapshotContent(SubmittedNotification(canonicalBody: body), seq: seq)
                 found += 1
@@ -186,7 +188,7 @@ extension HeraldService {
         guard !wanted.isEmpty else { return }
         let connection = try conn ?? PGConnection.connect(configuration.databaseURL)
         defer { if conn == nil { connection.close() } }
-        try SnapshotStore.readBodies(connection, seqs: Array(wanted.keys)) { seq, body in
+        try SnapshotStore.readBodies(connection, seqs: Array(wanted.keys), keys: contentKeys.ring) { seq, body in
             guard let o = wanted[seq] else { return }
             self.users[o].state.supplyContent(SubmittedNotification(canonicalBody: body), seq: seq)
         }

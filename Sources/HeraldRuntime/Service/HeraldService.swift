@@ -49,6 +49,8 @@ public final class HeraldService: ConnectionDelegate {
     var timers: WheelDriver!
     /// Snapshots and lean-content loading (HeraldService+Snapshot, +Restore; docs/restart.md).
     let restart = RestartState()
+    /// Content keys: sealing rows, opening stored ones, erasure (HeraldService+Erasure).
+    let contentKeys = ContentKeys()
     /// A zero-delay event that runs `fireTimers` once per loop turn (see `fireTimersSoon`).
     var timerCheck: LoopEvent?
     let store: StoreLink
@@ -371,7 +373,7 @@ public final class HeraldService: ConnectionDelegate {
         case .ack: ack(request, reply: reply)
         case .clock: clock(request, reply: reply)
         case .submit, .withdraw, .authorization, .settings, .provisionalKeep, .provisionalTurnOff, .summarySchedule,
-             .focusDefine, .focusOn, .focusOff, .mute, .snooze, .opened, .badgeClear, .registerApp:
+             .focusDefine, .focusOn, .focusOff, .mute, .snooze, .opened, .badgeClear, .registerApp, .erase:
             submitEvent(request, reply: reply)
         case .hello, .ping:
             // Answered by the session (`Op.Path.session`), never dispatched.

@@ -145,8 +145,12 @@ struct DeliveryMatcher {
     private mutating func compare(_ key: Key, derived: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer, notification: String?,
                                   storedNotification: () -> String? = { nil }) {
         compared += 1
-        let same = derived.count == stored.count
+        var same = derived.count == stored.count
             && (stored.isEmpty || memcmp(derived.baseAddress!, stored.baseAddress!, stored.count) == 0)
+        // A stored delivery whose content was erased (its key deleted): its decision is compared.
+        if !same, ContentSeal.isErased(stored) {
+            same = ContentSeal.decisionOnly(derived) == ContentSeal.decisionOnly(stored)
+        }
         if !same {
             differences.append(.init(user: key.user, userIndex: key.index, notification: storedNotification() ?? notification,
                                      stored: String(decoding: stored, as: UTF8.self),

@@ -26,6 +26,9 @@ public enum LogTransfer {
 
     private static func exportRows(_ connection: PGConnection, write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
         var after: Int64 = 0, events = 0, deliveries = 0
+        // Bodies are exported opened (`ContentSeal`): the content in clear where its key exists,
+        // the erased form where it was erased. No key leaves the database.
+        let keys = try KeyRing.load(connection)
         for c in try RulesVersionStore.history(connection).changes {
             write(JSONValue.object(["rules": .object(["fromSeq": .int(c.fromSeq), "at": .string(c.at.rfc3339),
                                                       "version": .string(c.version)])]).canonicalString)
@@ -36,11 +39,13 @@ public enum LogTransfer {
             for e in page {
                 after = e.seq
                 events += 1
-                var o: [String: JSONValue] = ["seq": .int(e.seq), "type": .string(e.row.type), "body": .string(e.row.body),
+                let body = keys.readable(e.row.bodyBytes, user: e.row.user)
+                var o: [String: JSONValue] = ["seq": .int(e.seq), "type": .string(e.row.type), "body": .string(String(decoding: body, as: UTF8.self)),
                                               "engineTime": .string(e.row.engineTime.rfc3339)]
                 if let u = e.row.user { o["user"] = .string(u) }
                 if let a = e.row.app { o["app"] = .string(a) }
                 if let n = e.row.notificationId { o["notificationId"] = .string(n) }
+                if body != e.row.bodyBytes { o["sealed"] = true }  // stored sealed: import seals it again
                 write(JSONValue.object(["event": .object(o)]).canonicalString)
             }
         }
@@ -55,7 +60,10 @@ public enum LogTransfer {
                 var o: [String: JSONValue] = ["cursor": .int(d.cursor), "user": .string(r.user), "userIndex": .int(r.userIndex),
                                               "causeSeq": .int(r.causeSeq), "kind": .string(r.kind), "reason": .string(r.reason),
                                               "at": .string(r.at.rfc3339), "rulesVersion": .string(r.rulesVersion),
-                                              "trace": .string(r.trace), "body": .string(r.body)]
+                                              "trace": .string(r.trace)]
+                let body = keys.readable(r.bodyBytes, user: r.user)
+                o["body"] = .string(String(decoding: body, as: UTF8.self))
+                if body != r.bodyBytes { o["sealed"] = true }
                 if let a = r.app { o["app"] = .string(a) }
                 if let n = r.notificationId { o["notificationId"] = .string(n) }
                 write(JSONValue.object(["delivery": .object(o)]).canonicalString)
@@ -118,6 +126,8 @@ public enum LogTransfer {
             // Export writes events in seq order from 1, then deliveries in cursor order from 1.
             var lastSeq: Int64 = 0, lastCursor: Int64 = 0
             var ended = false
+            // Content is sealed again, under keys of this database (`ImportSealing`).
+            var sealing = ImportSealing(connection)
             for line in lines {
                 number += 1
                 if line.isEmpty { continue }
@@ -138,13 +148,14 @@ public enum LogTransfer {
                         throw ImportError.badLine(number, "event seq \(seq) comes after seq \(lastSeq); an export lists events in seq order, each once")
                     }
                     lastSeq = seq
+                    let sealedBody = try sealing.event(body, type: type, user: e["user"]?.stringValue, sealed: e["sealed"] == true)
                     // The recipient index is not exported: it is the row's place among the rows of
                     // its (app, id) in seq order (one request's recipients), so it is counted here.
                     try connection.execute("""
                         INSERT INTO events (partition, seq, user_id, type, app, notification_id, body, engine_time, recipient_index)
                         VALUES (0, $1, $2, $3, $4, $5, $6::json, $7,
                                 (SELECT count(*) FROM events WHERE app = $4 AND notification_id = $5))
-                        """, [String(seq), e["user"]?.stringValue, type, e["app"]?.stringValue, e["notificationId"]?.stringValue, body, at])
+                        """, [String(seq), e["user"]?.stringValue, type, e["app"]?.stringValue, e["notificationId"]?.stringValue, sealedBody, at])
                     events += 1
                 } else if let d = v["delivery"] {
                     guard let cursor = d["cursor"]?.intValue, let user = d["user"]?.stringValue, let index = d["userIndex"]?.intValue,
@@ -157,12 +168,13 @@ public enum LogTransfer {
                     }
                     guard cause <= lastSeq else { throw ImportError.missingCause(line: number, cursor: cursor, causeSeq: cause, lastSeq: lastSeq) }
                     lastCursor = cursor
+                    let sealedBody = try sealing.delivery(body, user: user, sealed: d["sealed"] == true)
                     try connection.execute("""
                         INSERT INTO deliveries (partition, cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason, at,
                                                 rules_version, trace, body)
                         VALUES (0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12::json)
                         """, [String(cursor), user, String(index), String(cause), kind, d["app"]?.stringValue,
-                              d["notificationId"]?.stringValue, reason, at, rules, trace, body])
+                              d["notificationId"]?.stringValue, reason, at, rules, trace, sealedBody])
                     deliveries += 1
                 } else if let c = v["rules"] {
                     guard let from = c["fromSeq"]?.intValue, let at = c["at"]?.stringValue, let version = c["version"]?.stringValue

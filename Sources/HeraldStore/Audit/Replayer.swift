@@ -94,6 +94,8 @@ public struct Replayer {
         let engine = Engine(rules: rules)
         report.rules = rules
         var run = Run(engine: engine, users: users, recordsDecisions: isWhatIf, connection: connection)
+        // Sealed content is opened with the keys that exist; an erased user's is compared by decision.
+        run.keys = try KeyRing.load(connection)
         defer { run.contentConnection?.close() }
         var horizon = Instant.epoch
         var lastSeq: Int64 = 0
@@ -110,6 +112,7 @@ public struct Replayer {
         }
 
         let stream = try LogStream(connection, through: through, deliveries: true)
+        stream.keys = run.keys
         while let record = try stream.next() {
             switch record {
             case .delivery(let d):
@@ -175,6 +178,8 @@ public struct Replayer {
         /// needs content read back (`EventContent`).
         let connection: PGConnection
         var contentConnection: PGConnection?
+        /// The content keys (`KeyRing`).
+        var keys = KeyRing()
 
         init(engine: Engine, users: Set<String>?, recordsDecisions: Bool, connection: PGConnection) {
             self.engine = engine
@@ -203,7 +208,7 @@ public struct Replayer {
         mutating func fold(_ event: StoredEvent, user o: Int, decidedBy version: String? = nil) throws(StoreError) {
             if event.kind == .snooze {
                 var opened = contentConnection
-                try EventContent.supply(toApply: event, to: &replicas[o].state) { () throws(StoreError) -> PGConnection in
+                try EventContent.supply(toApply: event, to: &replicas[o].state, keys: keys) { () throws(StoreError) -> PGConnection in
                     if opened == nil { opened = try connection.duplicate() }
                     return opened!
                 }

@@ -15,10 +15,13 @@ public enum UserHistory {
         var last: Instant?
         var deliveries: [Delivery] = []
         var after: Int64 = 0
+        // Sealed content opened with the user's keys (the erased form where they are gone).
+        let keys = try KeyRing.load(connection, user: user)
         scan: while true {
             let page = try EventReader.events(connection, user: user, after: after)
             if page.isEmpty { break }
-            for e in page {
+            for var e in page {
+                e.row.bodyBytes = keys.readable(e.row.bodyBytes, user: e.row.user)
                 let at = e.row.engineTime
                 if case .seq(let s) = limit, e.seq > s { break scan }
                 if case .time(let t) = limit, at > t { break scan }
@@ -26,7 +29,7 @@ public enum UserHistory {
                 last = max(last ?? at, at)
                 if e.row.type == "clock" { continue }  // moves time only
                 let event = e.storedEvent
-                try EventContent.supply(toApply: event, to: &state) { () throws(StoreError) -> PGConnection in connection }
+                try EventContent.supply(toApply: event, to: &state, keys: keys) { () throws(StoreError) -> PGConnection in connection }
                 deliveries += engine.apply(event, to: &state, apps: &apps).deliveries
             }
         }

@@ -9,10 +9,11 @@ import HeraldCore
 public enum EventContent {
     /// Reads and supplies to `state` what folding `event` needs (nothing for most events, without
     /// touching the database). `connection` is asked for only when a read is needed.
-    public static func supply(toApply event: StoredEvent, to state: inout UserState,
+    /// With `keys`, a sealed body is opened (its erased form when the key is gone).
+    public static func supply(toApply event: StoredEvent, to state: inout UserState, keys: KeyRing? = nil,
                               connection: () throws(StoreError) -> PGConnection) throws(StoreError) {
         guard event.kind == .snooze, let seq = state.contentNeeded(toApply: event) else { return }
-        try SnapshotStore.readBodies(try connection(), seqs: [seq]) { s, body in
+        try SnapshotStore.readBodies(try connection(), seqs: [seq], keys: keys) { s, body in
             state.supplyContent(SubmittedNotification(canonicalBody: body), seq: s)
         }
     }

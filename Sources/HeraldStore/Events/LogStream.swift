@@ -88,6 +88,13 @@ public final class LogStream {
     /// The seq of the last event returned.
     private var lastEventSeq: Int64
     private let interner = StringInterner()
+    /// The content keys sealed bodies are opened with (`ContentSeal`): with them a record's body is
+    /// the original, or the erased form once the key is gone; without, bodies are as stored.
+    public var keys: KeyRing?
+    /// The opened body of the record last returned (its `body` points here until the next `next()`).
+    private var openedBody = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+
+    deinit { openedBody.deallocate() }
 
     /// Streams events with `after < seq <= through` (and, with `deliveries`, the stored deliveries
     /// caused by them) in position order. Start-up passes a snapshot's position as `after`.
@@ -140,16 +147,36 @@ public final class LogStream {
 
     private func event(_ r: PGCopyRow) -> Event {
         let typeBytes = r.bytes(2) ?? UnsafeRawBufferPointer(start: nil, count: 0)
-        return Event(seq: r.int64(0) ?? 0, userBytes: r.bytes(1), kind: EventKind(utf8: typeBytes), typeBytes: typeBytes,
+        let kind = EventKind(utf8: typeBytes)
+        var body = r.bytes(5) ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        if kind == .submit, let keys { body = opened(body, user: r.bytes(1), keys) }
+        return Event(seq: r.int64(0) ?? 0, userBytes: r.bytes(1), kind: kind, typeBytes: typeBytes,
                      appBytes: r.bytes(3), notificationIdBytes: r.bytes(4),
-                     body: r.bytes(5) ?? UnsafeRawBufferPointer(start: nil, count: 0),
+                     body: body,
                      engineTime: Instant(millisecondsSinceEpoch: r.timestampMilliseconds(6) ?? 0), interner: interner)
     }
 
     private func delivery(_ r: PGCopyRow) -> Record {
-        .delivery(Delivery(userBytes: r.bytes(1) ?? UnsafeRawBufferPointer(start: nil, count: 0), userIndex: r.int64(7) ?? 0,
-                           causeSeq: r.int64(0) ?? 0, at: Instant(millisecondsSinceEpoch: r.timestampMilliseconds(6) ?? 0),
-                           row: r, body: r.bytes(5) ?? UnsafeRawBufferPointer(start: nil, count: 0)))
+        var body = r.bytes(5) ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        if let keys { body = opened(body, user: r.bytes(1), keys) }
+        return .delivery(Delivery(userBytes: r.bytes(1) ?? UnsafeRawBufferPointer(start: nil, count: 0), userIndex: r.int64(7) ?? 0,
+                                  causeSeq: r.int64(0) ?? 0, at: Instant(millisecondsSinceEpoch: r.timestampMilliseconds(6) ?? 0),
+                                  row: r, body: body))
+    }
+
+    /// `body` opened with `keys` (pointing into `openedBody`), or `body` itself when not sealed.
+    private func opened(_ body: UnsafeRawBufferPointer, user: UnsafeRawBufferPointer?, _ keys: KeyRing) -> UnsafeRawBufferPointer {
+        guard ContentSeal.mayBeSealed(body), let user else { return body }
+        switch keys.open(body, user: String(decoding: user, as: UTF8.self)) {
+        case .clear: return body
+        case .opened(let b), .erased(let b):
+            if openedBody.count < b.count {
+                openedBody.deallocate()
+                openedBody = .allocate(byteCount: max(b.count, 4096), alignment: 1)
+            }
+            b.withUnsafeBytes { openedBody.copyMemory(from: $0) }
+            return UnsafeRawBufferPointer(rebasing: openedBody[..<b.count])
+        }
     }
 
     /// The engine time of the event at `seq` (nil when there is none: past the head).

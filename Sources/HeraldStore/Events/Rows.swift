@@ -90,6 +90,8 @@ public struct DeliveryRow: Sendable, Hashable {
     public var bodyBytes: [UInt8]
     /// No size: the public initializers build the row in place through the memberwise one (`InPlace`).
     var inPlace = InPlace()
+    /// The body live consumers get when the stored one is sealed (`ContentSeal`): its content in clear.
+    public var liveBody: [UInt8]? = nil
 
     /// The stored trace as text (tools and tests).
     public var trace: String { String(decoding: traceBytes, as: UTF8.self) }

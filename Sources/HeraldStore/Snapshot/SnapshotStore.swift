@@ -101,16 +101,22 @@ public enum SnapshotStore {
     }
 
     /// The stored submit bodies at `seqs` (canonical JSON; any order), 10,000 per statement.
-    public static func readBodies(_ conn: PGConnection, seqs: [Int64],
+    /// With `keys`, sealed bodies are opened (the erased form when the key is gone).
+    public static func readBodies(_ conn: PGConnection, seqs: [Int64], keys: KeyRing? = nil,
                                   _ body: (Int64, UnsafeRawBufferPointer) -> Void) throws(StoreError) {
         var i = 0
         while i < seqs.count {
             let slice = seqs[i..<min(seqs.count, i + 10_000)]
             i += slice.count
             let list = slice.map(String.init).joined(separator: ",")
-            let copy = try PGCopyOut(conn, sql: "COPY (SELECT seq, body FROM events WHERE seq = ANY('{\(list)}'::bigint[])) TO STDOUT (FORMAT binary)")
+            let copy = try PGCopyOut(conn, sql: "COPY (SELECT seq, body, user_id FROM events WHERE seq = ANY('{\(list)}'::bigint[])) TO STDOUT (FORMAT binary)")
             while let row = try copy.next() {
-                if let seq = row.int64(0) { body(seq, row.bytes(1) ?? UnsafeRawBufferPointer(start: nil, count: 0)) }
+                guard let seq = row.int64(0) else { continue }
+                let stored = row.bytes(1) ?? UnsafeRawBufferPointer(start: nil, count: 0)
+                switch keys?.open(stored, user: row.string(2)) ?? .clear {
+                case .clear: body(seq, stored)
+                case .opened(let b), .erased(let b): b.withUnsafeBytes { body(seq, $0) }
+                }
             }
         }
     }

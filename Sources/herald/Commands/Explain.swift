@@ -29,6 +29,11 @@ struct Explain: ParsableCommand {
             var stories: [JSONValue] = []
             for i in 0..<events.rowCount {
                 let seq = events.int64(i, 0) ?? 0, user = events.string(i, 1) ?? ""
+                // Sealed content opened with the user's keys; once erased, the erased form.
+                let keys = try KeyRing.load(conn, user: user)
+                func opened(_ text: String?) -> JSONValue {
+                    (try? JSONValue.parse(keys.readable(Array((text ?? "null").utf8), user: user))) ?? .null
+                }
                 let at = Instant(millisecondsSinceEpoch: events.int64(i, 3) ?? 0)
                 let before = try UserHistory.fold(conn, user: user, limit: .seq(seq - 1)).state
                 let d = try conn.execute("""
@@ -38,7 +43,7 @@ struct Explain: ParsableCommand {
                     """, [user, id, app])
                 var deliveries: [JSONValue] = []
                 for j in 0..<d.rowCount {
-                    let delivery = (try? JSONValue.parse(d.string(j, 3) ?? "null")) ?? .null
+                    let delivery = opened(d.string(j, 3))
                     var o: [String: JSONValue] = [
                         "cursor": .int(d.int64(j, 0) ?? 0), "kind": .string(d.string(j, 1) ?? ""), "reason": .string(d.string(j, 2) ?? ""),
                         "delivery": delivery,
@@ -55,10 +60,10 @@ struct Explain: ParsableCommand {
                 }
                 stories.append(.object([
                     "seq": .int(seq), "user": .string(user), "acceptedAt": .string(at.rfc3339),
-                    "event": (try? JSONValue.parse(events.string(i, 2) ?? "null")) ?? .null,
+                    "event": opened(events.string(i, 2)),
                     // As of the submit's instant: the Focus in force and the mutes not over then.
                     "stateBefore": before.json(at: at), "deliveries": .array(deliveries),
-                ]))
+                ].merging(ErasureRecord.note(try ErasureRecord.erasures(conn, user: user)).map { ["contentErased": $0] } ?? [:]) { a, _ in a }))
             }
             let doc = JSONValue.object(["app": .string(app), "id": .string(id), "recipients": .array(stories)])
             if json { print(doc.canonicalString); return }
@@ -75,6 +80,7 @@ struct Explain: ParsableCommand {
                     if let met = d["stateMet"] { print("      state it met: " + met.canonicalString) }
                 }
                 print("  state before the submit: " + (s["stateBefore"]?.canonicalString ?? ""))
+                if let erased = s["contentErased"]?["note"]?.stringValue { print("  \(erased)") }
             }
         }
     }

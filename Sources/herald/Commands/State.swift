@@ -22,7 +22,12 @@ struct State: ParsableCommand {
             guard try LogNames.usersWithoutEvents(conn, [user]).isEmpty else { throw noEvents("user “\(user)”") }
             let folded = try UserHistory.fold(conn, user: user, limit: limit)
             // As of the instant the fold reached: with the Focus in force and the mutes not over.
-            printJSON(folded.state.json(at: folded.at), pretty: !json && isatty(1) == 1)
+            var doc = folded.state.json(at: folded.at)
+            if let note = ErasureRecord.note(try ErasureRecord.erasures(conn, user: user)), case .object(var o) = doc {
+                o["contentErased"] = note
+                doc = .object(o)
+            }
+            printJSON(doc, pretty: !json && isatty(1) == 1)
         }
     }
 }

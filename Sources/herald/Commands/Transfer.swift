@@ -5,7 +5,7 @@ import Foundation
 import HeraldStore
 
 struct Export: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Write every event and delivery as NDJSON to stdout (exact stored bytes).")
+    static let configuration = CommandConfiguration(abstract: "Write every event and delivery as NDJSON to stdout (stored bytes, sealed content opened; erased content stays erased).")
     @OptionGroup var database: DatabaseOptions
 
     func run() throws {

@@ -10,7 +10,7 @@ import Testing
         ("authorization", .settings), ("settings", .settings), ("provisionalKeep", .settings),
         ("provisionalTurnOff", .settings), ("summarySchedule", .settings), ("focusDefine", .settings),
         ("focusOn", .settings), ("focusOff", .settings), ("mute", .settings), ("snooze", .settings),
-        ("opened", .settings), ("badgeClear", .settings), ("registerApp", .admin),
+        ("opened", .settings), ("badgeClear", .settings), ("registerApp", .admin), ("erase", .admin),
         ("subscribe", .consumer), ("ack", .consumer), ("clock", .admin),
     ]
 
@@ -34,6 +34,7 @@ import Testing
         "opened": ["user", "app", "id"],
         "badgeClear": ["user", "app"],
         "registerApp": ["app", "entitlements"],
+        "erase": ["user"],
     ]
 
     @Test func theRegistryNamesEveryOpOnceInProtocolOrder() {
