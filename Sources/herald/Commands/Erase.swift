@@ -1,9 +1,9 @@
 // `herald erase USER`: erase a user's notification content through a running herald serve (SPEC §14).
 import ArgumentParser
 import Foundation
-import HeraldClient
 import HeraldCommandLine
 import HeraldCore
+import HeraldWireTesting
 
 struct Erase: ParsableCommand {
     static let configuration = CommandConfiguration(
