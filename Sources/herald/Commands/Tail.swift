@@ -8,43 +8,31 @@ import HeraldClient
 struct Tail: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Subscribe as a durable consumer and print deliveries (one JSON line each).")
 
-    @Option(help: "HOST:PORT of a running herald serve.") var connect = "127.0.0.1:7411"
-    @Option(help: "Durable consumer name.") var consumer = "tail"
+    @OptionGroup var server: ServerConnectionOptions
+    @Option(help: "Durable consumer name (default tail). With --no-ack: start at this consumer's acknowledged cursor without moving it.") var consumer: String?
     @Option(help: "committed (default: resume, or the tail for a new consumer), earliest, or a cursor.") var from: String?
-    @Option(help: "Token with the consumer role (omit in dev mode). Other local users can read it in ps: prefer --token-file or $HERALD_TOKEN.") var token: String?
-    @Option(help: "A file holding the token (its first line).") var tokenFile: String?
     @Option(help: "Exit after this many deliveries.") var limit: Int?
     @Option(help: "Exit after this many seconds without a delivery.") var idleExit: Int?
-    @Option(name: .customLong("tls-ca"), help: "Connect with TLS, verifying the server against this PEM CA file.") var tlsCA: String?
-    @Option(name: .customLong("tls-cert"), help: "With --tls-ca: a client certificate (PEM) to present.") var tlsCert: String?
-    @Option(name: .customLong("tls-key"), help: "With --tls-cert: its private key (PEM).") var tlsKey: String?
-
-    /// --token, else the first line of --token-file, else $HERALD_TOKEN (nil: dev mode).
-    func resolvedToken() throws -> String? {
-        if token != nil && tokenFile != nil { throw ValidationError("Give --token or --token-file, not both.") }
-        if let token { return token }
-        if let tokenFile {
-            guard let text = try? String(contentsOfFile: tokenFile, encoding: .utf8) else {
-                throw ValidationError("Cannot read --token-file \(tokenFile): check the path and that this user may read it.")
-            }
-            return text.split(separator: "\n", omittingEmptySubsequences: false).first.map { String($0).trimmingCharacters(in: .whitespaces) } ?? ""
-        }
-        return ProcessInfo.processInfo.environment["HERALD_TOKEN"]
-    }
+    @Flag(help: "Read without acknowledging: an ephemeral stream that moves no cursor and takes no consumer's place.") var noAck = false
+    @Option(name: .customLong("app"), help: "Print only this app's deliveries (repeatable; a subscribe filter).") var apps: [String] = []
+    @Option(name: .customLong("kind"), help: "Print only deliveries of this kind (repeatable: alert, quiet, queued, …).") var kinds: [String] = []
 
     func run() throws {
-        guard let (host, port) = hostAndPort(connect) else { throw ValidationError("--connect must be HOST:PORT") }
-        let token = try resolvedToken()
         do {
-            let tls = tlsCA.map { TLSClientOptions(caFile: $0, certificateFile: tlsCert, keyFile: tlsKey) }
-            let client = try WireClient(host: host, port: port, tls: tls)
-            let hello = try client.request(#"{"op":"hello","token":\#(JSONValue.string(token ?? "").canonicalString)}"#)
-            guard hello["ok"]?.boolValue == true else {
-                Log.info("hello refused: \(hello.canonicalString)")
-                throw ExitCode.error
+            let client = try server.connectAndHello()
+            let consumer = self.consumer ?? "tail"
+            var sub: [String: JSONValue] = ["op": "subscribe"]
+            if noAck {
+                sub["ephemeral"] = true
+                if let name = self.consumer { sub["consumer"] = .string(name) }
+            } else {
+                sub["consumer"] = .string(consumer)
             }
-            var sub: [String: JSONValue] = ["op": "subscribe", "consumer": .string(consumer)]
             if let from { sub["from"] = Int64(from).map { .int($0) } ?? .string(from) }
+            var filter: [String: JSONValue] = [:]
+            if !apps.isEmpty { filter["apps"] = .array(apps.map { .string($0) }) }
+            if !kinds.isEmpty { filter["kinds"] = .array(kinds.map { .string($0) }) }
+            if !filter.isEmpty { sub["filter"] = .object(filter) }
             try client.send(JSONValue.object(sub).canonicalString)
             var printed = 0, acksSent = 0, acksConfirmed = 0
             /// An ack's reply is `{"ok":true,"cursor":n}` (no `op`); a failure ends the run.
@@ -64,6 +52,7 @@ struct Tail: ParsableCommand {
                     print(String(decoding: line, as: UTF8.self))
                     fflush(nil)
                     printed += 1
+                    if noAck { continue }
                     try client.send(#"{"op":"ack","consumer":\#(JSONValue.string(consumer).canonicalString),"cursor":\#(cursor)}"#)
                     acksSent += 1
                 } else {
