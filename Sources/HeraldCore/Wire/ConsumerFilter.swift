@@ -10,6 +10,10 @@ public struct ConsumerFilter: Hashable, Sendable {
     public let apps: Set<String>?
     /// One bit per `DeliveryKind` (its index in `allCases`) that is sent.
     private let kindBits: UInt32
+    /// A short app list, compared in turn: `==` of two strings is a length check and a memcmp (an
+    /// identical string, as the app registry shares them, a word compare), cheaper than hashing
+    /// the app for a set look-up. Nil: `apps` is looked up.
+    private let fewApps: [String]?
 
     /// The most apps one filter lists (a filter is sent once per subscribe and kept per stream).
     public static let maxApps = 1_000
@@ -20,6 +24,7 @@ public struct ConsumerFilter: Hashable, Sendable {
         var bits: UInt32 = 0
         for (i, kind) in DeliveryKind.allCases.enumerated() where kinds?.contains(kind) ?? true { bits |= 1 << UInt32(i) }
         kindBits = bits
+        fewApps = apps.flatMap { $0.count <= 8 ? $0.sorted() : nil }
     }
 
     /// The filter a `subscribe` carries: nil when it has none. Refuses what is not an object of
@@ -110,6 +115,10 @@ public struct ConsumerFilter: Hashable, Sendable {
         guard kindCode < 32 ? kindBits & (1 << UInt32(kindCode)) != 0 : kinds == nil else { return false }
         guard let apps else { return true }
         guard let app else { return false }
+        if let fewApps {
+            for candidate in fewApps where candidate == app { return true }
+            return false
+        }
         return apps.contains(app)
     }
 

@@ -272,14 +272,15 @@ extension HeraldService {
                 var i = index
                 if let filter = stream.filter {
                     // Lines left out cost a tag test each, no copy; the position passes them too.
+                    var sent = stream.lastSent
                     while i < ring.count && lineScratch.sink.count < Self.consumerBatchBytes {
-                        let tag = ring.tags[i]
-                        if filter.matches(kindCode: tag.kindCode, app: tag.app) {
+                        if filter.matches(kindCode: ring.tags[i].kindCode, app: ring.tags[i].app) {
                             ring.bodies[i].withUnsafeBytes { Self.appendLine($0, cursor: ring.firstCursor + Int64(i), to: &lineScratch.sink) }
-                            stream.lastSent = ring.firstCursor + Int64(i)
+                            sent = ring.firstCursor + Int64(i)
                         }
                         i += 1
                     }
+                    stream.lastSent = sent
                     if lineScratch.sink.count > 0 { connection.send(lineScratch.sink.bytes) }
                 } else {
                     while i < ring.count && lineScratch.sink.count < Self.consumerBatchBytes {
