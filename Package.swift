@@ -25,6 +25,8 @@ let package = Package(
         // OpenSSL's libcrypto alone: SHA-256 for token digests in the core (a pure function, no I/O).
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibEventSSL", pkgConfig: "libevent_openssl", providers: [.apt(["libevent-dev", "libssl-dev"])]),
+        // NATS's C client: the JetStream bridge (`herald bridge nats`).
+        .systemLibrary(name: "CNats", pkgConfig: "libnats", providers: [.apt(["libnats-dev"])]),
 
         // Pure core: domain, engine, calendars, timing wheel, JSON. No I/O, no clock reads; the one C
         // library it calls is libcrypto's stateless SHA-256.
@@ -66,11 +68,13 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Downstream brokers: a Herald consumer that publishes to NATS JetStream (SPEC §13).
+        .target(name: "HeraldBridge", dependencies: ["HeraldCore", "HeraldClient", "CNats"]),
         // The shipped executable: argument parsing only.
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldClient", "HeraldCommandLine",
+                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldClient", "HeraldCommandLine", "HeraldBridge",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
