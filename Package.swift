@@ -82,7 +82,7 @@ let package = Package(
         .executableTarget(
             name: "HeraldBench",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldTestSupport", "HeraldCommandLine",
+                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldTestSupport", "HeraldCommandLine", "HeraldBridge",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

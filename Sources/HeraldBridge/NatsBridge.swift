@@ -98,6 +98,8 @@ public final class NatsBridge {
 
         var window = BridgeWindow(capacity: options.window, storedThrough: stored)
         var carriesPartition: Bool?
+        /// Subjects by app and kind, built once each.
+        var subjects: [String?: [String: String]] = [:]
         var lastAckSent = Date()
         let consumerJSON = JSONValue.string(options.consumer).canonicalString
         func sendAcks() throws {
@@ -109,7 +111,7 @@ public final class NatsBridge {
         }
         while true {
             let stopping = stopRequested != 0
-            let (confirmed, failure) = nats.inbox.take(waitingUpTo: window.hasRoom && !stopping ? 0 : 20)
+            let (confirmed, failure) = nats.confirmations(waitingUpTo: window.hasRoom && !stopping ? 0 : 20)
             if let failure { throw NatsFailure(failure) }
             for id in confirmed {
                 guard var position = DeliveryPosition(messageID: id) else { continue }
@@ -134,21 +136,32 @@ public final class NatsBridge {
             }
             guard window.hasRoom else { continue }
             guard let line = try herald.readLine(timeoutMilliseconds: window.inFlight > 0 || window.hasAcks ? 5 : 200) else { continue }
-            let value = try JSONValue.parse(line)
-            guard value["op"]?.stringValue == "delivery", let cursor = value["cursor"]?.intValue else {
+            // Most lines are deliveries, read by a scan of their routing members; the rest (and any
+            // line the scan leaves) are parsed in full.
+            var fields = line.withUnsafeBytes { DeliveryLineFields.scan($0) } ?? DeliveryLineFields()
+            if fields.op != "delivery" || fields.cursor == nil {
+                let value = try JSONValue.parse(line)
                 if value["ok"]?.boolValue == false { throw HeraldFailure(description: "Herald answered \(value.canonicalString)") }
                 if value["op"]?.stringValue == "goodbye" {
                     throw HeraldFailure(description: "Herald is stopping (\(value["reason"]?.stringValue ?? "goodbye"))")
                 }
-                continue  // an ack's reply
+                guard value["op"]?.stringValue == "delivery", let cursor = value["cursor"]?.intValue else { continue }  // an ack's reply
+                fields = DeliveryLineFields(op: "delivery", cursor: cursor, partition: value["partition"]?.intValue,
+                                            app: value["app"]?.stringValue, kind: value["kind"]?.stringValue)
             }
-            let partition = value["partition"]?.intValue
-            if carriesPartition == nil { carriesPartition = partition != nil }
-            let position = DeliveryPosition(partition: partition, cursor: cursor)
+            if carriesPartition == nil { carriesPartition = fields.partition != nil }
+            let position = DeliveryPosition(partition: fields.partition, cursor: fields.cursor!)
             switch window.deliveryReceived(position) {
             case .passOver: continue
             case .publish(let p):
-                let subject = Self.subject(prefix: options.subjectPrefix, app: value["app"]?.stringValue, kind: value["kind"]?.stringValue ?? "unknown")
+                let kind = fields.kind ?? "unknown"
+                let subject: String
+                if let known = subjects[fields.app]?[kind] {
+                    subject = known
+                } else {
+                    subject = Self.subject(prefix: options.subjectPrefix, app: fields.app, kind: kind)
+                    subjects[fields.app, default: [:]][kind] = subject
+                }
                 try line.withUnsafeBytes { try nats.publish(subject: subject, payload: $0, id: p.messageID) }
             }
         }

@@ -9,7 +9,7 @@ public struct NatsFailure: Error, CustomStringConvertible {
         let text = String(cString: natsStatus_GetText(status))
         description = jsError.rawValue != 0 ? "\(what): \(text) (JetStream error \(jsError.rawValue))" : "\(what): \(text)"
     }
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 }
 
 /// What the publish callbacks report, from the NATS client's threads to the bridge's.
@@ -198,6 +198,12 @@ public final class NatsJetStream {
         let length = Int(natsMsg_GetDataLength(msg))
         let payload = natsMsg_GetData(msg).map { Array(UnsafeRawBufferPointer(start: $0, count: length)) } ?? []
         return (natsMsg_GetSubject(msg).map { String(cString: $0) } ?? "", id, payload)
+    }
+
+    /// The message ids JetStream confirmed since the last call, and the first failure if any;
+    /// waits up to `milliseconds` for one when there is none.
+    public func confirmations(waitingUpTo milliseconds: Int) -> (confirmed: [String], failure: String?) {
+        inbox.take(waitingUpTo: milliseconds)
     }
 
     /// Publishes `payload` on `subject` with `Nats-Msg-Id: id`; its confirmation (or failure) comes to `inbox`.

@@ -86,7 +86,7 @@ final class NatsServer: @unchecked Sendable {
 @Suite(.serialized, .enabled(if: NatsServer.available, "nats-server is not installed: run scripts/bootstrap (Debian's nats-server package)"))
 struct NatsBridgeTests {
     /// Deliveries of experiment 1 in the suite (scripts/bridge-nats-experiments runs 100,000).
-    static let deliveries = Int(ProcessInfo.processInfo.environment["HERALD_BRIDGE_DELIVERIES"] ?? "") ?? 12_000
+    static let deliveries = Int(ProcessInfo.processInfo.environment["HERALD_BRIDGE_DELIVERIES"] ?? "") ?? 25_000
 
     static func herald() throws -> String { try ServeProcess.findBinary() }
 
@@ -122,6 +122,12 @@ struct NatsBridgeTests {
         }
         thread.start()
         return thread
+    }
+
+    /// The delivery head once every submit's deliveries are committed (a clock move replies after them).
+    static func settledHead(_ c: WireClient) throws -> Int64 {
+        _ = try c.call(["op": "clock", "advanceTo": "2026-03-27T07:00:01Z"])
+        return try ConsumerAdministrationTests.head(c)
     }
 
     /// The bridge consumer's acknowledged cursor (0 before it subscribed).
@@ -177,7 +183,7 @@ struct NatsBridgeTests {
             bridge = try Self.bridge(server, nats, stream: "HERALD", log: logs)
         }
         while !producer.isFinished { usleep(20_000) }
-        let head = try ConsumerAdministrationTests.head(c)
+        let head = try Self.settledHead(c)
         #expect(head == Int64(n))
         #expect(try Self.waitForAck(c, seconds: 60) { $0 >= head } == head, "bridge log:\n\(bridge.log.suffix(3000))")
         #expect(bridge.terminate(), "the bridge stops on SIGTERM")
@@ -210,7 +216,7 @@ struct NatsBridgeTests {
         usleep(300_000)
         try nats.start()
         while !producer.isFinished { usleep(20_000) }
-        let head = try ConsumerAdministrationTests.head(c)
+        let head = try Self.settledHead(c)
         let messages: [JSONValue]
         do {
             // First, before the bridge has caught up: what the cursor passed is already there.

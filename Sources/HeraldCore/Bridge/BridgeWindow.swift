@@ -14,9 +14,19 @@ public struct DeliveryPosition: Hashable, Sendable, CustomStringConvertible {
 
     /// Reads a message id back (`"p:c"`); nil for anything else.
     public init?(messageID: String) {
-        let parts = messageID.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, let p = Int64(parts[0]), let c = Int64(parts[1]), p >= 0, c >= 0 else { return nil }
-        self.init(partition: p, cursor: c)
+        var partition: Int64 = 0, cursor: Int64 = 0, inCursor = false, digits = 0
+        for byte in messageID.utf8 {
+            if byte == UInt8(ascii: ":") {
+                guard !inCursor, digits > 0 else { return nil }
+                inCursor = true; digits = 0
+                continue
+            }
+            guard byte >= 0x30, byte <= 0x39, digits < 18 else { return nil }
+            if inCursor { cursor = cursor * 10 + Int64(byte - 0x30) } else { partition = partition * 10 + Int64(byte - 0x30) }
+            digits += 1
+        }
+        guard inCursor, digits > 0 else { return nil }
+        self.init(partition: partition, cursor: cursor)
     }
 }
 
