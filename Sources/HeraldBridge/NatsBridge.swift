@@ -122,10 +122,19 @@ public final class NatsBridge {
             if window.hasAcks && (window.inFlight == 0 || Date().timeIntervalSince(lastAckSent) >= 0.02) { try sendAcks() }
             if stopping {
                 guard window.inFlight == 0 else { continue }
-                try sendAcks()
-                // The acks' replies, so Herald has read them before the connection closes.
-                while let line = try herald.readLine(timeoutMilliseconds: 500) {
-                    if (try? JSONValue.parse(line))?["op"] == nil { continue }
+                let acks = window.takeAcks()
+                for p in acks {
+                    let partition = p.partition.map { #","partition":\#($0)"# } ?? ""
+                    try herald.send(#"{"op":"ack","consumer":\#(consumerJSON)\#(partition),"cursor":\#(p.cursor)}"#)
+                }
+                // The acks' replies, so Herald has stored them before the connection closes (at
+                // most 2 s: delivery lines keep coming meanwhile, and are not published).
+                var replies = 0
+                let deadline = Date().addingTimeInterval(2)
+                while replies < acks.count, Date() < deadline,
+                      let line = try herald.readLine(timeoutMilliseconds: Int32(max(1, deadline.timeIntervalSinceNow * 1000))) {
+                    let fields = line.withUnsafeBytes { DeliveryLineFields.scan($0) }
+                    if fields?.op == nil { replies += 1 }
                 }
                 log("stopped: every delivery read was confirmed by JetStream and acknowledged")
                 return
