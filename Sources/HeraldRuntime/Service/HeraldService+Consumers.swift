@@ -28,10 +28,16 @@ extension HeraldService {
         // One stream a connection: delivery lines do not name their consumer, so two streams on one
         // socket came interleaved, each cursor twice, with no way to tell which name to ack.
         if let streaming = connection.consumerName {
-            let label = streaming.isEmpty ? "an ephemeral stream" : "consumer “\(clipped(streaming))”"
-            reply(WireReply.error(rid: request.rid, RequestError(code: "already_subscribed",
-                title: "This connection already streams \(label)",
-                detail: "A connection carries one consumer's delivery lines, which do not name it. Open another connection to subscribe again, or reconnect to start from another cursor.")))
+            if !streaming.isEmpty, let name {
+                reply(WireReply.error(rid: request.rid, RequestError(code: "already_subscribed",
+                    title: "This connection already streams consumer “\(clipped(streaming))”",
+                    detail: "A connection carries one consumer's delivery lines, which do not name it. Open another connection to subscribe as “\(clipped(name))”, or reconnect to start “\(clipped(streaming))” again from another cursor.")))
+            } else {
+                let label = streaming.isEmpty ? "an ephemeral stream" : "consumer “\(clipped(streaming))”"
+                reply(WireReply.error(rid: request.rid, RequestError(code: "already_subscribed",
+                    title: "This connection already streams \(label)",
+                    detail: "A connection carries one stream's delivery lines, which do not name it. Open another connection to subscribe again, or reconnect to start from another cursor.")))
+            }
             return
         }
         let filter: ConsumerFilter?
@@ -107,6 +113,8 @@ extension HeraldService {
                 writer.ack(consumer: name, cursor: start) { [unretained] result in
                     guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
                     switch result {
+                    case .success where filterText == nil:
+                        self.startStream(name, on: connection, at: start, filter: nil, ephemeral: false, durable: start, rid: rid, reply: reply)
                     case .success:
                         self.storeFilter(filterText, of: name, on: connection, refuse: refuse) {
                             self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: start, rid: rid, reply: reply)
