@@ -65,11 +65,13 @@ final class NatsServer: @unchecked Sendable {
     }
 
     func start() throws {
+        // A restart appends to the same log: only what this start wrote counts.
+        let before = (child?.log.utf8.count ?? 0)
         child = try ChildProcess(Self.binary!, ["-js", "-sd", directory + "/js", "-a", "127.0.0.1", "-p", String(port)],
                                  logPath: directory + "/nats-server.log")
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
-            if child?.log.contains("Server is ready") == true { return }
+            if let log = child?.log, log.utf8.count > before, String(decoding: log.utf8.dropFirst(before), as: UTF8.self).contains("Server is ready") { return }
             usleep(20_000)
         }
         throw ExperimentError("nats-server did not start within 20 s:\n\(child?.log.suffix(2000) ?? "")")
