@@ -1,6 +1,6 @@
-# Herald: build with the Swift 6.3 toolchain, run on a slim Debian with libevent and libpq.
+# Herald: build with the Swift 6.3 toolchain, run on a slim Debian with libevent, libpq and NATS's C client (the bridge).
 FROM swift:6.3-bookworm AS build
-RUN apt-get update && apt-get install -y --no-install-recommends libevent-dev libpq-dev libssl-dev pkg-config && rm -rf /var/lib/apt/lists/*
+RUN apt-get update && apt-get install -y --no-install-recommends libevent-dev libpq-dev libssl-dev libnats-dev pkg-config && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
 COPY Sources Sources
@@ -10,7 +10,7 @@ COPY Tests Tests
 RUN swift build -c release --product herald --static-swift-stdlib && cp .build/release/herald /herald
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends libevent-2.1-7 libevent-pthreads-2.1-7 libevent-openssl-2.1-7 libssl3 libpq5 tzdata ca-certificates \
+RUN apt-get update && apt-get install -y --no-install-recommends libevent-2.1-7 libevent-pthreads-2.1-7 libevent-openssl-2.1-7 libssl3 libpq5 libnats3.4 tzdata ca-certificates \
     && rm -rf /var/lib/apt/lists/* && useradd --system herald
 COPY --from=build /herald /usr/local/bin/herald
 USER herald

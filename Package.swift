@@ -31,6 +31,8 @@ let package = Package(
         // OpenSSL's libcrypto alone: SHA-256 for token digests in the core (a pure function, no I/O).
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibEventSSL", pkgConfig: "libevent_openssl", providers: [.apt(["libevent-dev", "libssl-dev"])]),
+        // NATS's C client: the JetStream bridge (`herald bridge nats`).
+        .systemLibrary(name: "CNats", pkgConfig: "libnats", providers: [.apt(["libnats-dev"])]),
 
         // Pure core: domain, engine, calendars, timing wheel, JSON. No I/O, no clock reads; the one C
         // library it calls is libcrypto's stateless SHA-256.
@@ -82,11 +84,13 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
+        // Downstream brokers: a Herald consumer that publishes to NATS JetStream (SPEC §13).
+        .target(name: "HeraldBridge", dependencies: ["HeraldCore", "HeraldWireTesting", "CNats"]),
         // The shipped executable: argument parsing only.
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldClient", "HeraldWireTesting", "HeraldCommandLine",
+                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldClient", "HeraldWireTesting", "HeraldCommandLine", "HeraldBridge",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -94,7 +98,7 @@ let package = Package(
         .executableTarget(
             name: "HeraldBench",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldTestSupport", "HeraldCommandLine", "HeraldClient",
+                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldTestSupport", "HeraldCommandLine", "HeraldClient", "HeraldBridge",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -6,7 +6,7 @@
 public enum Op: UInt8, CaseIterable, Hashable, Sendable {
     case hello, ping, stats, submit, withdraw, authorization, settings, provisionalKeep, provisionalTurnOff,
          summarySchedule, focusDefine, focusOn, focusOff, mute, snooze, opened, badgeClear, registerApp, erase,
-         subscribe, ack, clock
+         subscribe, ack, consumers, deleteConsumer, clock
 
     /// Who carries an op out once the session has checked its role.
     public enum Path: Sendable {
@@ -69,8 +69,12 @@ public enum Op: UInt8, CaseIterable, Hashable, Sendable {
         case .opened: Entry(role: .settings, path: .door, fields: ["user", "app", "id"], stores: .opened)
         case .badgeClear: Entry(role: .settings, path: .door, fields: ["user", "app"], stores: .badgeClear)
         case .registerApp: Entry(role: .admin, path: .door, fields: ["app", "entitlements"], stores: .registerApp)
-        case .subscribe: Entry(role: .consumer, path: .service, fields: ["consumer", "from"], stores: nil)
+        case .subscribe: Entry(role: .consumer, path: .service, fields: ["consumer", "from", "filter", "ephemeral"], stores: nil)
         case .ack: Entry(role: .consumer, path: .service, fields: ["consumer", "cursor"], stores: nil)
+        // Consumer administration: every durable consumer's position, lag, filter and members; and
+        // deleting one (its live connections are closed, its cursor removed).
+        case .consumers: Entry(role: .admin, path: .service, fields: [], stores: nil)
+        case .deleteConsumer: Entry(role: .admin, path: .service, fields: ["consumer"], stores: nil)
         // The manual clock's move is stored as an event of its own (a restart resumes there).
         case .clock: Entry(role: .admin, path: .service, fields: ["advanceTo"], stores: .clock)
         // Erasure (SPEC §14): the user's content keys are deleted, the erasure stored as an event.

@@ -1,4 +1,5 @@
 // One subscribed consumer on one connection: its position, and its catch-up read from PostgreSQL.
+import HeraldCore
 import HeraldStore
 
 /// One subscribed consumer on one connection.
@@ -25,7 +26,29 @@ final class ConsumerStream {
     /// Catch-up reads failed in a row (logged at the first; reset by one that works).
     var failedReads = 0
 
-    init(name: String, connection: ClientConnection, position: Int64) {
+    /// The deliveries it is sent (nil: all). Lines left out still advance its cursor: see `lastSent`.
+    let filter: ConsumerFilter?
+    /// Reads without a durable cursor (`subscribe` with `ephemeral`): no ack moves anything for it.
+    let ephemeral: Bool
+    /// The cursor of the last line actually sent (a filter leaves lines out: `position` runs ahead).
+    var lastSent: Int64
+    /// The highest cursor the consumer acknowledged since it subscribed (its start before any).
+    var clientAcked: Int64
+    /// The durable cursor as this stream last stored or read it.
+    var durableAcked: Int64
+    /// An ack of skipped lines (`HeraldService.advanceOverSkipped`) is being stored.
+    var advancing = false
+
+    init(name: String, connection: ClientConnection, position: Int64, filter: ConsumerFilter? = nil,
+         ephemeral: Bool = false, durableAcked: Int64? = nil) {
         self.name = name; self.connectionRef = connection.unretained; self.position = position
+        self.filter = filter; self.ephemeral = ephemeral
+        lastSent = position; clientAcked = position; self.durableAcked = durableAcked ?? position
+    }
+
+    /// A filtered stream whose every sent line is acknowledged, with lines left out after them
+    /// that the durable cursor has not passed: storing `position` then loses nothing.
+    var mayAdvanceOverSkipped: Bool {
+        filter != nil && !ephemeral && clientAcked >= lastSent && position > durableAcked
     }
 }

@@ -1,6 +1,13 @@
 // The committed deliveries kept in memory for consumers, and the delivery head.
 import DequeModule
 
+/// What a consumer filter reads of a delivery (`ConsumerFilter.matches`), kept beside its body.
+struct DeliveryTag {
+    /// `ConsumerFilter.kindCode(of:)` of its kind.
+    var kindCode: UInt8
+    var app: String?
+}
+
 /// The most recent committed deliveries' stored bodies (the very arrays of their rows, shared,
 /// not copied), bounded in count and bytes, by cursor; and the newest committed cursor (the
 /// head). A consumer close to the head is streamed from here (`HeraldService.pump` writes each
@@ -9,6 +16,8 @@ import DequeModule
 struct DeliveryRing {
     /// The bodies, oldest first: index `i` is cursor `firstCursor + i`.
     private(set) var bodies: Deque<[UInt8]> = []
+    /// Each body's kind and app, for filtered consumers: `tags[i]` is `bodies[i]`'s.
+    private(set) var tags: Deque<DeliveryTag> = []
     /// The cursor of `bodies.first` (or of the next body to come, while empty).
     private(set) var firstCursor: Int64 = 1
     /// The bytes of `bodies` (bounded by `maxBytes`).
@@ -36,18 +45,21 @@ struct DeliveryRing {
     }
 
     /// A delivery committed at `cursor`: kept, the oldest dropped past the bounds, the head moved.
-    mutating func committed(_ body: [UInt8], cursor: Int64) {
+    mutating func committed(_ body: [UInt8], tag: DeliveryTag = DeliveryTag(kindCode: 0, app: nil), cursor: Int64) {
         if bodies.isEmpty { firstCursor = cursor }
         if cursor != firstCursor + Int64(bodies.count) {
             // Another writer took cursors in between: restart here (consumers read the gap from PostgreSQL).
             bodies.removeAll()
+            tags.removeAll()
             bytes = 0
             firstCursor = cursor
         }
         bodies.append(body)
+        tags.append(tag)
         bytes += body.count
         while bodies.count > capacity || (bytes > maxBytes && bodies.count > 1) {
             bytes -= bodies.removeFirst().count
+            tags.removeFirst()
             firstCursor += 1
         }
         head = max(head, cursor)
@@ -60,6 +72,7 @@ struct DeliveryRing {
         guard newHead > head else { return false }
         head = newHead
         bodies.removeAll()
+        tags.removeAll()
         bytes = 0
         firstCursor = newHead + 1
         return true

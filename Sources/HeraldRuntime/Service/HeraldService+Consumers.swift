@@ -4,21 +4,47 @@ import HeraldStore
 
 extension HeraldService {
     func subscribe(_ request: ClientSession.Request, connection: ClientConnection, reply: Reply) {
-        guard let name = request.body["consumer"]?.stringValue, Self.isConsumerName(name) else {
-            reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "subscribe needs a consumer name",
-                detail: "Send {\"op\":\"subscribe\",\"consumer\":\"<durable name>\"}; the name (1–200 bytes) keys the acknowledged cursor.")))
+        var ephemeral = false
+        switch request.body["ephemeral"] {
+        case nil, .bool(false)?: break
+        case .bool(true)?: ephemeral = true
+        default:
+            reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "“ephemeral” must be true or false",
+                detail: "Send \"ephemeral\":true to read without a durable cursor (nothing is acknowledged or stored), or leave it out.")))
             return
         }
-        if let offset = name.firstNonNFCOffset {
-            reply(WireReply.error(rid: request.rid, RequestError.notNFC("consumer", of: "subscribe", at: offset)))
-            return
+        let name = request.body["consumer"]?.stringValue
+        if !ephemeral || request.body["consumer"] != nil {
+            guard let name, Self.isConsumerName(name) else {
+                reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "subscribe needs a consumer name",
+                    detail: "Send {\"op\":\"subscribe\",\"consumer\":\"<durable name>\"}; the name (1–200 bytes) keys the acknowledged cursor.")))
+                return
+            }
+            if let offset = name.firstNonNFCOffset {
+                reply(WireReply.error(rid: request.rid, RequestError.notNFC("consumer", of: "subscribe", at: offset)))
+                return
+            }
         }
         // One stream a connection: delivery lines do not name their consumer, so two streams on one
         // socket came interleaved, each cursor twice, with no way to tell which name to ack.
         if let streaming = connection.consumerName {
-            reply(WireReply.error(rid: request.rid, RequestError(code: "already_subscribed",
-                title: "This connection already streams consumer “\(clipped(streaming))”",
-                detail: "A connection carries one consumer's delivery lines, which do not name it. Open another connection to subscribe as “\(clipped(name))”, or reconnect to start “\(clipped(streaming))” again from another cursor.")))
+            if !streaming.isEmpty, let name {
+                reply(WireReply.error(rid: request.rid, RequestError(code: "already_subscribed",
+                    title: "This connection already streams consumer “\(clipped(streaming))”",
+                    detail: "A connection carries one consumer's delivery lines, which do not name it. Open another connection to subscribe as “\(clipped(name))”, or reconnect to start “\(clipped(streaming))” again from another cursor.")))
+            } else {
+                let label = streaming.isEmpty ? "an ephemeral stream" : "consumer “\(clipped(streaming))”"
+                reply(WireReply.error(rid: request.rid, RequestError(code: "already_subscribed",
+                    title: "This connection already streams \(label)",
+                    detail: "A connection carries one stream's delivery lines, which do not name it. Open another connection to subscribe again, or reconnect to start from another cursor.")))
+            }
+            return
+        }
+        let filter: ConsumerFilter?
+        switch ConsumerFilter.parse(request.body["filter"]) {
+        case .success(let f): filter = f
+        case .failure(let error):
+            reply(WireReply.error(rid: request.rid, error))
             return
         }
         let from = request.body["from"]
@@ -42,54 +68,103 @@ extension HeraldService {
             return
         }
         let rid = request.rid
-        connection.consumerName = name
+        if !ephemeral, let name, consumers.deleting.contains(name) {
+            reply(WireReply.error(rid: rid, .consumerBeingDeleted(name)))
+            return
+        }
+        connection.consumerName = name ?? ""
         // A subscribe that fails leaves the connection free for another.
         let refuse = { (connection: ClientConnection, error: RequestError) in
             connection.consumerName = nil
             reply(WireReply.error(rid: rid, error))
         }
-        reader.query(ConsumerSQL.ackedCursor, [name, "0"]) { [unretained, connectionRef = connection.unretained] result in
+        if ephemeral, name == nil || explicit != nil {
+            startStream(name ?? "", on: connection, at: explicit ?? deliveryHead, filter: filter, ephemeral: true, durable: nil, rid: rid, reply: reply)
+            return
+        }
+        guard let name else { return }
+        reader.query(ConsumerSQL.ackedCursorAndFilter, [name, "0"]) { [unretained, connectionRef = connection.unretained] result in
             guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
             let acked: Int64?
+            let storedFilter: String?
             switch result {
             case .failure(let error):
                 refuse(connection, self.requestError(error))
                 return
             case .success(let r):
                 acked = r.rowCount > 0 ? r.int64(0, 0) : nil
+                storedFilter = r.rowCount > 0 ? r.string(0, 1) : nil
             }
             let start = explicit ?? acked ?? self.deliveryHead
-            guard acked == nil else {
-                self.startStream(name, on: connection, at: start, rid: rid, reply: reply)
+            // Ephemeral under a name: from that consumer's cursor, which it does not move.
+            if ephemeral {
+                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: true, durable: nil, rid: rid, reply: reply)
                 return
             }
-            // A new name is made durable at its starting cursor before anything is streamed: a
-            // consumer that reconnects "committed" before its first ack resumes there, not at the
-            // head — deliveries made meanwhile are not skipped (at least once from its start).
-            guard let writer = self.writerOrRefuse(rid: rid, reply: reply) else {
-                connection.consumerName = nil
-                return
-            }
-            writer.ack(consumer: name, cursor: start) { [unretained] result in
-                guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
-                switch result {
-                case .success: self.startStream(name, on: connection, at: start, rid: rid, reply: reply)
-                case .failure(let error): refuse(connection, self.requestError(error))
+            let filterText = filter?.json.canonicalString
+            guard let acked else {
+                // A new name is made durable at its starting cursor before anything is streamed: a
+                // consumer that reconnects "committed" before its first ack resumes there, not at the
+                // head — deliveries made meanwhile are not skipped (at least once from its start).
+                guard let writer = self.writerOrRefuse(rid: rid, reply: reply) else {
+                    connection.consumerName = nil
+                    return
                 }
+                writer.ack(consumer: name, cursor: start) { [unretained] result in
+                    guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
+                    switch result {
+                    case .success where filterText == nil:
+                        self.startStream(name, on: connection, at: start, filter: nil, ephemeral: false, durable: start, rid: rid, reply: reply)
+                    case .success:
+                        self.storeFilter(filterText, of: name, on: connection, refuse: refuse) {
+                            self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: start, rid: rid, reply: reply)
+                        }
+                    case .failure(let error): refuse(connection, self.requestError(error))
+                    }
+                }
+                self.store.kick()
+                return
             }
-            self.store.kick()
+            guard storedFilter != filterText else {
+                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, rid: rid, reply: reply)
+                return
+            }
+            self.storeFilter(filterText, of: name, on: connection, refuse: refuse) {
+                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, rid: rid, reply: reply)
+            }
+        }
+    }
+
+    /// Records the filter a consumer subscribed with (nil: none), then `then` — the filter shown by
+    /// `consumers` is always the one of the last subscribe, live or not.
+    private func storeFilter(_ text: String?, of name: String, on connection: ClientConnection,
+                             refuse: @escaping (ClientConnection, RequestError) -> Void, then: @escaping () -> Void) {
+        reader.query("UPDATE consumers SET filter = $2 WHERE name = $1", [name, text]) { [unretained, connectionRef = connection.unretained] result in
+            guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
+            switch result {
+            case .success: then()
+            case .failure(let error): refuse(connection, self.requestError(error))
+            }
         }
     }
 
     /// Answers a subscribe and streams from `start` (another connection of the same name is closed).
-    private func startStream(_ name: String, on connection: ClientConnection, at start: Int64, rid: JSONValue?, reply: Reply) {
-        let stream = ConsumerStream(name: name, connection: connection, position: start)
-        if let displaced = consumers.subscribed(stream) {
+    private func startStream(_ name: String, on connection: ClientConnection, at start: Int64, filter: ConsumerFilter?,
+                             ephemeral: Bool, durable: Int64?, rid: JSONValue?, reply: Reply) {
+        let stream = ConsumerStream(name: name, connection: connection, position: start, filter: filter,
+                                    ephemeral: ephemeral, durableAcked: durable)
+        var fields: [String: JSONValue] = ["op": "subscribe", "cursor": .int(start)]
+        if !name.isEmpty { fields["consumer"] = .string(name) }
+        if let filter { fields["filter"] = filter.json }
+        if ephemeral {
+            fields["ephemeral"] = true
+            consumers.subscribedEphemeral(stream)
+        } else if let displaced = consumers.subscribed(stream) {
             // Said to it, after the replies it is owed (a bare close looked like a network fault).
             displaced.closeAfterReplies(WireReply.error(rid: nil, .subscribedElsewhere(name)),
                                         reason: "consumer \(name) subscribed again on another connection")
         }
-        reply(WireReply.ok(rid: rid, ["op": "subscribe", "consumer": .string(name), "cursor": .int(start)]))
+        reply(WireReply.ok(rid: rid, fields))
         // The reply waits for the connection's earlier replies; the lines wait for the reply.
         connection.whenReplySent(ticket: reply.ticket) { [unretained, weak stream] in
             guard let self = unretained.object, let stream else { return }
@@ -150,11 +225,25 @@ extension HeraldService {
 
     /// Moves `name`'s acknowledged cursor forward to `cursor` (clamped to the head) and replies.
     private func storeAck(_ name: String, cursor: Int64, rid: JSONValue?, reply: Reply) {
+        guard !consumers.deleting.contains(name) else {
+            reply(WireReply.error(rid: rid, .consumerBeingDeleted(name)))
+            return
+        }
         guard let writer = writerOrRefuse(rid: rid, reply: reply) else { return }
-        writer.ack(consumer: name, cursor: min(cursor, deliveryHead)) { [unretained] result in
+        var target = cursor
+        // A filtered consumer that acknowledged every line it was sent also passes the lines its
+        // filter left out after them: it is never held behind lines it does not want.
+        let stream = consumers.members(of: name).first { $0.filter != nil }
+        if let stream {
+            stream.clientAcked = max(stream.clientAcked, cursor)
+            if cursor >= stream.lastSent { target = max(cursor, stream.position) }
+        }
+        writer.ack(consumer: name, cursor: min(target, deliveryHead)) { [unretained, weak stream] result in
             guard let self = unretained.object else { return }
             switch result {
-            case .success(let acked): reply(WireReply.ok(rid: rid, ["cursor": .int(acked)]))
+            case .success(let acked):
+                if let stream { stream.durableAcked = max(stream.durableAcked, acked) }
+                reply(WireReply.ok(rid: rid, ["cursor": .int(acked)]))
             case .failure(let error): reply(WireReply.error(rid: rid, self.requestError(error)))
             }
         }
@@ -163,7 +252,7 @@ extension HeraldService {
 
     /// New deliveries were committed: wake every consumer that is caught up.
     func publish() {
-        for stream in consumers.streams.values where !stream.reading { pump(stream) }
+        for stream in consumers.allStreams where !stream.reading { pump(stream) }
     }
 
     /// Sends what the consumer has not seen, while its socket buffer has room.
@@ -195,17 +284,49 @@ extension HeraldService {
                 guard index < ring.count else { return }
                 lineScratch.sink.removeAll()
                 var i = index
-                while i < ring.count && lineScratch.sink.count < Self.consumerBatchBytes {
-                    ring.bodies[i].withUnsafeBytes { Self.appendLine($0, cursor: ring.firstCursor + Int64(i), to: &lineScratch.sink) }
-                    i += 1
+                if let filter = stream.filter {
+                    // Lines left out cost a tag test each, no copy; the position passes them too.
+                    var sent = stream.lastSent
+                    while i < ring.count && lineScratch.sink.count < Self.consumerBatchBytes {
+                        if filter.matches(kindCode: ring.tags[i].kindCode, app: ring.tags[i].app) {
+                            ring.bodies[i].withUnsafeBytes { Self.appendLine($0, cursor: ring.firstCursor + Int64(i), to: &lineScratch.sink) }
+                            sent = ring.firstCursor + Int64(i)
+                        }
+                        i += 1
+                    }
+                    stream.lastSent = sent
+                    if lineScratch.sink.count > 0 { connection.send(lineScratch.sink.bytes) }
+                } else {
+                    while i < ring.count && lineScratch.sink.count < Self.consumerBatchBytes {
+                        ring.bodies[i].withUnsafeBytes { Self.appendLine($0, cursor: ring.firstCursor + Int64(i), to: &lineScratch.sink) }
+                        i += 1
+                    }
+                    connection.send(lineScratch.sink.bytes)
                 }
-                connection.send(lineScratch.sink.bytes)
                 stream.position = ring.firstCursor + Int64(i) - 1
             } else {
                 readBehind(stream)
                 return
             }
         }
+        if stream.mayAdvanceOverSkipped { advanceOverSkipped(stream) }
+    }
+
+    /// A filtered consumer caught up with every line it was sent acknowledged, and lines left out
+    /// after them: its durable cursor moves past those (one write in flight per stream), so its lag
+    /// ends at zero and a reconnect does not read them again.
+    func advanceOverSkipped(_ stream: ConsumerStream) {
+        guard !stream.advancing, case .success(let writer) = store.currentWriter() else { return }
+        stream.advancing = true
+        let target = stream.position
+        writer.ack(consumer: stream.name, cursor: target) { [unretained, weak stream] result in
+            guard let self = unretained.object, let stream else { return }
+            stream.advancing = false
+            guard case .success(let acked) = result else { return }
+            stream.durableAcked = max(stream.durableAcked, acked)
+            if self.consumers.isCurrent(stream), stream.mayAdvanceOverSkipped { self.advanceOverSkipped(stream) }
+        }
+        store.kick()
     }
 
     /// Bytes of delivery lines queued to a consumer at once, from the ring or from PostgreSQL.
@@ -221,8 +342,18 @@ extension HeraldService {
         stream.reading = true
         let sentAt = FiringPhases.now()
         defer { catchUpReadSent?(stream) }
-        reader.query("SELECT cursor, body, user_id FROM deliveries WHERE cursor > $1 ORDER BY cursor LIMIT \(Self.catchUpPageRows)",
-                     [String(stream.position)]) { [unretained, weak stream] result in
+        // A filter is applied by PostgreSQL: the rows it leaves out come without their body.
+        let sql: String
+        var parameters: [String?] = [String(stream.position)]
+        if let filter = stream.filter {
+            sql = "SELECT cursor, CASE WHEN ($2::jsonb IS NULL OR $2::jsonb ? kind) AND ($3::jsonb IS NULL OR $3::jsonb ? app) THEN body END, user_id "
+                + "FROM deliveries WHERE partition = 0 AND cursor > $1 ORDER BY cursor LIMIT \(Self.catchUpPageRows)"
+            parameters.append(filter.json["kinds"]?.canonicalString)
+            parameters.append(filter.json["apps"]?.canonicalString)
+        } else {
+            sql = "SELECT cursor, body, user_id FROM deliveries WHERE partition = 0 AND cursor > $1 ORDER BY cursor LIMIT \(Self.catchUpPageRows)"
+        }
+        reader.query(sql, parameters) { [unretained, weak stream] result in
             guard let self = unretained.object, let stream else { return }
             stream.reading = false
             self.phases.catchUpReads += 1
@@ -274,11 +405,15 @@ extension HeraldService {
         var i = stream.pageNext
         while i < page.rowCount && lineScratch.sink.count < Self.consumerBatchBytes {
             if let cursor = page.decimal(i, 0), cursor > stream.position {
-                page.withBytes(i, 1) { body in
-                    switch contentKeys.ring.open(body, user: page.string(i, 2)) {
-                    case .clear: Self.appendLine(body, cursor: cursor, to: &lineScratch.sink)
-                    case .opened(let b), .erased(let b): b.withUnsafeBytes { Self.appendLine($0, cursor: cursor, to: &lineScratch.sink) }
+                // A null body: a row the stream's filter leaves out (`readBehind`).
+                if stream.filter == nil || !page.isNull(i, 1) {
+                    page.withBytes(i, 1) { body in
+                        switch contentKeys.ring.open(body, user: page.string(i, 2)) {
+                        case .clear: Self.appendLine(body, cursor: cursor, to: &lineScratch.sink)
+                        case .opened(let b), .erased(let b): b.withUnsafeBytes { Self.appendLine($0, cursor: cursor, to: &lineScratch.sink) }
+                        }
                     }
+                    stream.lastSent = cursor
                 }
                 stream.position = cursor
                 phases.catchUpRows += 1
@@ -287,6 +422,6 @@ extension HeraldService {
         }
         stream.pageNext = i
         if i >= page.rowCount { stream.page = nil }
-        connection.send(lineScratch.sink.bytes)
+        if lineScratch.sink.count > 0 { connection.send(lineScratch.sink.bytes) }
     }
 }

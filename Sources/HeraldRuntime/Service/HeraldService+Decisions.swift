@@ -349,7 +349,7 @@ extension HeraldService {
             let writer: GroupCommitWriter? = if case .deliveryWriter(let w) = append.carrier { deliveryLinks[w].writer } else { nil }
             for (i, cursor) in zip(rows.indices, cursors) where cursor > 0 {
                 deliveriesCommitted += 1
-                ring.committed(rows[i].liveBody ?? rows[i].bodyBytes, cursor: cursor)
+                ring.committed(rows[i].liveBody ?? rows[i].bodyBytes, tag: DeliveryTag(kindCode: ConsumerFilter.kindCode(of: rows[i].kind), app: rows[i].app), cursor: cursor)
                 if i & 511 == 511 { writer?.pollWhileCompleting() }
             }
             // A row stored already (cursor 0) committed in an append whose outcome this

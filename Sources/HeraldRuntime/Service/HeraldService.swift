@@ -371,6 +371,8 @@ public final class HeraldService: ConnectionDelegate {
         case .stats: reply(WireReply.ok(rid: request.rid, stats()))
         case .subscribe: subscribe(request, connection: connection, reply: reply)
         case .ack: ack(request, reply: reply)
+        case .consumers: listConsumers(request, reply: reply)
+        case .deleteConsumer: deleteConsumer(request, reply: reply)
         case .clock: clock(request, reply: reply)
         case .submit, .withdraw, .authorization, .settings, .provisionalKeep, .provisionalTurnOff, .summarySchedule,
              .focusDefine, .focusOn, .focusOff, .mute, .snooze, .opened, .badgeClear, .registerApp, .erase:

@@ -81,4 +81,10 @@ public enum ConsumerSQL {
         SELECT coalesce((SELECT k.acked FROM consumer_cursors k WHERE k.name = c.name AND k.partition = $2::integer), 0)
         FROM consumers c WHERE c.name = $1
         """
+
+    /// As `ackedCursor`, with the consumer's stored filter (canonical JSON, or NULL) beside it.
+    public static let ackedCursorAndFilter = """
+        SELECT coalesce((SELECT k.acked FROM consumer_cursors k WHERE k.name = c.name AND k.partition = $2::integer), 0), c.filter
+        FROM consumers c WHERE c.name = $1
+        """
 }

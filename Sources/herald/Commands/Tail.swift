@@ -1,99 +1,83 @@
-// `herald tail`: a consumer that prints deliveries as they come, acknowledging them in batches (the Swift HeraldClient).
+// `herald tail`: a consumer that prints deliveries as they come, acknowledging each.
 import ArgumentParser
 import HeraldCommandLine
 import Foundation
 import HeraldCore
-import HeraldClient
-import Synchronization
+import HeraldWireTesting
 
 struct Tail: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Subscribe as a durable consumer and print deliveries (one JSON line each).")
 
-    @Option(help: "HOST:PORT of a running herald serve.") var connect = "127.0.0.1:7411"
-    @Option(help: "Durable consumer name.") var consumer = "tail"
+    @OptionGroup var server: ServerConnectionOptions
+    @Option(help: "Durable consumer name (default tail). With --no-ack: start at this consumer's acknowledged cursor without moving it.") var consumer: String?
     @Option(help: "committed (default: resume, or the tail for a new consumer), earliest, or a cursor.") var from: String?
-    @Option(help: "Token with the consumer role (omit in dev mode). Other local users can read it in ps: prefer --token-file or $HERALD_TOKEN.") var token: String?
-    @Option(help: "A file holding the token (its first line).") var tokenFile: String?
     @Option(help: "Exit after this many deliveries.") var limit: Int?
     @Option(help: "Exit after this many seconds without a delivery.") var idleExit: Int?
-    @Option(name: .customLong("tls-ca"), help: "Connect with TLS, verifying the server against this PEM CA file.") var tlsCA: String?
-    @Option(name: .customLong("tls-cert"), help: "With --tls-ca: a client certificate (PEM) to present.") var tlsCert: String?
-    @Option(name: .customLong("tls-key"), help: "With --tls-cert: its private key (PEM).") var tlsKey: String?
+    @Flag(help: "Read without acknowledging: an ephemeral stream that moves no cursor and takes no consumer's place.") var noAck = false
+    @Option(name: .customLong("app"), help: "Print only this app's deliveries (repeatable; a subscribe filter).") var apps: [String] = []
+    @Option(name: .customLong("kind"), help: "Print only deliveries of this kind (repeatable: alert, quiet, queued, …).") var kinds: [String] = []
     @OptionGroup var logging: LogOptions
-
-    /// --token, else the first line of --token-file, else $HERALD_TOKEN (nil: dev mode).
-    func resolvedToken() throws -> String? {
-        if token != nil && tokenFile != nil { throw ValidationError("Give --token or --token-file, not both.") }
-        if let token { return token }
-        if let tokenFile {
-            guard let text = try? String(contentsOfFile: tokenFile, encoding: .utf8) else {
-                throw ValidationError("Cannot read --token-file \(tokenFile): check the path and that this user may read it.")
-            }
-            return text.split(separator: "\n", omittingEmptySubsequences: false).first.map { String($0).trimmingCharacters(in: .whitespaces) } ?? ""
-        }
-        return ProcessInfo.processInfo.environment["HERALD_TOKEN"]
-    }
 
     func run() throws {
         logging.configure()
-        guard let (host, port) = hostAndPort(connect) else { throw ValidationError("--connect must be HOST:PORT") }
-        let token = try resolvedToken()
-        let start: SubscribeStart
-        switch from {
-        case nil, "committed"?: start = .committed
-        case "earliest"?: start = .earliest
-        case let text?:
-            guard let cursor = Int64(text) else { throw ValidationError("--from must be committed, earliest or a cursor") }
-            start = .after(cursor)
-        }
-        let tls = tlsCA.map { TLSOptions(caFile: $0, certificateFile: tlsCert, keyFile: tlsKey) }
-        let (consumer, limit, idleExit) = (consumer, limit, idleExit)
-        // The command is synchronous; the client is async: run it on the concurrency pool and wait.
-        let failure = Mutex<HeraldError?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            defer { done.signal() }
-            do throws(HeraldError) {
-                try await Self.tail(host: host, port: port, token: token, tls: tls, consumer: consumer, from: start,
-                                    limit: limit, idleExitSeconds: idleExit)
-            } catch {
-                failure.withLock { $0 = error }
+        do {
+            let client = try server.connectAndHello()
+            let consumer = self.consumer ?? "tail"
+            var sub: [String: JSONValue] = ["op": "subscribe"]
+            if noAck {
+                sub["ephemeral"] = true
+                if let name = self.consumer { sub["consumer"] = .string(name) }
+            } else {
+                sub["consumer"] = .string(consumer)
             }
-        }
-        done.wait()
-        if let error = failure.withLock({ $0 }) {
-            Log.info(error.kind == .authentication ? "hello refused: \(error)" : "error: \(error)")
-            throw ExitCode.error
-        }
-    }
-
-    /// Prints each delivery line as it came. Acks go in batches (every 64 lines or 100 ms) and on
-    /// the way out, where the close waits for their replies: closing at once dropped the acks the
-    /// server had not read yet, so the next run printed the same lines again.
-    static func tail(host: String, port: Int, token: String?, tls: TLSOptions?, consumer: String, from start: SubscribeStart,
-                     limit: Int?, idleExitSeconds: Int?) async throws(HeraldError) {
-        // One attempt to reconnect at most: a tail is interactive, a dead server should end it.
-        let deliveries = try await HeraldConsumer.subscribe(host: host, port: port, token: token, tls: tls, consumer: consumer,
-                                                            from: start, ackEvery: 64, ackIntervalMilliseconds: 100,
-                                                            backoff: Backoff(attempts: 3))
-        var printed = 0
-        do throws(HeraldError) {
+            if let from { sub["from"] = Int64(from).map { .int($0) } ?? .string(from) }
+            var filter: [String: JSONValue] = [:]
+            if !apps.isEmpty { filter["apps"] = .array(apps.map { .string($0) }) }
+            if !kinds.isEmpty { filter["kinds"] = .array(kinds.map { .string($0) }) }
+            if !filter.isEmpty { sub["filter"] = .object(filter) }
+            try client.send(JSONValue.object(sub).canonicalString)
+            var printed = 0, acksSent = 0, acksConfirmed = 0
+            /// An ack's reply is `{"ok":true,"cursor":n}` (no `op`); a failure ends the run.
+            func replyCounted(_ value: JSONValue) throws -> Bool {
+                if value["ok"]?.boolValue == false {
+                    Log.info("error: \(value.canonicalString)")
+                    throw ExitCode.error
+                }
+                guard value["ok"]?.boolValue == true, value["op"] == nil else { return false }
+                acksConfirmed += 1
+                return true
+            }
             while limit.map({ printed < $0 }) ?? true {
-                let next: HeraldClient.Delivery?
-                do throws(HeraldError) {
-                    next = try await deliveries.next(timeoutMilliseconds: idleExitSeconds.map { $0 * 1000 })
-                } catch where error.code == "timeout" {
+                guard let line = try client.readLine(timeoutMilliseconds: idleExit.map { Int32($0 * 1000) } ?? -1) else { break }
+                let value = try JSONValue.parse(line)
+                if value["op"]?.stringValue == "delivery", let cursor = value["cursor"]?.intValue {
+                    print(String(decoding: line, as: UTF8.self))
+                    fflush(nil)
+                    printed += 1
+                    if noAck { continue }
+                    try client.send(#"{"op":"ack","consumer":\#(JSONValue.string(consumer).canonicalString),"cursor":\#(cursor)}"#)
+                    acksSent += 1
+                } else {
+                    _ = try replyCounted(value)
+                }
+            }
+            // Before leaving, the replies to the acks sent: closing at once dropped the acks the
+            // server had not read yet, so the next run printed the same lines again (and repeated
+            // `--limit` runs over a backlog made no progress). Delivery lines read meanwhile are not
+            // printed nor acknowledged: the next run gets them.
+            let deadline = Date().addingTimeInterval(10)
+            while acksConfirmed < acksSent {
+                let left = Int32(max(0, deadline.timeIntervalSinceNow) * 1000)
+                guard left > 0, let line = try client.readLine(timeoutMilliseconds: left) else {
+                    Log.info("warning: \(acksSent - acksConfirmed) of \(acksSent) acks unconfirmed after 10 s; the next run may print their deliveries again")
                     break
                 }
-                guard let delivery = next else { break }
-                print(delivery.line)
-                fflush(nil)
-                printed += 1
+                _ = try replyCounted(JSONValue.parse(line))
             }
-        } catch {
-            await deliveries.close()
-            throw error
+            client.close()
+        } catch let error as WireClient.Failure {
+            Log.info("error: \(error)")
+            throw ExitCode.error
         }
-        await deliveries.close()
     }
 }

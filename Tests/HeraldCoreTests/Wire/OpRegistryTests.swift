@@ -11,7 +11,8 @@ import Testing
         ("provisionalTurnOff", .settings), ("summarySchedule", .settings), ("focusDefine", .settings),
         ("focusOn", .settings), ("focusOff", .settings), ("mute", .settings), ("snooze", .settings),
         ("opened", .settings), ("badgeClear", .settings), ("registerApp", .admin), ("erase", .admin),
-        ("subscribe", .consumer), ("ack", .consumer), ("clock", .admin),
+        ("subscribe", .consumer), ("ack", .consumer), ("consumers", .admin), ("deleteConsumer", .admin),
+        ("clock", .admin),
     ]
 
     /// The fields the door reads of each op it admits.
