@@ -83,3 +83,30 @@ import Testing
         #expect(fixed.status != 0 && fixed.stderr.contains("P is fixed once anything is stored"), "\(fixed)")
     }
 }
+
+extension PartitionLeaseTests {
+    /// `herald status` reads the deployment from the database: P, partition 0's owner and its
+    /// lease while a serve runs, the consumers' lag.
+    @Test func statusShowsThePartitionsOwnerLeaseAndConsumerLag() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try server.client()
+        _ = try c.call(["op": "authorization", "user": "alice", "app": "com.example.mail", "status": "authorized", "options": ["alert"]])
+        _ = try c.call(["op": "submit", "id": "n1", "app": "com.example.mail", "user": "alice", "title": "Hi"])
+        let consumer = try server.client()
+        _ = try consumer.call(["op": "subscribe", "consumer": "push", "from": "earliest"])
+        _ = try consumer.deliveries(1)
+        let out = try HeraldCommandTests.herald(["status", "--database-url", server.url, "--json"])
+        #expect(out.status == 0, "\(out)")
+        let status = try JSONValue.parse(out.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(status["partitions"] == 1 && status["hash"] == "fnv1a64")
+        let owner = status["owners"]?.arrayValue?.first
+        #expect(owner?["partition"] == 0 && owner?["leaseValid"] == true && owner?["events"] == 2 && owner?["deliveries"] == 1,
+                "\(out.stdout)")
+        #expect(owner?["address"]?.stringValue == "127.0.0.1:\(server.port)")
+        #expect(status["instances"]?.arrayValue?.count == 1)
+        #expect(status["consumers"]?.arrayValue?.first?["consumer"] == "push", "\(out.stdout)")
+        let text = try HeraldCommandTests.herald(["status", "--database-url", server.url])
+        #expect(text.status == 0 && text.stdout.contains("partitions: 1 (fnv1a64)") && text.stdout.contains("lease valid"), "\(text)")
+    }
+}

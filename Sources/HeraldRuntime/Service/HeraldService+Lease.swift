@@ -50,9 +50,10 @@ extension HeraldService {
         ]
     }
 
+    /// Renews at once (publishing the bound address), then every third of the TTL.
     func startLeaseRenewals() {
         leaseTimer = loop.timer { [unretained] in unretained.object?.leaseTick() }
-        leaseTimer?.arm(afterMilliseconds: lease.renewEveryMilliseconds)
+        leaseTick()
     }
 
     private func leaseTick() {
@@ -64,7 +65,7 @@ extension HeraldService {
         case .stopServing(let epoch):
             leaseLost(epoch: epoch, why: "another instance took it over")
         case .renew(let epoch):
-            leaseConnection.query(LeaseSQL.renew, ["0", String(epoch), String(lease.ttlMilliseconds)]) { [unretained] result in
+            leaseConnection.query(LeaseSQL.renew, ["0", String(epoch), String(lease.ttlMilliseconds), advertisedAddress]) { [unretained] result in
                 guard let self = unretained.object else { return }
                 switch result {
                 case .success(let r) where r.rowCount == 1:

@@ -21,9 +21,10 @@ public enum LeaseSQL {
         RETURNING epoch
         """
 
-    /// Renews partition $1 held at epoch $2 for $3 milliseconds: one row while it is still ours.
+    /// Renews partition $1 held at epoch $2 for $3 milliseconds, publishing address $4 (the
+    /// listener's port is known only once it is bound): one row while it is still ours.
     public static let renew = """
-        UPDATE partitions SET lease_expires = now() + $3::bigint * interval '1 millisecond'
+        UPDATE partitions SET lease_expires = now() + $3::bigint * interval '1 millisecond', address = $4
         WHERE partition = $1::integer AND epoch = $2::bigint
         RETURNING epoch
         """
