@@ -88,6 +88,16 @@ BEGIN
 END;
 $$;
 
+-- Refuses an append to a partition whose epoch is not the caller's (SQLSTATE HE002): another
+-- instance took the partition over, and the caller must not store or acknowledge anything.
+CREATE FUNCTION herald_refuse_fenced(p_partition integer, p_epoch bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'herald: partition % is not held at epoch %', p_partition, p_epoch
+        USING ERRCODE = 'HE002', HINT = 'Another instance took the partition over; this one must not append to it.';
+END;
+$$;
+
 -- Claims `p_count` event positions of a partition for an owner holding `p_epoch` (NULL: an
 -- unfenced writer, such as `herald import` on a database nobody serves). Returns the position
 -- before the claim. Raises HE002 when the partition's epoch is not `p_epoch`: the caller lost
@@ -101,8 +111,7 @@ BEGIN
     WHERE h.partition = p_partition AND (p_epoch IS NULL OR h.epoch = p_epoch)
     RETURNING h.seq - p_count INTO base;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'herald: partition % is not held at epoch %', p_partition, p_epoch
-            USING ERRCODE = 'HE002', HINT = 'Another instance took the partition over; this one must not append to it.';
+        PERFORM herald_refuse_fenced(p_partition, p_epoch);
     END IF;
     RETURN base;
 END;
@@ -115,14 +124,12 @@ DECLARE
     base bigint;
 BEGIN
     IF p_epoch IS NOT NULL AND NOT EXISTS (SELECT 1 FROM partitions l WHERE l.partition = p_partition AND l.epoch = p_epoch) THEN
-        RAISE EXCEPTION 'herald: partition % is not held at epoch %', p_partition, p_epoch
-            USING ERRCODE = 'HE002', HINT = 'Another instance took the partition over; this one must not append to it.';
+        PERFORM herald_refuse_fenced(p_partition, p_epoch);
     END IF;
     UPDATE delivery_heads h SET cursor = h.cursor + p_count WHERE h.partition = p_partition
     RETURNING h.cursor - p_count INTO base;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'herald: partition % is not held at epoch %', p_partition, p_epoch
-            USING ERRCODE = 'HE002', HINT = 'Another instance took the partition over; this one must not append to it.';
+        PERFORM herald_refuse_fenced(p_partition, p_epoch);
     END IF;
     RETURN base;
 END;
@@ -140,8 +147,7 @@ BEGIN
     SELECT l.epoch INTO held FROM partitions l WHERE l.partition = p_partition;
     SELECT h.cursor INTO at_cursor FROM delivery_heads h WHERE h.partition = p_partition FOR UPDATE;
     IF held IS NULL OR at_cursor IS NULL OR (p_epoch IS NOT NULL AND held <> p_epoch) THEN
-        RAISE EXCEPTION 'herald: partition % is not held at epoch %', p_partition, p_epoch
-            USING ERRCODE = 'HE002', HINT = 'Another instance took the partition over; this one must not append to it.';
+        PERFORM herald_refuse_fenced(p_partition, p_epoch);
     END IF;
     IF at_cursor <> p_base THEN
         RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = format(
