@@ -52,7 +52,12 @@ public final class ServeProcess: @unchecked Sendable {
         precondition(pid == 0, "already running")
         var argv = [binary, "serve", "--database-url", databaseURL, "--listen", "127.0.0.1:\(port)",
                     "--clock", "manual", "--start", "2026-03-27T07:00:00Z"] + extraArguments
-        if let openFileLimit { argv = ["/bin/sh", "-c", "ulimit -n \(openFileLimit) && exec \"$@\"", "sh"] + argv }
+        // Under a limit, the descriptors the child inherits from the test process (its clients'
+        // sockets: a whole parallel suite's) are closed first, or they would count against it.
+        if let openFileLimit {
+            argv = ["/bin/bash", "-c", "ulimit -n \(openFileLimit) || exit 1; for f in /proc/$$/fd/*; do n=${f##*/}; "
+                    + "[ \"$n\" -gt 2 ] && eval \"exec $n>&-\" 2>/dev/null; done; exec \"$@\"", "sh"] + argv
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
