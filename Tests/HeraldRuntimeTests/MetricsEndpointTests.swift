@@ -67,6 +67,9 @@ import Testing
         #expect(Self.sample(text, #"herald_consumer_lag_deliveries{consumer="audit"}"#) != nil, "\(text)")
         #expect(Self.sample(text, #"herald_ready"#) == 1)
         #expect(Self.sample(text, #"herald_users"#) == 3)
+        #expect(Self.sample(text, #"herald_partitions"#) == 1 && Self.sample(text, #"herald_partitions_owned"#) == 1)
+        #expect((Self.sample(text, #"herald_lease_epoch{partition="0"}"#) ?? 0) >= 1, "\(text)")
+        #expect((Self.sample(text, #"herald_lease_renewals_total"#) ?? 0) >= 1, "renewed at once on start")
         #expect(text.contains("# TYPE herald_request_duration_seconds histogram"))
         #expect(text.contains("# HELP herald_requests_total "))
 

@@ -202,6 +202,15 @@ public final class ServiceObservability {
         p.gauge("herald_instance_lock_held", "1 while this service holds the database's instance lock (0: a second serve could start on it).", [],
                 s.instanceLockMissing ? 0 : 1)
 
+        // Partitions and the lease (SPEC §9).
+        p.gauge("herald_partitions", "P: the database's number of partitions.", [], Double(s.partitioning.count))
+        p.gauge("herald_partitions_owned", "Partitions this instance holds the lease of.", [], s.lease.epoch == nil ? 0 : 1)
+        p.gauge("herald_lease_epoch", "The epoch of the lease this instance holds, by partition (0: none).", [("partition", "0")],
+                Double(s.lease.epoch ?? 0))
+        p.count("herald_lease_renewals_total", "Lease renewals that committed.", [], s.leaseRenewals)
+        p.count("herald_lease_renewal_failures_total", "Lease renewals that could not reach PostgreSQL (the lease is kept: appends stay fenced by the epoch).", [],
+                s.leaseRenewalFailures)
+
         // Snapshots.
         let writer = s.restart.writer
         p.count("herald_snapshots_written_total", "Snapshots of every user's state completed by this process.", [], writer?.completed ?? 0)

@@ -70,12 +70,14 @@ extension HeraldService {
                 switch result {
                 case .success(let r) where r.rowCount == 1:
                     self.lease.renewed(sentAt: sentAt)
+                    self.leaseRenewals += 1
                 case .success:
                     if case .stopServing(let epoch) = self.lease.renewalRefused() {
                         self.leaseLost(epoch: epoch, why: "another instance took it over")
                     }
                 case .failure(let error):
                     self.lease.renewalFailed()
+                    self.leaseRenewalFailures += 1
                     self.log("could not renew the lease of partition 0: \(error)")
                 }
             }

@@ -82,6 +82,9 @@ public final class HeraldService: ConnectionDelegate {
     var partitioning = Partitioning.single
     var lease: LeaseStateMachine
     var leaseTimer: LoopEvent?
+    /// Lease renewals that committed, and those that could not reach PostgreSQL (`/metrics`).
+    var leaseRenewals = 0
+    var leaseRenewalFailures = 0
 
     /// Engine time: the manual clock, or the wall clock never allowed to go backwards.
     var engineClock: EngineClock
