@@ -127,7 +127,7 @@ public struct ServiceConfiguration: Sendable {
     public var shutdownSnapshotMilliseconds: Int64 = 60_000
     /// Start from the latest complete snapshot (false: fold the whole log, as before snapshots).
     public var restoreFromSnapshots = true
-    /// Seal each user's content under their key (docs/operations.md, "Erasure"). Off only in the
+    /// Seal each user's content under their key (docs/erasure.md). Off only in the
     /// ingest benchmark's comparison run (`herald bench ingest --unsealed`): content stored in
     /// clear cannot be erased.
     public var sealsContent = true

@@ -19,7 +19,7 @@ struct Bridge: ParsableCommand {
                 Subject <prefix>.<app>.<kind>, the delivery line as the payload, header Nats-Msg-Id: <partition>:<cursor> \
                 (JetStream drops a re-publish of the same delivery). The stream is created at start when absent (file \
                 storage, subjects <prefix>.>, the duplicate window given) and checked when present. Runs until SIGTERM or \
-                SIGINT; a failure of Herald or NATS starts it again from Herald's acknowledged cursor. docs/operations.md.
+                SIGINT; a failure of Herald or NATS starts it again from Herald's acknowledged cursor. docs/bridge.md.
                 """)
 
         @Option(help: "HOST:PORT of the running herald serve.") var herald = "127.0.0.1:7411"

@@ -13,7 +13,7 @@ struct Erase: ParsableCommand {
             placeholder, data, sender name and action title of the user stored so far becomes unreadable — in the \
             database, and in exports and backups taken afterwards; decisions stay. The user's later notifications are \
             stored normally, under a new key. Backups taken before the erasure still hold the key: see \
-            docs/operations.md, "Erasure".
+            docs/erasure.md.
             """)
 
     @Argument(help: "The user whose content to erase.") var user: String
