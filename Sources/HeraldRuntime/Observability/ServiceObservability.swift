@@ -78,6 +78,7 @@ public final class ServiceObservability {
     /// (it precedes the HTTP server), it is not stopping, and PostgreSQL's writer is connected.
     func notReady() -> String? {
         if !service.lifecycle.isServing { return "stopping (goodbye sent to every connection)" }
+        if service.lease.epoch == nil { return "does not hold its partition's lease (another instance took it over)" }
         if !service.store.isReady { return "PostgreSQL is unreachable; reconnecting" }
         if service.appendsInFlight.unknownCommitSince != nil { return "reading back appends of unknown outcome after a reconnect" }
         return nil
