@@ -42,8 +42,7 @@ import Testing
         #expect(try c.call(["op": "registerApp", "app": "com.example.mail", "entitlements": []])["ok"] == true)
         let admin = try PGConnection.connect(server.url)
         defer { admin.close() }
-        let taken = try admin.execute(LeaseSQL.take.replacingOccurrences(of: "owner IS NULL OR", with: "true OR"),
-                                      ["0", "other", "127.0.0.1:1", "5000"]).int64(0, 0)
+        let taken = try admin.execute(LeaseSQL.takeOver, ["0", "other", "127.0.0.1:1", "5000"]).int64(0, 0)
         #expect(taken != nil)
         let refused = try c.call(["op": "submit", "id": "late", "app": "com.example.mail", "user": "alice", "title": "Hi"])
         #expect(refused["error"]?["code"] == "not_owner", "\(refused.canonicalString)")

@@ -56,9 +56,7 @@ public enum EventReader {
     /// A consumer's acknowledged cursor in a partition, nil when the consumer is unknown (0 when
     /// it is known but acknowledged nothing there).
     public static func consumerCursor(_ connection: PGConnection, name: String, partition: Int = 0) throws(StoreError) -> Int64? {
-        let r = try connection.execute(
-            "SELECT coalesce((SELECT acked FROM consumer_cursors WHERE name = $1 AND partition = $2), 0) FROM consumers WHERE name = $1",
-            [name, String(partition)])
+        let r = try connection.execute(ConsumerSQL.ackedCursor, [name, String(partition)])
         return r.rowCount == 0 ? nil : r.int64(0, 0)
     }
 }

@@ -2,16 +2,6 @@
 
 /// SQL of the partition leases (schema/004_partitions.sql, table `partitions`).
 public enum LeaseSQL {
-    /// Takes partition $1 for instance $2 at address $3 for $4 milliseconds when it is free,
-    /// expired, or already ours (a restart): bumps the epoch and returns it; no row when another
-    /// live instance holds it. A take waits for an append in flight on the row, then sees its claim.
-    public static let take = """
-        UPDATE partitions SET epoch = epoch + 1, owner = $2, address = $3,
-                              lease_expires = now() + $4::bigint * interval '1 millisecond'
-        WHERE partition = $1::integer AND (owner IS NULL OR owner = $2 OR lease_expires IS NULL OR lease_expires < now())
-        RETURNING epoch
-        """
-
     /// Takes partition $1 whoever holds it (`herald serve` on a database it serves alone: the
     /// instance lock keeps a second one out, and a stale owner name must not block the start).
     public static let takeOver = """
