@@ -14,6 +14,10 @@ import Testing
         let users = (0..<1_500).map { "\"u\($0)\"" }.joined(separator: ",")
         let c = try server.client()
         #expect(try c.request(#"{"op":"submit","app":"com.example.mail","users":[\#(users)],"id":"m1","title":"Hi"}"#)["ok"] == true)
+        // The deliveries are appended after the ack; a consumer sees them only once they are committed.
+        let consumer = try server.client()
+        #expect(try consumer.request(#"{"op":"subscribe","consumer":"progress","from":"earliest"}"#)["ok"] == true)
+        _ = try consumer.deliveries(1_500)
         let out = try HeraldCommandTests.herald(["export", "--database-url", server.url])
         #expect(out.status == 0, "\(out)")
         return (server.url, out.stdout)
