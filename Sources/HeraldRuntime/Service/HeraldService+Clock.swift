@@ -53,7 +53,7 @@ extension HeraldService {
                     self.afterDueTimers {
                         // The success shape of SPEC §5 (seq of the stored move, warnings), plus the
                         // instant reached and how far deliveries went.
-                        reply(WireReply.ok(rid: rid, ["partition": .int(0), "seq": .int(seq), "warnings": .array([]), "now": .string(target.rfc3339),
+                        reply(WireReply.ok(rid: rid, ["partition": .int(Int64(self.partition)), "seq": .int(seq), "warnings": .array([]), "now": .string(target.rfc3339),
                                                       "deliveryHead": .int(self.deliveryHead)]))
                     }
                 }

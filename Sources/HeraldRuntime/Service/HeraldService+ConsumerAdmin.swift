@@ -10,8 +10,8 @@ extension HeraldService {
         let rid = request.rid
         let utc = "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'"
         reader.query("SELECT c.name, coalesce(k.acked, 0), c.filter, to_char(k.updated_at AT TIME ZONE 'UTC', \(utc)), "
-                     + "to_char(c.created_at AT TIME ZONE 'UTC', \(utc)), (SELECT cursor FROM delivery_heads WHERE partition = 0) "
-                     + "FROM consumers c LEFT JOIN consumer_cursors k ON k.name = c.name AND k.partition = 0 ORDER BY c.name", []) { [unretained] result in
+                     + "to_char(c.created_at AT TIME ZONE 'UTC', \(utc)), (SELECT cursor FROM delivery_heads WHERE partition = $1) "
+                     + "FROM consumers c LEFT JOIN consumer_cursors k ON k.name = c.name AND k.partition = $1 ORDER BY c.name", [String(partition)]) { [unretained] result in
             guard let self = unretained.object else { return }
             let r: PGResult
             switch result {
@@ -28,7 +28,7 @@ extension HeraldService {
                 list.append(.object([
                     "consumer": .string(name),
                     "lag": .int(head - acked),
-                    "partitions": .array([.object(["partition": 0, "acked": .int(acked), "head": .int(head), "lag": .int(head - acked)])]),
+                    "partitions": .array([.object(["partition": .int(Int64(self.partition)), "acked": .int(acked), "head": .int(head), "lag": .int(head - acked)])]),
                     "filter": filter,
                     "ackedAt": r.string(i, 3).map(JSONValue.string) ?? .null,
                     "createdAt": r.string(i, 4).map(JSONValue.string) ?? .null,
@@ -104,7 +104,7 @@ extension HeraldService {
                 if case .failure(let error) = result { fail(self.requestError(error)); return }
                 self.reader.query("WITH cursors AS (DELETE FROM consumer_cursors WHERE name = $1 RETURNING partition, acked), "
                                   + "named AS (DELETE FROM consumers WHERE name = $1 RETURNING name) "
-                                  + "SELECT coalesce((SELECT acked FROM cursors WHERE partition = 0), 0) FROM named", [name]) { [unretained] result in
+                                  + "SELECT coalesce((SELECT acked FROM cursors WHERE partition = $2), 0) FROM named", [name, String(self.partition)]) { [unretained] result in
                     guard let self = unretained.object else { return }
                     switch result {
                     case .failure(let error): fail(self.requestError(error))

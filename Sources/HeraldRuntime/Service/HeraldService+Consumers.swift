@@ -83,7 +83,7 @@ extension HeraldService {
             return
         }
         guard let name else { return }
-        reader.query(ConsumerSQL.ackedCursorAndFilter, [name, "0"]) { [unretained, connectionRef = connection.unretained] result in
+        reader.query(ConsumerSQL.ackedCursorAndFilter, [name, String(partition)]) { [unretained, connectionRef = connection.unretained] result in
             guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
             let acked: Int64?
             let storedFilter: String?
@@ -110,7 +110,7 @@ extension HeraldService {
                     connection.consumerName = nil
                     return
                 }
-                writer.ack(consumer: name, cursor: start) { [unretained] result in
+                writer.ack(consumer: name, partition: Int32(self.partition), cursor: start) { [unretained] result in
                     guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
                     switch result {
                     case .success where filterText == nil:
@@ -187,10 +187,13 @@ extension HeraldService {
                 detail: "Ack with the durable name the consumer subscribed with; subscribe refuses any other, so no stream has this one.")))
             return
         }
-        if let partition = request.body["partition"], partition != .int(0) {
-            reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field",
-                title: "Partition \(partition.canonicalString) is not one of this database's",
-                detail: "This database has \(partitioning.count) partition(s), numbered from 0: ack the partition a delivery line named.")))
+        if let named = request.body["partition"], named != .int(Int64(partition)) {
+            let known = named.intValue.map { $0 >= 0 && $0 < Int64(partitioning.count) } ?? false
+            reply(WireReply.error(rid: request.rid, known
+                ? RequestError(code: "not_owner", title: "Partition \(named.canonicalString) is not served here",
+                               detail: "This connection streams partition \(partition); ack each partition on the connection that streamed its delivery lines.")
+                : RequestError(code: "invalid_field", title: "Partition \(named.canonicalString) is not one of this database's",
+                               detail: "This database has \(partitioning.count) partition(s), numbered from 0: ack the partition a delivery line named.")))
             return
         }
         guard cursor >= 0 else {
@@ -238,7 +241,7 @@ extension HeraldService {
             stream.clientAcked = max(stream.clientAcked, cursor)
             if cursor >= stream.lastSent { target = max(cursor, stream.position) }
         }
-        writer.ack(consumer: name, cursor: min(target, deliveryHead)) { [unretained, weak stream] result in
+        writer.ack(consumer: name, partition: Int32(partition), cursor: min(target, deliveryHead)) { [unretained, weak stream] result in
             guard let self = unretained.object else { return }
             switch result {
             case .success(let acked):
@@ -289,7 +292,7 @@ extension HeraldService {
                     var sent = stream.lastSent
                     while i < ring.count && lineScratch.sink.count < Self.consumerBatchBytes {
                         if filter.matches(kindCode: ring.tags[i].kindCode, app: ring.tags[i].app) {
-                            ring.bodies[i].withUnsafeBytes { Self.appendLine($0, cursor: ring.firstCursor + Int64(i), to: &lineScratch.sink) }
+                            ring.bodies[i].withUnsafeBytes { Self.appendLine($0, partition: partition, cursor: ring.firstCursor + Int64(i), to: &lineScratch.sink) }
                             sent = ring.firstCursor + Int64(i)
                         }
                         i += 1
@@ -298,7 +301,7 @@ extension HeraldService {
                     if lineScratch.sink.count > 0 { connection.send(lineScratch.sink.bytes) }
                 } else {
                     while i < ring.count && lineScratch.sink.count < Self.consumerBatchBytes {
-                        ring.bodies[i].withUnsafeBytes { Self.appendLine($0, cursor: ring.firstCursor + Int64(i), to: &lineScratch.sink) }
+                        ring.bodies[i].withUnsafeBytes { Self.appendLine($0, partition: partition, cursor: ring.firstCursor + Int64(i), to: &lineScratch.sink) }
                         i += 1
                     }
                     connection.send(lineScratch.sink.bytes)
@@ -319,7 +322,7 @@ extension HeraldService {
         guard !stream.advancing, case .success(let writer) = store.currentWriter() else { return }
         stream.advancing = true
         let target = stream.position
-        writer.ack(consumer: stream.name, cursor: target) { [unretained, weak stream] result in
+        writer.ack(consumer: stream.name, partition: Int32(partition), cursor: target) { [unretained, weak stream] result in
             guard let self = unretained.object, let stream else { return }
             stream.advancing = false
             guard case .success(let acked) = result else { return }
@@ -347,11 +350,11 @@ extension HeraldService {
         var parameters: [String?] = [String(stream.position)]
         if let filter = stream.filter {
             sql = "SELECT cursor, CASE WHEN ($2::jsonb IS NULL OR $2::jsonb ? kind) AND ($3::jsonb IS NULL OR $3::jsonb ? app) THEN body END, user_id "
-                + "FROM deliveries WHERE partition = 0 AND cursor > $1 ORDER BY cursor LIMIT \(Self.catchUpPageRows)"
+                + "FROM deliveries WHERE partition = \(partition) AND cursor > $1 ORDER BY cursor LIMIT \(Self.catchUpPageRows)"
             parameters.append(filter.json["kinds"]?.canonicalString)
             parameters.append(filter.json["apps"]?.canonicalString)
         } else {
-            sql = "SELECT cursor, body, user_id FROM deliveries WHERE partition = 0 AND cursor > $1 ORDER BY cursor LIMIT \(Self.catchUpPageRows)"
+            sql = "SELECT cursor, body, user_id FROM deliveries WHERE partition = \(partition) AND cursor > $1 ORDER BY cursor LIMIT \(Self.catchUpPageRows)"
         }
         reader.query(sql, parameters) { [unretained, weak stream] result in
             guard let self = unretained.object, let stream else { return }
@@ -409,8 +412,8 @@ extension HeraldService {
                 if stream.filter == nil || !page.isNull(i, 1) {
                     page.withBytes(i, 1) { body in
                         switch contentKeys.ring.open(body, user: page.string(i, 2)) {
-                        case .clear: Self.appendLine(body, cursor: cursor, to: &lineScratch.sink)
-                        case .opened(let b), .erased(let b): b.withUnsafeBytes { Self.appendLine($0, cursor: cursor, to: &lineScratch.sink) }
+                        case .clear: Self.appendLine(body, partition: partition, cursor: cursor, to: &lineScratch.sink)
+                        case .opened(let b), .erased(let b): b.withUnsafeBytes { Self.appendLine($0, partition: partition, cursor: cursor, to: &lineScratch.sink) }
                         }
                     }
                     stream.lastSent = cursor

@@ -374,7 +374,7 @@ extension HeraldService {
         do {
             let conn = try PGConnection.connect(configuration.databaseURL)
             defer { conn.close() }
-            if case let head = try EventReader.deliveryHead(conn), ring.headFoundAhead(head) {
+            if case let head = try EventReader.deliveryHead(conn, partition: partition), ring.headFoundAhead(head) {
                 log("deliveries up to cursor \(head) had committed without this process learning their cursors; consumers read them from PostgreSQL")
             }
         } catch {

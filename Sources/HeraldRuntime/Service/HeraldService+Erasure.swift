@@ -100,7 +100,7 @@ extension HeraldService {
         do {
             let conn = try keyConnection()
             let deleted = try UserKeyStore.erase(conn, user: user, through: generation)
-            try SnapshotStore.deleteSnapshots(conn, before: event.seq)
+            try SnapshotStore.deleteSnapshots(conn, partition: partition, before: event.seq)
             contentKeys.ring.remove(user: user, through: generation)
             if contentKeys.erasing[user] == generation { contentKeys.erasing[user] = nil }
             contentKeys.erased += 1

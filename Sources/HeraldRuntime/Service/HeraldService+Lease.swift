@@ -18,23 +18,30 @@ extension HeraldService {
     /// Where clients reach this instance.
     var advertisedAddress: String { configuration.advertise ?? "\(configuration.host):\(listener?.port ?? configuration.port)" }
 
-    /// Reads P and takes the lease of the partition this instance serves, before anything is
-    /// restored or appended: its epoch fences every append the writers make (`AppendScope`). One
-    /// instance serves a database (the instance lock), so it takes the lease whoever held it.
+    /// Reads P and takes the lease of the partition this service serves, before anything is
+    /// restored or appended: its epoch fences every append the writers make (`AppendScope`). A
+    /// cluster member took the lease before starting the service (`configuration.leaseEpoch`); the
+    /// single-instance `herald serve` takes it whoever held it (the instance lock keeps it alone).
     func takePartitions(_ conn: PGConnection) throws {
         partitioning = try EventReader.partitioning(conn)
-        guard partitioning.count == 1 else {
-            throw ServiceError.configuration("this database has \(partitioning.count) partitions; this build of herald serve "
-                + "serves a database of one partition. Migrate a database with --partitions 1 (the default), or export this "
-                + "one and import it into such a database.")
+        guard partition < partitioning.count else {
+            throw ServiceError.configuration("partition \(partition) is not one of this database's \(partitioning.count)")
         }
-        let sentAt = ClientConnection.monotonicMilliseconds()
-        let epoch = try LeaseSQL.takeOver(conn, partition: 0, instance: instanceName, address: advertisedAddress,
+        let epoch: Int64
+        if let taken = configuration.leaseEpoch {
+            epoch = taken
+        } else {
+            guard partitioning.count == 1 else {
+                throw ServiceError.configuration("this database has \(partitioning.count) partitions: serve it as a cluster member "
+                    + "(herald serve --instance NAME), which takes its share of the partitions and forwards the rest.")
+            }
+            epoch = try LeaseSQL.takeOver(conn, partition: partition, instance: instanceName, address: advertisedAddress,
                                           ttlMilliseconds: lease.ttlMilliseconds)
-        lease.taken(epoch: epoch, sentAt: sentAt)
-        let scope = AppendScope(partition: 0, epoch: epoch)
+        }
+        lease.taken(epoch: epoch, sentAt: ClientConnection.monotonicMilliseconds())
+        let scope = AppendScope(partition: Int32(partition), epoch: epoch)
         for link in [store] + deliveryStores { link.scope = scope }
-        log("serving partition 0 of \(partitioning.count) as \(instanceName) at epoch \(epoch)")
+        log("serving partition \(partition) of \(partitioning.count) as \(instanceName) at epoch \(epoch)")
     }
 
     /// What `hello` tells of the deployment (SPEC §9).
@@ -65,7 +72,7 @@ extension HeraldService {
         case .stopServing(let epoch):
             leaseLost(epoch: epoch, why: "another instance took it over")
         case .renew(let epoch):
-            leaseConnection.query(LeaseSQL.renew, ["0", String(epoch), String(lease.ttlMilliseconds), advertisedAddress]) { [unretained] result in
+            leaseConnection.query(LeaseSQL.renew, [String(partition), String(epoch), String(lease.ttlMilliseconds), advertisedAddress]) { [unretained] result in
                 guard let self = unretained.object else { return }
                 switch result {
                 case .success(let r) where r.rowCount == 1:
@@ -78,7 +85,7 @@ extension HeraldService {
                 case .failure(let error):
                     self.lease.renewalFailed()
                     self.leaseRenewalFailures += 1
-                    self.log("could not renew the lease of partition 0: \(error)")
+                    self.log("could not renew the lease of partition \(self.partition): \(error)")
                 }
             }
         }
@@ -93,16 +100,16 @@ extension HeraldService {
         do {
             let conn = try PGConnection.connect(configuration.databaseURL)
             defer { conn.close() }
-            try conn.execute(LeaseSQL.release, ["0", String(epoch)])
+            try conn.execute(LeaseSQL.release, [String(partition), String(epoch)])
         } catch {
-            log("could not release partition 0 (\(error)); another instance takes it when the lease expires")
+            log("could not release partition \(partition) (\(error)); another instance takes it when the lease expires")
         }
     }
 
     /// The partition is no longer ours: the writers' epoch check refuses every append from now
     /// on, so this instance stops (a graceful stop: goodbye to every connection).
     func leaseLost(epoch: Int64, why: String) {
-        log("lost partition 0 (epoch \(epoch)): \(why); stopping")
+        log("lost partition \(partition) (epoch \(epoch)): \(why); stopping")
         beginShutdown()
     }
 }

@@ -224,7 +224,7 @@ extension HeraldService {
                     let event = accepted.events.withUnsafeBufferPointer { StoredEvent(draftAt: $0.baseAddress!, seq: seq, at: at) }
                     let foldWarning = self.foldWarning(event, app: accepted.events.withUnsafeBufferPointer { $0[0].app })
                     self.applyCommitted(event)
-                    reply.appended(rid: rid, seq: seq, warnings: foldWarning.map { accepted.warnings + [$0] } ?? accepted.warnings,
+                    reply.appended(rid: rid, partition: partition, seq: seq, warnings: foldWarning.map { accepted.warnings + [$0] } ?? accepted.warnings,
                                    in: self.replyScratch)
                 } else {
                     reply(self.replyFor(outcome: outcome, rid: rid, warnings: accepted.warnings))
@@ -264,7 +264,7 @@ extension HeraldService {
     /// The negative control (tests only, `acknowledgeBeforeCommitForTesting`): answers success now,
     /// before anything is stored, and returns a reply that drops the real outcome.
     func acknowledgeNowForTesting(_ request: ClientSession.Request, _ reply: Reply) -> Reply {
-        reply(WireReply.ok(rid: request.rid, ["partition": .int(0), "seq": .int(0), "warnings": .array([])]))
+        reply(WireReply.ok(rid: request.rid, ["partition": .int(Int64(partition)), "seq": .int(0), "warnings": .array([])]))
         var dropped = reply
         dropped.dropped = true
         return dropped
@@ -298,7 +298,7 @@ extension HeraldService {
             // After what is folded or waiting to fold (events held for lean content are known already).
             var after = lastCommittedSeq
             while true {
-                let page = try EventReader.events(conn, after: after, limit: 10_000)
+                let page = try EventReader.events(conn, partition: partition, after: after, limit: 10_000)
                 if page.isEmpty { break }
                 for var e in page {
                     eventsCommitted += 1
@@ -426,7 +426,7 @@ extension HeraldService {
             // answered by their stored rows; `duplicate` when none was new.
             let appended = outcomes.filter { if case .appended = $0 { return true } else { return false } }.count
             let conflict = outcomes.first { if case .conflict = $0 { return true } else { return false } }
-            var fields: [String: JSONValue] = ["partition": .int(0), "seq": .int(first.seq), "events": .int(Int64(outcomes.count)),
+            var fields: [String: JSONValue] = ["partition": .int(Int64(partition)), "seq": .int(first.seq), "events": .int(Int64(outcomes.count)),
                                                "appended": .int(Int64(appended)), "warnings": .array(warnings.map(\.json))]
             if appended == 0 {
                 fields["duplicate"] = true
@@ -443,13 +443,13 @@ extension HeraldService {
     func replyFor(outcome: AppendOutcome, rid: JSONValue?, warnings: [RequestWarning]) -> [UInt8] {
         switch outcome {
         case .appended(let seq):
-            return WireReply.appended(rid: rid, seq: seq, warnings: warnings, using: &replyScratch.sink)
+            return WireReply.appended(rid: rid, partition: partition, seq: seq, warnings: warnings, using: &replyScratch.sink)
         case .duplicate(let seq):
-            return WireReply.ok(rid: rid, ["partition": .int(0), "seq": .int(seq), "duplicate": true, "warnings": .array([])])
+            return WireReply.ok(rid: rid, ["partition": .int(Int64(partition)), "seq": .int(seq), "duplicate": true, "warnings": .array([])])
         case .conflict(let seq):
             // SPEC §3: re-submitting a used id is acknowledged as a duplicate, whatever it carries;
             // the warning says the stored request differs (nothing of this one was kept).
-            return WireReply.ok(rid: rid, ["partition": .int(0), "seq": .int(seq), "duplicate": true, "warnings": .array([Self.duplicateDiffers(seq: seq).json])])
+            return WireReply.ok(rid: rid, ["partition": .int(Int64(partition)), "seq": .int(seq), "duplicate": true, "warnings": .array([Self.duplicateDiffers(seq: seq).json])])
         }
     }
 

@@ -13,21 +13,21 @@ extension HeraldService {
         let started = now()
         let keepUntil = started.adding(.init(milliseconds: RestartState.keepContentAheadMilliseconds))
         var stored: [String: Int64] = [:]
-        let r = try conn.execute("SELECT user_id, max(user_index) FROM deliveries GROUP BY user_id")
+        let r = try conn.execute("SELECT user_id, max(user_index) FROM deliveries WHERE partition = $1 GROUP BY user_id", [String(partition)])
         for i in 0..<r.rowCount { if let u = r.string(i, 0), let n = r.int64(i, 1) { stored[u] = n } }
-        ring.restored(head: try EventReader.deliveryHead(conn))
+        ring.restored(head: try EventReader.deliveryHead(conn, partition: partition))
         try loadContentKeys(conn)
 
         // The log's events are decided by the rules versions that decided them first (this build's
         // takes over in `takeOverRules`, once the service can serve).
-        engine.book.adopt(try RulesVersionStore.deciding(conn))
+        engine.book.adopt(try RulesVersionStore.deciding(conn, partition: partition))
 
         var through: Int64 = 0
         var fromSnapshot = false
         let t0 = ClientConnection.monotonicMilliseconds()
         /// The latest engine time the restored state has seen (a manual clock resumes there).
         var latestTime = Instant.epoch
-        if configuration.restoreFromSnapshots, let latest = try SnapshotStore.latest(conn) {
+        if configuration.restoreFromSnapshots, let latest = try SnapshotStore.latest(conn, partition: partition) {
             do {
                 latestTime = try loadSnapshot(latest, conn: conn, started: started, keepUntil: keepUntil)
                 through = latest.throughSeq
@@ -46,7 +46,7 @@ extension HeraldService {
         defer { contentConnection?.close() }
         var folded = 0, skipped = 0
         // One binary COPY in seq order: the server streams while the fold runs.
-        let stream = try LogStream(conn, after: through, deliveries: false)
+        let stream = try LogStream(conn, partition: partition, after: through, deliveries: false)
         stream.keys = contentKeys.ring
         let t1 = ClientConnection.monotonicMilliseconds()
         while case .event(let e)? = try stream.next() {
@@ -86,7 +86,7 @@ extension HeraldService {
         // `events` (a sequential scan of 11M rows takes seconds of start-up).
         if engineClock.manual != nil {
             engineClock.holdAtLeast(latestTime)
-            let last = try conn.execute("SELECT (extract(epoch FROM (SELECT max(at) FROM deliveries)) * 1000)::bigint")
+            let last = try conn.execute("SELECT (extract(epoch FROM (SELECT max(at) FROM deliveries WHERE partition = $1)) * 1000)::bigint", [String(partition)])
             if let ms = last.int64(0, 0) { engineClock.holdAtLeast(Instant(millisecondsSinceEpoch: ms)) }
         }
         latestRestoredTime = latestTime
@@ -112,7 +112,7 @@ extension HeraldService {
         let conn = try PGConnection.connect(configuration.databaseURL)
         defer { conn.close() }
         let before = engine.rules.latest
-        let taken = try RulesVersionStore.takeOver(conn, version: configuration.rulesVersion, at: max(now(), latestRestoredTime))
+        let taken = try RulesVersionStore.takeOver(conn, partition: partition, version: configuration.rulesVersion, at: max(now(), latestRestoredTime))
         engine.book.adopt(taken.history)
         guard let change = taken.recorded else { return }
         engineClock.holdAtLeast(change.at)
@@ -161,7 +161,7 @@ extension HeraldService {
         }
         if !owner.isEmpty {
             var found = 0
-            try SnapshotStore.readBodies(conn, seqs: Array(owner.keys), keys: contentKeys.ring) { seq, body in
+            try SnapshotStore.readBodies(conn, partition: partition, seqs: Array(owner.keys), keys: contentKeys.ring) { seq, body in
                 guard let o = owner[seq] else { return }
                 users[o].state.supplySnapshotContent(SubmittedNotification(canonicalBody: body), seq: seq)
                 found += 1
@@ -188,7 +188,7 @@ extension HeraldService {
         guard !wanted.isEmpty else { return }
         let connection = try conn ?? PGConnection.connect(configuration.databaseURL)
         defer { if conn == nil { connection.close() } }
-        try SnapshotStore.readBodies(connection, seqs: Array(wanted.keys), keys: contentKeys.ring) { seq, body in
+        try SnapshotStore.readBodies(connection, partition: partition, seqs: Array(wanted.keys), keys: contentKeys.ring) { seq, body in
             guard let o = wanted[seq] else { return }
             self.users[o].state.supplyContent(SubmittedNotification(canonicalBody: body), seq: seq)
         }

@@ -51,6 +51,7 @@ extension HeraldService {
     func startSnapshots() {
         guard let every = configuration.snapshotEveryEvents, every > 0 else { return }
         restart.writer = SnapshotLink(loop: loop, url: configuration.databaseURL) { [unretained] in unretained.object?.log($0) }
+        restart.writer?.partition = partition
         restart.sliceTimer = loop.timer { [unretained] in unretained.object?.captureSlice() }
         restart.checkTimer = loop.timer { [unretained] in
             guard let self = unretained.object else { return }

@@ -80,6 +80,8 @@ public final class HeraldService: ConnectionDelegate {
 
     /// The database's partitions (read at start-up) and the lease of the one this instance serves.
     var partitioning = Partitioning.single
+    /// The partition this service serves: its events, deliveries, snapshots and consumer cursors.
+    var partition: Int { configuration.partition }
     var lease: LeaseStateMachine
     var leaseTimer: LoopEvent?
     /// Lease renewals that committed, and those that could not reach PostgreSQL (`/metrics`).
@@ -214,7 +216,9 @@ public final class HeraldService: ConnectionDelegate {
         try DurabilityCheck.require(conn, allowUnsafe: configuration.allowUnsafeDurability, log: log)
         // One service per database: the lock lives on this connection, the events writer's from
         // here on (taken again whenever the writer reconnects, see `retakeInstanceLock`).
-        try InstanceLock.take(conn, waitMilliseconds: configuration.instanceLockWaitMilliseconds)
+        if configuration.leaseEpoch == nil {
+            try InstanceLock.take(conn, waitMilliseconds: configuration.instanceLockWaitMilliseconds)
+        }
         try Migrator.migrate(conn) { self.log($0) }
         try takePartitions(conn)
         try restore(from: conn)
@@ -227,7 +231,9 @@ public final class HeraldService: ConnectionDelegate {
             unretained.object?.flushDeliveries()
         }
         for link in deliveryStores { link.onReady = { [unretained] in unretained.object?.flushDeliveries() } }
-        store.prepareReconnected = { [unretained] connection in unretained.object?.retakeInstanceLock(connection) }
+        if configuration.leaseEpoch == nil {
+            store.prepareReconnected = { [unretained] connection in unretained.object?.retakeInstanceLock(connection) }
+        }
         // The context as last (re)loaded: SIGHUP may replace it (`reloadCertificate`).
         limitConnectionsToFileLimit()
         let acceptError: (String) -> Void = { [unretained] message in unretained.object?.log("warning: \(message)") }

@@ -26,10 +26,10 @@ struct Reply {
     /// and handed over in place. The write's access to the sink ends before the connection is
     /// called: sending may resume reading, and so reach code that writes the sink again (after
     /// libevent has copied these bytes).
-    func appended(rid: JSONValue?, seq: Int64, warnings: [RequestWarning], in scratch: ScratchSink) {
+    func appended(rid: JSONValue?, partition: Int, seq: Int64, warnings: [RequestWarning], in scratch: ScratchSink) {
         guard !dropped else { return }
         metrics.succeeded(op, startedAt: startedAt)
-        WireReply.writeAppended(rid: rid, seq: seq, warnings: warnings, to: &scratch.sink)
+        WireReply.writeAppended(rid: rid, partition: partition, seq: seq, warnings: warnings, to: &scratch.sink)
         connection.complete(ticket: ticket, replyIn: scratch.sink.bytes)
     }
 }

@@ -95,6 +95,12 @@ public struct ServiceConfiguration: Sendable {
     public var advertise: String?
     /// How long a partition's lease lasts without renewal (`--lease-ttl`), in milliseconds.
     public var leaseTTLMilliseconds: Int64 = 5_000
+    /// The partition this service serves (SPEC §9). A database of one partition: 0.
+    public var partition = 0
+    /// The epoch of the partition's lease, when the instance took it before starting this service
+    /// (a cluster member: `ClusterMember`). nil: the service takes the lease itself, whoever held
+    /// it — the single-instance `herald serve`, which the instance lock keeps alone on the database.
+    public var leaseEpoch: Int64?
     /// Handle SIGTERM/SIGINT (one service per process may; tests run several and stop them with `requestShutdown`).
     public var handleSignals = true
     /// Reload the tokens file on SIGHUP; nil follows `handleSignals`.

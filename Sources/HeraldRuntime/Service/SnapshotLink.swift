@@ -40,6 +40,9 @@ final class SnapshotLink {
     /// When the last snapshot completed (wall clock, seconds since 1970; metrics).
     private(set) var lastCompletedAt: Double?
 
+    /// The partition whose snapshots are written.
+    var partition = 0
+
     init(loop: EventLoop, url: String, log: @escaping (String) -> Void) {
         self.loop = loop
         self.url = url
@@ -156,7 +159,9 @@ final class SnapshotLink {
             self.connector = nil
             guard !self.stopped else { return }
             do {
-                try self.install(SnapshotUpload(connection: result.get()))
+                let upload = try SnapshotUpload(connection: result.get())
+                upload.partition = self.partition
+                try self.install(upload)
             } catch {
                 if !self.currentFailed {
                     self.failed += 1

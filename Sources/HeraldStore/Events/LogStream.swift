@@ -104,16 +104,16 @@ public final class LogStream {
     /// every delivery follows its causing event, and a timer's delivery comes about where it
     /// committed. (One COPY merging the two tables by position would need an index on
     /// `deliveries (cause_seq)`, which every delivery insert would pay for.)
-    public init(_ connection: PGConnection, after: Int64 = 0, through: Int64 = .max, deliveries: Bool) throws(StoreError) {
+    public init(_ connection: PGConnection, partition: Int = 0, after: Int64 = 0, through: Int64 = .max, deliveries: Bool) throws(StoreError) {
         lastEventSeq = after
         copy = try PGCopyOut(connection, sql: """
             COPY (SELECT seq, user_id, type, app, notification_id, body, engine_time FROM events
-                  WHERE seq > \(after) AND seq <= \(through) ORDER BY seq) TO STDOUT (FORMAT binary)
+                  WHERE partition = \(partition) AND seq > \(after) AND seq <= \(through) ORDER BY seq) TO STDOUT (FORMAT binary)
             """)
         if deliveries {
             deliveryCopy = try PGCopyOut(connection.duplicate(), sql: """
                 COPY (SELECT cause_seq, user_id, kind, app, notification_id, body, at, user_index, reason FROM deliveries
-                      WHERE cause_seq > \(after) AND cause_seq <= \(through) ORDER BY cursor) TO STDOUT (FORMAT binary)
+                      WHERE partition = \(partition) AND cause_seq > \(after) AND cause_seq <= \(through) ORDER BY cursor) TO STDOUT (FORMAT binary)
                 """)
         } else {
             deliveryCopy = nil
@@ -180,18 +180,18 @@ public final class LogStream {
     }
 
     /// The engine time of the event at `seq` (nil when there is none: past the head).
-    public static func engineTime(ofSeq seq: Int64, _ connection: PGConnection) throws(StoreError) -> Instant? {
+    public static func engineTime(ofSeq seq: Int64, partition: Int = 0, _ connection: PGConnection) throws(StoreError) -> Instant? {
         let r = try connection.execute(
-            "SELECT (extract(epoch FROM engine_time) * 1000)::bigint FROM events WHERE seq = $1::bigint", [String(seq)])
+            "SELECT (extract(epoch FROM engine_time) * 1000)::bigint FROM events WHERE partition = $2 AND seq = $1::bigint", [String(seq), String(partition)])
         return r.rowCount == 0 ? nil : r.int64(0, 0).map(Instant.init(millisecondsSinceEpoch:))
     }
 
     /// The last seq to read for a limit given as an engine time: every event before the first
     /// one later than `time` (events are folded in seq order, and replay stops at the first).
-    public static func lastSeq(before time: Instant, _ connection: PGConnection) throws(StoreError) -> Int64 {
+    public static func lastSeq(before time: Instant, partition: Int = 0, _ connection: PGConnection) throws(StoreError) -> Int64 {
         let r = try connection.execute(
-            "SELECT coalesce((SELECT min(seq) - 1 FROM events WHERE engine_time > 'epoch'::timestamptz + $1::bigint * interval '1 millisecond'), (SELECT seq FROM partitions WHERE partition = 0))",
-            [String(time.millisecondsSinceEpoch)])
+            "SELECT coalesce((SELECT min(seq) - 1 FROM events WHERE partition = $2 AND engine_time > 'epoch'::timestamptz + $1::bigint * interval '1 millisecond'), (SELECT seq FROM partitions WHERE partition = $2))",
+            [String(time.millisecondsSinceEpoch), String(partition)])
         return r.int64(0, 0) ?? 0
     }
 }

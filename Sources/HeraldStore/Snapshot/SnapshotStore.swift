@@ -18,14 +18,14 @@ public enum SnapshotStore {
     }
 
     // The statements, shared by these blocking helpers and the service's non-blocking `SnapshotUpload`.
-    static let beginSQL = "INSERT INTO snapshots (partition, through_seq, format, header) VALUES (0, $1, $2, decode($3, 'hex')) RETURNING id"
+    static let beginSQL = "INSERT INTO snapshots (partition, through_seq, format, header) VALUES ($4, $1, $2, decode($3, 'hex')) RETURNING id"
     static let copyPartsSQL = "COPY snapshot_parts (snapshot_id, part, users, data) FROM STDIN (FORMAT binary)"
-    /// Completion and the deletion of every older snapshot in one statement (one transaction).
+    /// Completion and the deletion of every older snapshot of its partition in one statement (one transaction).
     static let completeSQL = """
         WITH done AS (
             UPDATE snapshots SET completed_at = now(), users = $2, parts = $3, bytes = $4,
-                   through_seq = coalesce($5::bigint, through_seq) WHERE id = $1 RETURNING id)
-        DELETE FROM snapshots WHERE id < $1 AND EXISTS (SELECT 1 FROM done)
+                   through_seq = coalesce($5::bigint, through_seq) WHERE id = $1 RETURNING id, partition)
+        DELETE FROM snapshots WHERE id < $1 AND partition = (SELECT partition FROM done)
         """
     static let abandonSQL = "DELETE FROM snapshots WHERE id = $1 AND completed_at IS NULL"
 
@@ -42,8 +42,8 @@ public enum SnapshotStore {
     }
 
     /// Starts a snapshot at `throughSeq`; returns its id.
-    public static func begin(_ conn: PGConnection, throughSeq: Int64, header: [UInt8]) throws(StoreError) -> Int64 {
-        let r = try conn.execute(beginSQL, [String(throughSeq), String(SnapshotFormat.version), hex(header)])
+    public static func begin(_ conn: PGConnection, partition: Int = 0, throughSeq: Int64, header: [UInt8]) throws(StoreError) -> Int64 {
+        let r = try conn.execute(beginSQL, [String(throughSeq), String(SnapshotFormat.version), hex(header), String(partition)])
         guard let id = r.int64(0, 0) else { throw .rejected(sqlstate: "", message: "no snapshot id returned", detail: nil, hint: nil) }
         return id
     }
@@ -80,12 +80,12 @@ public enum SnapshotStore {
         try conn.execute(abandonSQL, [String(id)])
     }
 
-    /// The latest complete snapshot of this build's format, if any.
-    public static func latest(_ conn: PGConnection) throws(StoreError) -> Latest? {
+    /// The latest complete snapshot of a partition in this build's format, if any.
+    public static func latest(_ conn: PGConnection, partition: Int = 0) throws(StoreError) -> Latest? {
         let r = try conn.execute("""
             SELECT id, through_seq, format, encode(header, 'hex'), users, parts, bytes FROM snapshots
-            WHERE completed_at IS NOT NULL AND format = $1 ORDER BY id DESC LIMIT 1
-            """, [String(SnapshotFormat.version)])
+            WHERE partition = $2 AND completed_at IS NOT NULL AND format = $1 ORDER BY id DESC LIMIT 1
+            """, [String(SnapshotFormat.version), String(partition)])
         guard r.rowCount == 1, let id = r.int64(0, 0), let through = r.int64(0, 1) else { return nil }
         return Latest(id: id, throughSeq: through, format: Int(r.int64(0, 2) ?? 0), header: unhex(r.string(0, 3) ?? ""),
                       users: r.int64(0, 4) ?? 0, parts: Int(r.int64(0, 5) ?? 0), bytes: r.int64(0, 6) ?? 0)
@@ -102,14 +102,14 @@ public enum SnapshotStore {
 
     /// The stored submit bodies at `seqs` (canonical JSON; any order), 10,000 per statement.
     /// With `keys`, sealed bodies are opened (the erased form when the key is gone).
-    public static func readBodies(_ conn: PGConnection, seqs: [Int64], keys: KeyRing? = nil,
+    public static func readBodies(_ conn: PGConnection, partition: Int = 0, seqs: [Int64], keys: KeyRing? = nil,
                                   _ body: (Int64, UnsafeRawBufferPointer) -> Void) throws(StoreError) {
         var i = 0
         while i < seqs.count {
             let slice = seqs[i..<min(seqs.count, i + 10_000)]
             i += slice.count
             let list = slice.map(String.init).joined(separator: ",")
-            let copy = try PGCopyOut(conn, sql: "COPY (SELECT seq, body, user_id FROM events WHERE seq = ANY('{\(list)}'::bigint[])) TO STDOUT (FORMAT binary)")
+            let copy = try PGCopyOut(conn, sql: "COPY (SELECT seq, body, user_id FROM events WHERE partition = \(partition) AND seq = ANY('{\(list)}'::bigint[])) TO STDOUT (FORMAT binary)")
             while let row = try copy.next() {
                 guard let seq = row.int64(0) else { continue }
                 let stored = row.bytes(1) ?? UnsafeRawBufferPointer(start: nil, count: 0)

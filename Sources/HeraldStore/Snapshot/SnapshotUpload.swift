@@ -38,6 +38,8 @@ public final class SnapshotUpload {
     }
 
     private let connection: PGConnection
+    /// The partition whose snapshots this upload writes.
+    public var partition = 0
     private var state = State.idle
     private var completion: Completion?
     public private(set) var wantsWrite = false
@@ -61,7 +63,7 @@ public final class SnapshotUpload {
         let sent: Bool
         switch job {
         case .begin(let through, let header):
-            sent = connection.send(SnapshotStore.beginSQL, [String(through), String(SnapshotFormat.version), SnapshotStore.hex(header)])
+            sent = connection.send(SnapshotStore.beginSQL, [String(through), String(SnapshotFormat.version), SnapshotStore.hex(header), String(partition)])
             state = .awaitingResult(nil)
         case .part(let id, let index, let users, let data):
             // Simple protocol: COPY starts from it; the SQL holds only a constant.
