@@ -133,7 +133,7 @@ struct RequestFields {
     }
 
     /// Envelope members of every request, never part of an event body.
-    static let envelope: Set<String> = ["op", "rid", "token"]
+    static let envelope: Set<String> = ["op", "rid", "token", "route"]
 }
 
 func article(_ typeName: String) -> String {

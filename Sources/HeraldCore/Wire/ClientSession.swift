@@ -17,6 +17,8 @@ public struct ClientSession: Sendable {
         public var body: JSONValue
         /// A plain submit read straight from its line (`SubmitLine`), else nil.
         public var submitLine: SubmitLine? = nil
+        /// The line as received, kept when the session forwards (`forwardsLines`).
+        public var line: [UInt8]? = nil
     }
 
     public enum Action: Sendable {
@@ -76,6 +78,9 @@ public struct ClientSession: Sendable {
     /// What the hello reply tells of the deployment (SPEC §9): `instance`, `partitions`, `hash`
     /// and `routes`, set by the service when the connection opens.
     public var topology: [String: JSONValue] = [:]
+    /// A router's session (SPEC §9, routing): every request is parsed (no plain-submit reading)
+    /// and dispatched with its line, which is forwarded as received to the partition's owner.
+    public var forwardsLines = false
 
     public init(tokens: TokenTable, serverName: String) {
         self.tokens = tokens
@@ -114,7 +119,7 @@ public struct ClientSession: Sendable {
         nextTicket += 1
         // The common case first: a plain submit from a producer for one of its apps, read without
         // a JSON tree. Anything else — including every refusal — takes the general path below.
-        if isProducer, let submit = SubmitLine.read(line, knownApp: lastSubmitApp),
+        if isProducer, !forwardsLines, let submit = SubmitLine.read(line, knownApp: lastSubmitApp),
            producerApps?.contains(submit.app) ?? true {
             lastSubmitApp = submit.app
             actions.append(.dispatch(Request(ticket: ticket, op: .submit, rid: submit.rid, body: .null, submitLine: submit)))
@@ -193,7 +198,7 @@ public struct ClientSession: Sendable {
                     + replyCompleted(ticket: ticket, reply: WireReply.error(rid: rid, .consumerNotOwned(name)))
             }
         }
-        return [.dispatch(Request(ticket: ticket, op: known, rid: rid, body: .object(body)))]
+        return [.dispatch(Request(ticket: ticket, op: known, rid: rid, body: .object(body), line: forwardsLines ? Array(line) : nil))]
     }
 
     /// The TLS handshake verified a client certificate with these names (CN, DNS and URI SANs).

@@ -69,7 +69,7 @@ public enum Op: UInt8, CaseIterable, Hashable, Sendable {
         case .opened: Entry(role: .settings, path: .door, fields: ["user", "app", "id"], stores: .opened)
         case .badgeClear: Entry(role: .settings, path: .door, fields: ["user", "app"], stores: .badgeClear)
         case .registerApp: Entry(role: .admin, path: .door, fields: ["app", "entitlements"], stores: .registerApp)
-        case .subscribe: Entry(role: .consumer, path: .service, fields: ["consumer", "from", "filter", "ephemeral"], stores: nil)
+        case .subscribe: Entry(role: .consumer, path: .service, fields: ["consumer", "from", "filter", "ephemeral", "partitions"], stores: nil)
         case .ack: Entry(role: .consumer, path: .service, fields: ["consumer", "cursor"], stores: nil)
         // Consumer administration: every durable consumer's position, lag, filter and members; and
         // deleting one (its live connections are closed, its cursor removed).

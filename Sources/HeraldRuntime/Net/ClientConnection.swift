@@ -259,6 +259,9 @@ public final class ClientConnection {
     }
 
     /// The tokens file was reloaded: re-check this connection's grant (it may be closed).
+    /// What the next `hello` tells of the deployment (a router's routes changed).
+    func topologyChanged(_ topology: [String: JSONValue]) { session.topology = topology }
+
     public func tokensReloaded(_ table: TokenTable) {
         perform(session.tokensReloaded(table))
     }

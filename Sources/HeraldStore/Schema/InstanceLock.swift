@@ -34,6 +34,18 @@ public enum InstanceLock {
             """)
     }
 
+    /// A cluster member's share of the lock (`herald serve --instance`): members hold it together,
+    /// and a single-instance `herald serve` (which takes it alone) cannot start beside them, nor
+    /// they beside it.
+    public static func takeShared(_ connection: PGConnection) throws(StoreError) {
+        if try connection.execute("SELECT pg_try_advisory_lock_shared($1)", [String(key)]).string(0, 0) == "t" { return }
+        throw .configuration("""
+            A single-instance herald serve (started without --instance) is serving this database: \(holder(connection)) \
+            holds Herald's instance lock (advisory lock \(key)). Cluster members and a single instance cannot share a \
+            database: stop it, then start every instance with --instance NAME.
+            """)
+    }
+
     /// Who holds the lock, for the error: backend pid, application, address and start time.
     static func holder(_ connection: PGConnection) -> String {
         guard let r = try? connection.execute("""

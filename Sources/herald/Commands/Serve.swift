@@ -28,8 +28,10 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("plain-listen"), help: "With TLS: also serve plaintext on this loopback HOST:PORT (local tools).")
     var plainListen: String?
     @Option(help: "Maximum client connections.") var maxConnections = 10_000
-    @Option(help: "This instance's name among those serving the database (default: HOST:PORT of the machine's name and --listen's port).")
+    @Option(help: "Serve as a cluster member named NAME: one of several instances sharing the database's partitions, each forwarding what the others own (docs/operations.md, \"Several instances\").")
     var instance: String?
+    @Option(name: .customLong("peer-token-file"), help: "A cluster member's token for forwarding to the other instances (a file holding one token with every role in their --tokens; not needed in dev mode).")
+    var peerTokenFile: String?
     @Option(help: "HOST:PORT where clients reach this instance, published in its leases and hello's routes (default: --listen).")
     var advertise: String?
     @Option(name: .customLong("lease-ttl"), help: "Seconds a partition's lease lasts without renewal (renewed every third of it).")
@@ -134,6 +136,10 @@ struct Serve: ParsableCommand {
             config.instanceName = instance
             config.advertise = advertise
             config.leaseTTLMilliseconds = Int64(leaseTTL * 1000)
+            if instance != nil {
+                try serveAsMember(config, http: httpAddress)
+                return
+            }
             let service = HeraldService(configuration: config, logger: Log.logger)
             var observability: ServiceObservability?
             do {
@@ -149,5 +155,30 @@ struct Serve: ParsableCommand {
             observability?.stop()
             Log.info("stopped")
         }
+    }
+
+    /// `--instance`: a cluster member (a router and the services of the partitions it holds).
+    private func serveAsMember(_ config: ServiceConfiguration, http: (host: String, port: Int)?) throws {
+        guard http == nil else {
+            Log.info("error: --http is not served by a cluster member (--instance) yet: leave it out, or serve a one-partition database without --instance")
+            throw ExitCode.error
+        }
+        let member = ClusterMember(configuration: config, log: LogMessages.sink(Log.logger))
+        if let peerTokenFile {
+            guard let text = try? String(contentsOfFile: peerTokenFile, encoding: .utf8),
+                  case let token = text.trimmingCharacters(in: .whitespacesAndNewlines), !token.isEmpty else {
+                Log.info("error: --peer-token-file \(peerTokenFile) cannot be read or is empty: it holds the token this instance presents to the others")
+                throw ExitCode.error
+            }
+            member.peerToken = token
+        }
+        do {
+            try member.start()
+        } catch let error as ServiceError {
+            Log.info("error: \(error)")
+            throw ExitCode.error
+        }
+        member.run()
+        Log.info("stopped")
     }
 }

@@ -1,0 +1,398 @@
+// A cluster member's front door: accepts every client, forwards each request to its partition's owner, relays the replies.
+import CLibEvent
+import DequeModule
+import Glibc
+import HeraldCore
+
+/// The door of `herald serve --instance` (SPEC §9, routing). Clients connect here; the session
+/// checks hello, roles and apps as on a single instance; each request then goes, as received, to
+/// the owner of its user's partition — a partition service of this process (on loopback, with the
+/// member's internal token) or another instance (with the peer token, marked `"route":"direct"` so
+/// it is never forwarded twice). Replies come back in each connection's request order (the
+/// connection orders them by ticket). A fan-out across partitions is split and answered once,
+/// after every partition answered (`ReplyMerge`). Requests whose partition has no reachable owner
+/// wait (`parked`) until the leases name one, or until `parkMilliseconds`.
+final class Router: ConnectionDelegate {
+    struct Settings {
+        var host = "127.0.0.1"
+        var port = 0
+        var tokens = TokenTable()
+        var tls: TLSContext?
+        var serverName = HeraldVersion.serverName
+        var maxLineBytes = 65_536
+        var maxConnections = 10_000
+        var limits = ClientConnection.Limits()
+        var instance = ""
+        /// The token this member's partition services accept.
+        var internalToken = ""
+        /// The token other instances accept from this one (nil: they run in dev mode).
+        var peerToken: String?
+        /// How long a request waits for its partition to have an owner before it is refused.
+        var parkMilliseconds: Int64 = 30_000
+    }
+
+    let loop: EventLoop
+    let settings: Settings
+    var log: (String) -> Void
+    var partitioning: Partitioning
+    /// Each partition's owner, as the member last read the leases.
+    var owners: Owners
+    /// The partitions this member's services serve, and where (loopback address).
+    var local: [Int: String] = [:]
+    /// The advertised address of this instance (its routes name it for the partitions it owns).
+    var advertised: String
+    /// Asked for when a request found no owner: the member reads the leases again at once.
+    var wantsRoutes: (() -> Void)?
+
+    private(set) var listener: Listener?
+    private var connections = ConnectionTable()
+    private var reaper: LoopEvent?
+    private let delegateRef = ConnectionDelegateRef()
+    /// Pipelined request links, one per owner address.
+    private var links: [String: UpstreamLink] = [:]
+    /// Subscriptions by client connection id.
+    private var streams: [UInt64: RouterStream] = [:]
+    /// Requests waiting for their partition's owner.
+    private var parked: Deque<Parked> = []
+    private var parkTimer: LoopEvent?
+    private let unretained = Unretained<Router>()
+    private(set) var forwarded = 0
+    private(set) var forwardedRemote = 0
+    private(set) var draining = false
+
+    struct Parked {
+        var partition: Int
+        var line: [UInt8]
+        var direct: Bool
+        var since: Int64
+        var handler: UpstreamLink.ReplyHandler
+    }
+
+    init(loop: EventLoop, settings: Settings, partitioning: Partitioning, advertised: String, log: @escaping (String) -> Void) {
+        self.loop = loop
+        self.settings = settings
+        self.partitioning = partitioning
+        self.owners = Owners(partitions: partitioning.count)
+        self.advertised = advertised
+        self.log = log
+        unretained.object = self
+        delegateRef.delegate = self
+        connections.limit = settings.maxConnections
+    }
+
+    deinit {
+        unretained.object = nil
+        delegateRef.delegate = nil
+    }
+
+    /// Binds the listener; returns the port.
+    func listen() throws -> Int {
+        let listener = try Listener(loop: loop, host: settings.host, port: settings.port, onAccept: { [unretained] fd in
+            unretained.object?.accept(fd)
+        }, onAcceptError: { [unretained] message in unretained.object?.log("warning: \(message)") })
+        self.listener = listener
+        reaper = loop.timer { [unretained] in unretained.object?.connections.freeClosed() }
+        parkTimer = loop.timer { [unretained] in unretained.object?.retryParked() }
+        return listener.port
+    }
+
+    // MARK: Connections
+
+    private func accept(_ fd: Int32) {
+        if draining || connections.isFull {
+            if settings.tls == nil {
+                let line = WireReply.error(rid: nil, .busy)
+                _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            }
+            close(fd)
+            return
+        }
+        var session = ClientSession(tokens: settings.tokens, serverName: settings.serverName)
+        session.forwardsLines = true
+        session.topology = topology()
+        guard let connection = ClientConnection(id: connections.takeId(), fd: fd, loop: loop, session: session,
+                                                maxLineBytes: settings.maxLineBytes, delegate: delegateRef, tls: settings.tls) else {
+            if fcntl(fd, F_GETFD) != -1 { close(fd) }
+            return
+        }
+        connection.startDeadlines(settings.limits)
+        connections.accepted(connection)
+    }
+
+    /// What `hello` tells of the deployment: this instance, P, the hash and each partition's owner.
+    func topology() -> [String: JSONValue] {
+        ["instance": .string(settings.instance), "partitions": .int(Int64(partitioning.count)),
+         "hash": .string(Partitioning.hashName), "routes": owners.routes]
+    }
+
+    func connectionClosing(_ connection: ClientConnection, reason: String) {
+        if let stream = streams.removeValue(forKey: connection.id) { stream.close() }
+    }
+
+    func connectionWarning(_ connection: ClientConnection, _ message: String) { log("warning: \(message)") }
+
+    func connectionClosed(_ connection: ClientConnection) {
+        connections.closed(connection)
+        reaper?.arm(afterMilliseconds: 0)
+    }
+
+    var openConnections: Int { connections.count }
+
+    // MARK: Requests
+
+    func handle(_ request: ClientSession.Request, from connection: ClientConnection) {
+        let ticket = request.ticket
+        let reply: UpstreamLink.ReplyHandler = { [connectionRef = connection.unretained] line in
+            guard let c = connectionRef.object else { return }
+            var bytes = line
+            bytes.append(0x0A)
+            c.complete(ticket: ticket, reply: bytes)
+        }
+        guard var line = request.line else { preconditionFailure("a router's session keeps every line") }
+        line.append(0x0A)
+        let direct = request.body["route"]?.stringValue == "direct"
+        switch RequestRoute.of(request.op, body: request.body, partitioning: partitioning) {
+        case .router:
+            reply(Self.bytes(WireReply.ok(rid: request.rid, stats())))
+        case .partition(let p):
+            if direct, local[p] == nil {
+                reply(Self.bytes(notOwner(partition: p, rid: request.rid)))
+                return
+            }
+            forward(line, to: p, reply)
+        case .split(let parts):
+            guard case .object(var body) = request.body else { return }
+            body["op"] = .string(request.op.name)
+            var lines: [(Int, [UInt8])] = []
+            for part in parts {
+                body["users"] = .array(part.users.map(JSONValue.string))
+                lines.append((part.partition, WireReply.line(.object(body))))
+            }
+            gather(op: request.op, rid: request.rid, lines, reply)
+        case .everyPartition:
+            gather(op: request.op, rid: request.rid, partitioning.all.map { ($0, line) }, reply)
+        case .ack(let p):
+            guard let stream = streams[connection.id] else {
+                // Not subscribed here: the partition's service answers (it knows no such stream).
+                forward(line, to: p, reply)
+                return
+            }
+            stream.ack(line, partition: p, reply)
+        case .subscribe:
+            subscribe(request, line: line, connection: connection, reply)
+        }
+    }
+
+    /// Sends `line` to partition `p`'s owner and `handler` its reply; parks it while `p` has no owner.
+    func forward(_ line: [UInt8], to p: Int, direct: Bool = false, since: Int64? = nil, _ handler: @escaping UpstreamLink.ReplyHandler) {
+        let now = ClientConnection.monotonicMilliseconds()
+        guard let link = link(for: p) else {
+            park(Parked(partition: p, line: line, direct: direct, since: since ?? now, handler: handler))
+            return
+        }
+        forwarded += 1
+        let remote = local[p] == nil
+        if remote { forwardedRemote += 1 }
+        let out = remote ? Self.directed(line) : line
+        link.send(out, tag: p) { [unretained] answer in
+            // An owner that lost the partition meanwhile (fenced, or not the owner any more): the
+            // request was not stored; it waits for the new owner.
+            if Self.isNotOwner(answer), let self = unretained.object, now - (since ?? now) < self.settings.parkMilliseconds {
+                self.park(Parked(partition: p, line: line, direct: direct, since: since ?? now, handler: handler))
+                self.wantsRoutes?()
+                return
+            }
+            handler(answer)
+        }
+    }
+
+    /// Sends each partition its line; one merged reply once all answered.
+    private func gather(op: Op, rid: JSONValue?, _ lines: [(Int, [UInt8])], _ reply: @escaping UpstreamLink.ReplyHandler) {
+        let gathering = Gathering(count: lines.count)
+        for (p, line) in lines {
+            forward(line, to: p) { answer in
+                gathering.replies.append((p, (try? JSONValue.parse(answer)) ?? .object([:])))
+                guard gathering.replies.count == gathering.count else { return }
+                let sorted = gathering.replies.sorted { $0.partition < $1.partition }
+                reply(Self.bytes(WireReply.line(ReplyMerge.merge(op: op, rid: rid, sorted))))
+            }
+        }
+    }
+
+    final class Gathering {
+        let count: Int
+        var replies: [(partition: Int, reply: JSONValue)] = []
+        init(count: Int) { self.count = count }
+    }
+
+    /// The request link to partition `p`'s owner (made on first use); nil while `p` has no owner.
+    private func link(for p: Int) -> UpstreamLink? {
+        let address: String
+        let token: String?
+        if let mine = local[p] {
+            address = mine
+            token = settings.internalToken
+        } else if let owner = owners[p], owner.address != advertised {
+            address = owner.address
+            token = settings.peerToken
+        } else {
+            return nil
+        }
+        if let link = links[address], !link.isClosed, !link.saidGoodbye { return link }
+        let link = UpstreamLink(loop: loop, address: address, token: token)
+        link.onLost = { [unretained] lost, why in unretained.object?.linkLost(address, lost, why) }
+        links[address] = link
+        return link
+    }
+
+    /// A link ended: what it had not answered waits for the partition's (new) owner.
+    private func linkLost(_ address: String, _ lost: [UpstreamLink.Pending], _ why: String) {
+        if links[address]?.isClosed == true || links[address]?.saidGoodbye == true { links[address] = nil }
+        guard !lost.isEmpty else { return }
+        log("notice: \(lost.count) request(s) to \(address) unanswered (\(why)); sent again to the partition's owner")
+        let now = ClientConnection.monotonicMilliseconds()
+        for l in lost {
+            park(Parked(partition: l.tag, line: Self.undirected(l.line), direct: false, since: now, handler: l.handler))
+        }
+        wantsRoutes?()
+    }
+
+    private func park(_ item: Parked) {
+        parked.append(item)
+        parkTimer?.arm(afterMilliseconds: 100)
+    }
+
+    /// Retries parked requests whose partition has an owner; refuses those that waited too long.
+    func retryParked() {
+        guard !parked.isEmpty else { return }
+        let now = ClientConnection.monotonicMilliseconds()
+        let waiting = parked
+        parked.removeAll()
+        for item in waiting {
+            if link(for: item.partition) != nil {
+                forward(item.line, to: item.partition, direct: item.direct, since: item.since, item.handler)
+            } else if now - item.since >= settings.parkMilliseconds {
+                item.handler(Self.bytes(WireReply.error(rid: Self.rid(of: item.line), Self.unavailable(item.partition, waited: now - item.since))))
+            } else {
+                parked.append(item)
+            }
+        }
+        if !parked.isEmpty {
+            wantsRoutes?()
+            parkTimer?.arm(afterMilliseconds: 100)
+        }
+    }
+
+    /// The member read the leases: new owners take the parked requests at once.
+    func ownersChanged(_ new: Owners) {
+        let changed = new != owners
+        owners = new
+        if changed {
+            for c in connections.open.values { c.topologyChanged(topology()) }
+        }
+        if !parked.isEmpty { retryParked() }
+        for stream in streams.values { stream.resubscribeMissing() }
+    }
+
+    // MARK: Subscriptions
+
+    private func subscribe(_ request: ClientSession.Request, line: [UInt8], connection: ClientConnection,
+                           _ reply: @escaping UpstreamLink.ReplyHandler) {
+        streams[connection.id]?.close()
+        var wanted = partitioning.all.map { $0 }
+        if let only = request.body["partitions"]?.arrayValue {
+            let set = Set(only.compactMap(\.intValue).map(Int.init))
+            wanted = wanted.filter(set.contains)
+        }
+        let stream = RouterStream(router: self, connection: connection, request: request, partitions: wanted)
+        streams[connection.id] = stream
+        stream.start(reply)
+    }
+
+    /// A dedicated link to partition `p`'s owner for one subscription (nil: no owner now).
+    func streamLink(for p: Int) -> (link: UpstreamLink, remote: Bool)? {
+        if let mine = local[p] { return (UpstreamLink(loop: loop, address: mine, token: settings.internalToken), false) }
+        if let owner = owners[p], owner.address != advertised {
+            return (UpstreamLink(loop: loop, address: owner.address, token: settings.peerToken), true)
+        }
+        return nil
+    }
+
+    // MARK: Stopping
+
+    /// A lame-duck stop: no new connections; every client is told goodbye and its requests already
+    /// read are answered (forwarded ones included), then it closes.
+    func beginDrain() {
+        guard !draining else { return }
+        draining = true
+        listener?.disable()
+        let goodbye = WireReply.line(.object(["op": "goodbye", "reason": "shutting_down"]))
+        for c in connections.open.values { c.goodbye(goodbye, reason: "server shutting down (goodbye sent)") }
+    }
+
+    func closeAll() {
+        for c in connections.open.values { c.close(reason: "server shutting down") }
+        for stream in streams.values { stream.close() }
+        streams.removeAll()
+        for link in links.values { link.close() }
+        links.removeAll()
+    }
+
+    // MARK: Replies
+
+    func stats() -> [String: JSONValue] {
+        ["op": "stats", "instance": .string(settings.instance), "partitions": .int(Int64(partitioning.count)),
+         "served": .array(local.keys.sorted().map { .int(Int64($0)) }), "connections": .int(Int64(connections.count)),
+         "forwarded": .int(Int64(forwarded)), "forwardedRemote": .int(Int64(forwardedRemote)), "parked": .int(Int64(parked.count)),
+         "subscriptions": .int(Int64(streams.count))]
+    }
+
+    func notOwner(partition p: Int, rid: JSONValue?) -> [UInt8] {
+        let owner = owners[p]
+        var error: [String: JSONValue] = [
+            "code": "not_owner",
+            "title": .string("Partition \(p) is not owned by this instance"),
+            "detail": .string(owner.map { "Send it to \($0.address) (instance \($0.instance)), which owns partition \(p) at epoch \($0.epoch), or leave out \"route\":\"direct\" to have it forwarded." }
+                ?? "Partition \(p) has no live owner right now (it is being taken over); leave out \"route\":\"direct\" to have it forwarded once it has one."),
+            "partition": .int(Int64(p)),
+        ]
+        if let owner { error["address"] = .string(owner.address); error["epoch"] = .int(owner.epoch) }
+        var o: [String: JSONValue] = ["ok": false, "error": .object(error)]
+        if let rid { o["rid"] = rid }
+        return WireReply.line(.object(o))
+    }
+
+    static func unavailable(_ p: Int, waited: Int64) -> RequestError {
+        RequestError(code: "partition_unavailable", title: "Partition \(p) has no owner",
+                     detail: "No instance served partition \(p) for \(waited) ms (its owner stopped and none has taken it over yet); nothing of this request was stored. Send it again.")
+    }
+
+    /// `line` without its newline (replies handed to a `ReplyHandler` are lines without one).
+    static func bytes(_ line: [UInt8]) -> [UInt8] {
+        line.last == 0x0A ? Array(line.dropLast()) : line
+    }
+
+    /// The line marked `"route":"direct"` (sent to another instance: it must not forward it again).
+    static func directed(_ line: [UInt8]) -> [UInt8] {
+        guard line.first == UInt8(ascii: "{"), !line.starts(with: Array(#"{"route":"direct","#.utf8)) else { return line }
+        return Array(#"{"route":"direct","#.utf8) + line.dropFirst()
+    }
+
+    static func undirected(_ line: [UInt8]) -> [UInt8] {
+        let mark = Array(#"{"route":"direct","#.utf8)
+        return line.starts(with: mark) ? [UInt8(ascii: "{")] + line.dropFirst(mark.count) : line
+    }
+
+    static func isNotOwner(_ line: [UInt8]) -> Bool {
+        let needle = Array(#""code":"not_owner""#.utf8)
+        guard line.count >= needle.count else { return false }
+        for i in 0...(line.count - needle.count) where line[i] == needle[0] {
+            if line[i..<(i + needle.count)].elementsEqual(needle) { return true }
+        }
+        return false
+    }
+
+    static func rid(of line: [UInt8]) -> JSONValue? {
+        (try? JSONValue.parse(line))?["rid"]
+    }
+}
