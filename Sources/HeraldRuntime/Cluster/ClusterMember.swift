@@ -110,7 +110,12 @@ public final class ClusterMember {
 
     private var tickArmed = false
 
+    /// Reads left at a short interval: an owner just went away (a link lost, a request refused),
+    /// and its partitions are taken the moment its leases are released or expire.
+    private var quickReads = 0
+
     private func tickSoon() {
+        quickReads = 20
         guard !tickArmed else { return }
         tickArmed = true
         tickTimer?.arm(afterMilliseconds: 50)
@@ -122,7 +127,9 @@ public final class ClusterMember {
         defer {
             if !tickArmed {
                 tickArmed = true
-                tickTimer?.arm(afterMilliseconds: max(configuration.leaseTTLMilliseconds / 3, 50))
+                let regular = max(configuration.leaseTTLMilliseconds / 3, 50)
+                if quickReads > 0 { quickReads -= 1 }
+                tickTimer?.arm(afterMilliseconds: quickReads > 0 ? min(200, regular) : regular)
             }
         }
         guard let conn = view else { return }

@@ -248,6 +248,7 @@ final class Router: ConnectionDelegate {
     /// A link ended: what it had not answered waits for the partition's (new) owner.
     private func linkLost(_ address: String, _ lost: [UpstreamLink.Pending], _ why: String) {
         if links[address]?.isClosed == true || links[address]?.saidGoodbye == true { links[address] = nil }
+        wantsRoutes?()
         guard !lost.isEmpty else { return }
         log("notice: \(lost.count) request(s) to \(address) unanswered (\(why)); sent again to the partition's owner")
         let now = ClientConnection.monotonicMilliseconds()

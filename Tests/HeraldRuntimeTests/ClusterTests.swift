@@ -1,0 +1,216 @@
+// SPEC §9 with several `herald serve --instance` processes on one database: routing, fan-out, direct routes, consumers, handover.
+import Foundation
+import Glibc
+import HeraldCore
+import HeraldTestSupport
+import HeraldWireTesting
+import Testing
+
+/// Members of one cluster, each a real `herald serve --instance` process on loopback.
+final class TestCluster {
+    let url: String
+    let partitions: Partitioning
+    var members: [String: ServeProcess] = [:]
+    let ttlSeconds: Double
+
+    init(partitions: Int, ttlSeconds: Double = 1) throws {
+        url = try TestPostgres.freshDatabase()
+        let set = try HeraldCommandTests.herald(["migrate", "--database-url", url, "--partitions", String(partitions)])
+        guard set.status == 0 else { throw ExperimentError("migrate --partitions failed: \(set)") }
+        self.partitions = Partitioning(count: partitions)
+        self.ttlSeconds = ttlSeconds
+    }
+
+    deinit { for m in members.values { m.kill9() } }
+
+    @discardableResult
+    func start(_ name: String, extra: [String] = []) throws -> ServeProcess {
+        let log = FileManager.default.temporaryDirectory.path + "/herald-cluster-\(getpid())-\(name)-\(UInt32.random(in: 0...UInt32.max)).log"
+        let member = try ServeProcess(databaseURL: url, logPath: log,
+                                      extraArguments: ["--instance", name, "--lease-ttl", String(ttlSeconds)] + extra)
+        try member.start()
+        members[name] = member
+        return member
+    }
+
+    /// hello's routes from `member`: each partition's owner address (nil while it has none).
+    func routes(via member: ServeProcess) throws -> [String?] {
+        let c = try WireClient(port: member.port)
+        let hello = try c.request(#"{"op":"hello"}"#)
+        return (hello["routes"]?.arrayValue ?? []).map { $0["address"]?.stringValue }
+    }
+
+    /// Waits until every partition has a live owner that `member` knows of; returns the routes.
+    @discardableResult
+    func waitUntilEveryPartitionIsServed(via member: ServeProcess, seconds: Double = 30,
+                                         where condition: ([String?]) -> Bool = { _ in true }) throws -> [String?] {
+        let deadline = Date().addingTimeInterval(seconds)
+        var last: [String?] = []
+        while Date() < deadline {
+            last = (try? routes(via: member)) ?? []
+            if last.count == partitions.count, last.allSatisfy({ $0 != nil }), condition(last),
+               let served = try? served(by: member), Set(served).isSuperset(of: Set(last.enumerated().filter { $0.element == "127.0.0.1:\(member.port)" }.map(\.offset))) {
+                return last
+            }
+            usleep(50_000)
+        }
+        throw ExperimentError("not every partition is served after \(seconds) s: routes \(last)\n\(member.tail())")
+    }
+
+    /// The partitions `member` serves itself (its router's `stats`).
+    func served(by member: ServeProcess) throws -> [Int] {
+        let c = try WireClient(port: member.port)
+        _ = try c.request(#"{"op":"hello"}"#)
+        return (try c.request(#"{"op":"stats"}"#)["served"]?.arrayValue ?? []).compactMap(\.intValue).map(Int.init)
+    }
+
+    static func prepared(_ c: WireClient, users: [String]) throws {
+        #expect(try c.request(#"{"op":"registerApp","app":"com.example.cluster","entitlements":[]}"#)["ok"] == true)
+        for u in users {
+            #expect(try c.request(#"{"op":"authorization","user":"\#(u)","app":"com.example.cluster","status":"authorized","options":["alert","sound","badge"]}"#)["ok"] == true)
+        }
+    }
+}
+
+@Suite(.serialized) struct ClusterTests {
+    @Test func anyMemberAnswersForEveryPartitionWithTheUsersPartitionInTheAck() throws {
+        let cluster = try TestCluster(partitions: 4)
+        let a = try cluster.start("a")
+        let b = try cluster.start("b")
+        try cluster.waitUntilEveryPartitionIsServed(via: a)
+        try cluster.waitUntilEveryPartitionIsServed(via: b)
+        let users = (0..<16).map { "user-\($0)" }
+        let ca = try WireClient(port: a.port), cb = try WireClient(port: b.port)
+        _ = try ca.request(#"{"op":"hello"}"#)
+        _ = try cb.request(#"{"op":"hello"}"#)
+        try TestCluster.prepared(ca, users: users)
+        var seqs: [Int: [Int64]] = [:]
+        for (i, u) in users.enumerated() {
+            let c = i % 2 == 0 ? ca : cb
+            let ack = try c.request(#"{"op":"submit","app":"com.example.cluster","id":"n\#(i)","user":"\#(u)","title":"Hello"}"#)
+            #expect(ack["ok"] == true, "\(ack)")
+            #expect(ack["partition"]?.intValue == Int64(cluster.partitions.partition(of: u)), "\(u): \(ack)")
+            seqs[cluster.partitions.partition(of: u), default: []].append(ack["seq"]?.intValue ?? 0)
+            // The same id again, through the other member: the stored position.
+            let again = try (c === ca ? cb : ca).request(#"{"op":"submit","app":"com.example.cluster","id":"n\#(i)","user":"\#(u)","title":"Hello"}"#)
+            #expect(again["duplicate"] == true && again["seq"] == ack["seq"] && again["partition"] == ack["partition"], "\(again)")
+        }
+        for (_, list) in seqs { #expect(list == list.sorted() && Set(list).count == list.count) }
+    }
+
+    @Test func aFanOutAcrossPartitionsIsOneAckAfterEveryPartitionCommitted() throws {
+        let cluster = try TestCluster(partitions: 4)
+        let a = try cluster.start("a")
+        try cluster.waitUntilEveryPartitionIsServed(via: a)
+        let users = (0..<12).map { "fan-\($0)" }
+        let c = try WireClient(port: a.port)
+        _ = try c.request(#"{"op":"hello"}"#)
+        try TestCluster.prepared(c, users: users)
+        let list = users.map { "\"\($0)\"" }.joined(separator: ",")
+        let ack = try c.request(#"{"rid":5,"op":"submit","app":"com.example.cluster","id":"fan","users":[\#(list)],"title":"All"}"#)
+        #expect(ack["ok"] == true && ack["rid"] == 5 && ack["events"] == 12 && ack["appended"] == 12, "\(ack)")
+        let parts = ack["partitions"]?.arrayValue ?? []
+        #expect(parts.count == Set(users.map(cluster.partitions.partition(of:))).count && parts.count > 1, "\(ack)")
+        let again = try c.request(#"{"op":"submit","app":"com.example.cluster","id":"fan","users":[\#(list)],"title":"All"}"#)
+        #expect(again["duplicate"] == true && again["appended"] == 0, "\(again)")
+        // Every recipient got its decision, each in its own partition's log.
+        let consumer = try WireClient(port: a.port)
+        _ = try consumer.request(#"{"op":"hello"}"#)
+        #expect(try consumer.request(#"{"op":"subscribe","consumer":"fan","from":"earliest"}"#)["ok"] == true)
+        var seen: [String: Int] = [:]
+        while seen.count < users.count {
+            let line = try consumer.readJSON()
+            if line["op"] == "delivery", line["notification"] == "fan", let u = line["user"]?.stringValue {
+                #expect(line["partition"]?.intValue == Int64(cluster.partitions.partition(of: u)))
+                seen[u, default: 0] += 1
+            }
+        }
+        #expect(seen.values.allSatisfy { $0 == 1 })
+    }
+
+    @Test func aDirectRouteToAMemberThatDoesNotOwnThePartitionIsToldTheOwnersAddress() throws {
+        let cluster = try TestCluster(partitions: 2)
+        let a = try cluster.start("a")
+        let routes = try cluster.waitUntilEveryPartitionIsServed(via: a)
+        let b = try cluster.start("b")
+        _ = try cluster.waitUntilEveryPartitionIsServed(via: b)
+        // a took both partitions before b started: b owns none.
+        #expect(try cluster.served(by: b).isEmpty)
+        let user = "direct-user"
+        let c = try WireClient(port: b.port)
+        _ = try c.request(#"{"op":"hello"}"#)
+        try TestCluster.prepared(c, users: [user])
+        let refused = try c.request(#"{"rid":1,"op":"submit","app":"com.example.cluster","id":"d1","user":"\#(user)","title":"x","route":"direct"}"#)
+        #expect(refused["error"]?["code"] == "not_owner" && refused["rid"] == 1, "\(refused)")
+        #expect(refused["error"]?["address"]?.stringValue == routes[cluster.partitions.partition(of: user)], "\(refused)")
+        // At the owner, the same request is stored.
+        let owner = try WireClient(port: a.port)
+        _ = try owner.request(#"{"op":"hello"}"#)
+        let stored = try owner.request(#"{"op":"submit","app":"com.example.cluster","id":"d1","user":"\#(user)","title":"x","route":"direct"}"#)
+        #expect(stored["ok"] == true && stored["duplicate"] == nil, "\(stored)")
+    }
+
+    @Test func aSubscriberOnAnyMemberGetsEveryPartitionInCursorOrderAndAcksEach() throws {
+        let cluster = try TestCluster(partitions: 4)
+        let a = try cluster.start("a")
+        try cluster.waitUntilEveryPartitionIsServed(via: a)
+        let b = try cluster.start("b")
+        try cluster.waitUntilEveryPartitionIsServed(via: b)
+        let users = (0..<20).map { "sub-\($0)" }
+        let p = try WireClient(port: a.port)
+        _ = try p.request(#"{"op":"hello"}"#)
+        try TestCluster.prepared(p, users: users)
+        for (i, u) in users.enumerated() {
+            #expect(try p.request(#"{"op":"submit","app":"com.example.cluster","id":"s\#(i)","user":"\#(u)","title":"t"}"#)["ok"] == true)
+        }
+        let consumer = try WireClient(port: b.port)
+        _ = try consumer.request(#"{"op":"hello"}"#)
+        let subscribed = try consumer.request(#"{"op":"subscribe","consumer":"audit","from":"earliest"}"#)
+        #expect(subscribed["ok"] == true && subscribed["partitions"]?.arrayValue?.count == 4, "\(subscribed)")
+        var last: [Int64: Int64] = [:]
+        var notifications = Set<String>()
+        while notifications.count < users.count {
+            let line = try consumer.readJSON()
+            guard line["op"] == "delivery", let part = line["partition"]?.intValue, let cursor = line["cursor"]?.intValue else { continue }
+            #expect(cursor == (last[part] ?? 0) + 1, "partition \(part): cursor \(cursor) after \(last[part] ?? 0)")
+            last[part] = cursor
+            if let n = line["notification"]?.stringValue { notifications.insert(n) }
+        }
+        // Each partition's cursor is acked on its own; the lag view agrees.
+        for (part, cursor) in last {
+            try consumer.sendRaw(Array(#"{"op":"ack","consumer":"audit","partition":\#(part),"cursor":\#(cursor)}"#.utf8) + [0x0A])
+        }
+        var acked = 0
+        while acked < last.count {
+            let line = try consumer.readJSON()
+            if line["op"] != "delivery" { #expect(line["ok"] == true, "\(line)"); acked += 1 }
+        }
+        let admin = try WireClient(port: a.port)
+        _ = try admin.request(#"{"op":"hello"}"#)
+        let list = try admin.request(#"{"op":"consumers"}"#)
+        let audit = list["consumers"]?.arrayValue?.first { $0["consumer"] == "audit" }
+        #expect(audit?["lag"] == 0 && audit?["partitions"]?.arrayValue?.count == 4, "\(list)")
+    }
+
+    @Test func aGracefulStopHandsEveryPartitionOverWithoutWaitingForTheLease() throws {
+        let cluster = try TestCluster(partitions: 4, ttlSeconds: 5)
+        let a = try cluster.start("a")
+        try cluster.waitUntilEveryPartitionIsServed(via: a)
+        let b = try cluster.start("b")
+        try cluster.waitUntilEveryPartitionIsServed(via: b)
+        let users = (0..<8).map { "handover-\($0)" }
+        let c = try WireClient(port: b.port)
+        _ = try c.request(#"{"op":"hello"}"#)
+        try TestCluster.prepared(c, users: users)
+        let stopped = Date()
+        #expect(a.terminate())
+        try cluster.waitUntilEveryPartitionIsServed(via: b, seconds: 4) { routes in routes.allSatisfy { $0 == "127.0.0.1:\(b.port)" } }
+        let took = Date().timeIntervalSince(stopped)
+        #expect(took < 4, "handover took \(took) s (the lease is 5 s)")
+        for (i, u) in users.enumerated() {
+            let ack = try c.request(#"{"op":"submit","app":"com.example.cluster","id":"h\#(i)","user":"\#(u)","title":"t"}"#)
+            #expect(ack["ok"] == true, "\(ack)")
+        }
+        print("graceful handover of 4 partitions: \(Int(took * 1000)) ms from SIGTERM to every route on the survivor")
+    }
+}
