@@ -58,6 +58,8 @@ public struct Replayer {
     public var progress: (Int, Int64) -> Void = { _, _ in }
     /// What-if changes, in time order. With any, `changes` lists the differing decisions.
     public var injections: [Injection] = []
+    /// The partition replayed: each partition's log decides its users alone (SPEC §9).
+    public var partition = 0
 
     public init() {}
 
@@ -71,7 +73,7 @@ public struct Replayer {
     public func run(_ connection: PGConnection, clock: () -> Double) throws(StoreError) -> Report {
         let started = clock()
         var report = Report()
-        let head = try EventReader.head(connection)
+        let head = try EventReader.head(connection, partition: partition)
         let through: Int64
         // The instant the replayed prefix ends: what the log had decided by then is compared —
         // stored deliveries later than it are left out, and derived timers fire up to it.
@@ -83,14 +85,14 @@ public struct Replayer {
             // Up to seq s means: before event s + 1 was folded. Timers due by its instant had fired
             // (a timer due at an event's instant fires before it); later ones had not, even those
             // armed by events up to s (a deferred submit's decision, a summary).
-            until = try LogStream.engineTime(ofSeq: through + 1, connection)
+            until = try LogStream.engineTime(ofSeq: through + 1, partition: partition, connection)
         case .time(let t):
-            through = try LogStream.lastSeq(before: t, connection)
+            through = try LogStream.lastSeq(before: t, partition: partition, connection)
             until = t
         }
 
         // Each event and timer by the rules version that decided it live (`RulesHistory`).
-        let rules = try RulesVersionStore.deciding(connection, only: rulesVersion)
+        let rules = try RulesVersionStore.deciding(connection, partition: partition, only: rulesVersion)
         let engine = Engine(rules: rules)
         report.rules = rules
         var run = Run(engine: engine, users: users, recordsDecisions: isWhatIf, connection: connection)
@@ -111,7 +113,7 @@ public struct Replayer {
             }
         }
 
-        let stream = try LogStream(connection, through: through, deliveries: true)
+        let stream = try LogStream(connection, partition: partition, through: through, deliveries: true)
         stream.keys = run.keys
         while let record = try stream.next() {
             switch record {

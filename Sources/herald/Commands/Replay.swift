@@ -12,6 +12,7 @@ struct Replay: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @Option(help: "Stop after this seq, or at this RFC 3339 engine time.") var until: String?
     @Option(help: "Only these users (comma-separated).") var users: String?
+    @Option(help: "Only this partition (default: every partition, each replayed alone).") var partition: Int?
     @Flag(help: "Print JSON instead of text (with --what-if or --rules-version: the decisions that would change).") var json = false
     @Option(name: .customLong("what-if"), help: ArgumentHelp(
         "Replay as if this request had been made at its \"at\" (RFC 3339; without \"at\": before the first event, as if always in force); lists decisions that would change. Repeatable.",
@@ -50,52 +51,61 @@ struct Replay: ParsableCommand {
                 throw noEvents((unknown.count == 1 ? "user " : "users ") + unknown.map { "“\($0)”" }.joined(separator: ", "),
                                plural: unknown.count > 1)
             }
-            let report = try replayer.run(conn) { Date().timeIntervalSince1970 }
-            if tty { FileHandle.standardError.write(Data("\n".utf8)) }
-            // A seq past the log's end replays all of it: said, so a typo does not pass for a prefix.
-            if case .seq(let s) = replayer.limit, let head = try? EventReader.head(conn), s > head {
-                FileHandle.standardError.write(Data("note: --until \(s) is past the log's last event (seq \(head)): the whole log was replayed\n".utf8))
+            let count = try EventReader.partitioning(conn).count
+            if let partition, partition < 0 || partition >= count {
+                throw ValidationError("--partition \(partition) is not one of this database's \(count) partition(s) (0 … \(count - 1))")
             }
-            // A what-if answers a question: it lists what would change and exits 0 (1 stays "the log
-            // and its deliveries differ", an auditor's alarm).
-            if !whatIf.isEmpty || rulesVersion != nil {
-                if json {
-                    let changes: [JSONValue] = report.changes.map { c in
-                        .object(["user": .string(c.user), "subject": .string(c.subject),
-                                 "stored": .array(c.stored.map { .string($0) }), "derived": .array(c.derived.map { .string($0) })])
+            let partitions = partition.map { [$0] } ?? Array(0..<count)
+            for p in partitions {
+                replayer.partition = p
+                let report = try replayer.run(conn) { Date().timeIntervalSince1970 }
+                if tty { FileHandle.standardError.write(Data("\n".utf8)) }
+                if count > 1 { print("partition \(p):") }
+                // A seq past the log's end replays all of it: said, so a typo does not pass for a prefix.
+                if case .seq(let s) = replayer.limit, let head = try? EventReader.head(conn), s > head {
+                    FileHandle.standardError.write(Data("note: --until \(s) is past the log's last event (seq \(head)): the whole log was replayed\n".utf8))
+                }
+                // A what-if answers a question: it lists what would change and exits 0 (1 stays "the log
+                // and its deliveries differ", an auditor's alarm).
+                if !whatIf.isEmpty || rulesVersion != nil {
+                    if json {
+                        let changes: [JSONValue] = report.changes.map { c in
+                            .object(["user": .string(c.user), "subject": .string(c.subject),
+                                     "stored": .array(c.stored.map { .string($0) }), "derived": .array(c.derived.map { .string($0) })])
+                        }
+                        print(JSONValue.object(["whatIf": .bool(true), "eventsRead": .int(Int64(report.eventsRead)),
+                                                "changes": .array(changes), "changed": .int(Int64(report.changes.count))]).canonicalString)
+                        return
                     }
-                    print(JSONValue.object(["whatIf": .bool(true), "eventsRead": .int(Int64(report.eventsRead)),
-                                            "changes": .array(changes), "changed": .int(Int64(report.changes.count))]).canonicalString)
+                    for c in report.changes {
+                        print("\(c.user) \(c.subject): \(c.stored.joined(separator: ", ").ifEmpty("(nothing)")) → \(c.derived.joined(separator: ", ").ifEmpty("(nothing)"))")
+                    }
+                    print("what-if: \(report.changes.count) decisions would change (nothing was written)")
                     return
                 }
-                for c in report.changes {
-                    print("\(c.user) \(c.subject): \(c.stored.joined(separator: ", ").ifEmpty("(nothing)")) → \(c.derived.joined(separator: ", ").ifEmpty("(nothing)"))")
+                differences += report.differences.count
+                if json {
+                    let diffs: [JSONValue] = report.differences.map { d in
+                        .object(["user": .string(d.user), "userIndex": .int(d.userIndex),
+                                 "notification": d.notification.map { .string($0) } ?? .null,
+                                 "stored": d.stored.map { .string($0) } ?? .null, "derived": d.derived.map { .string($0) } ?? .null])
+                    }
+                    let rules: [JSONValue] = report.rules.changes.map { c in
+                        .object(["fromSeq": .int(c.fromSeq), "at": .string(c.at.rfc3339), "version": .string(c.version)])
+                    }
+                    print(JSONValue.object(["eventsRead": .int(Int64(report.eventsRead)), "deliveriesCompared": .int(Int64(report.deliveriesCompared)),
+                                            "differences": .array(diffs), "eventsPerSecond": .int(Int64(report.eventsPerSecond)),
+                                            "rulesVersions": .object(["initial": .string(report.rules.initial), "changes": .array(rules)])]).canonicalString)
+                } else {
+                    for d in report.differences {
+                        print("DIFFERENT user \(d.user) delivery #\(d.userIndex) notification \(d.notification ?? "-")")
+                        print("  stored:  \(d.stored ?? "(none)")")
+                        print("  derived: \(d.derived ?? "(none)")")
+                    }
+                    print("replayed \(report.eventsRead) events, compared \(report.deliveriesCompared) deliveries, "
+                          + "\(report.differences.count) differences, \(Int(report.eventsPerSecond)) events/s")
+                    print("rules versions: \(report.rules.summary)")
                 }
-                print("what-if: \(report.changes.count) decisions would change (nothing was written)")
-                return
-            }
-            differences = report.differences.count
-            if json {
-                let diffs: [JSONValue] = report.differences.map { d in
-                    .object(["user": .string(d.user), "userIndex": .int(d.userIndex),
-                             "notification": d.notification.map { .string($0) } ?? .null,
-                             "stored": d.stored.map { .string($0) } ?? .null, "derived": d.derived.map { .string($0) } ?? .null])
-                }
-                let rules: [JSONValue] = report.rules.changes.map { c in
-                    .object(["fromSeq": .int(c.fromSeq), "at": .string(c.at.rfc3339), "version": .string(c.version)])
-                }
-                print(JSONValue.object(["eventsRead": .int(Int64(report.eventsRead)), "deliveriesCompared": .int(Int64(report.deliveriesCompared)),
-                                        "differences": .array(diffs), "eventsPerSecond": .int(Int64(report.eventsPerSecond)),
-                                        "rulesVersions": .object(["initial": .string(report.rules.initial), "changes": .array(rules)])]).canonicalString)
-            } else {
-                for d in report.differences {
-                    print("DIFFERENT user \(d.user) delivery #\(d.userIndex) notification \(d.notification ?? "-")")
-                    print("  stored:  \(d.stored ?? "(none)")")
-                    print("  derived: \(d.derived ?? "(none)")")
-                }
-                print("replayed \(report.eventsRead) events, compared \(report.deliveriesCompared) deliveries, "
-                      + "\(report.differences.count) differences, \(Int(report.eventsPerSecond)) events/s")
-                print("rules versions: \(report.rules.summary)")
             }
         }
         if differences > 0 { throw ExitCode.differences }
