@@ -8,7 +8,7 @@
 /// hands one over while above it. A take that succeeds becomes `startServing` (the service
 /// rebuilds the partition from snapshot + log and says `partitionStarted`); the lease of a served
 /// partition is renewed by its own `LeaseStateMachine`. A heartbeat that cannot be written does not
-/// stop serving: the epoch in every append fences an instance that lost a partition, and only the
+/// stop serving nor the round: the epoch in every append fences an instance that lost a partition, and only the
 /// database (a refused renewal, a fenced append: `partitionLost`) takes a partition away. A stop
 /// hands every served partition over, waits for takes and starts in flight to settle (handing
 /// those over too), and then leaves.
@@ -103,14 +103,11 @@ public struct MembershipStateMachine: Sendable, Equatable {
     }
 
     /// The heartbeat sent by the round in flight was written (`ok`) or not. One not written keeps
-    /// every partition served and waits for the next tick.
+    /// every partition served, and the round goes on: the view says whether the last heartbeat
+    /// written still counts (an instance the view does not list plans nothing).
     public mutating func heartbeatCompleted(ok: Bool) -> [Action] {
         guard state == .joining || state == .member, let began = roundStartedAt else { return [] }
-        guard ok else {
-            roundStartedAt = nil
-            return []
-        }
-        heartbeatValidUntil = max(heartbeatValidUntil ?? began, began + ttlMilliseconds)
+        if ok { heartbeatValidUntil = max(heartbeatValidUntil ?? began, began + ttlMilliseconds) }
         return [.readView]
     }
 

@@ -48,14 +48,20 @@ import Testing
         #expect(m.tickDue(now: 5_000) == [.heartbeat, .armTick(milliseconds: 1_000)], "a round unanswered for a TTL is abandoned")
     }
 
-    /// A heartbeat not written keeps every partition served and skips the view until the next tick.
+    /// A heartbeat not written keeps every partition served; the round goes on with the view,
+    /// where the last heartbeat written may still count.
     @Test func aHeartbeatThatFailsDoesNotStopServing() {
         var m = Self.servingAll()
         #expect(m.tickDue(now: 1_000) == [.heartbeat, .armTick(milliseconds: 1_000)])
-        #expect(m.heartbeatCompleted(ok: false) == [])
+        #expect(m.heartbeatCompleted(ok: false) == [.readView])
+        #expect(m.viewReadFailed() == [])
         #expect(m.serving.count == 4 && m.state == .member)
         #expect(m.heartbeatMayHaveExpired(now: 3_100) && !m.heartbeatMayHaveExpired(now: 2_900))
         #expect(m.tickDue(now: 2_000) == [.heartbeat, .armTick(milliseconds: 1_000)])
+        #expect(m.heartbeatCompleted(ok: false) == [.readView])
+        #expect(m.viewRead(Self.view(live: [], owners: [0: ("a", 1, true), 1: ("a", 1, true), 2: ("a", 1, true), 3: ("a", 1, true)])) == [],
+                "not live in the view: plans nothing, serves on")
+        #expect(m.serving.count == 4)
     }
 
     /// When a second instance joins, one partition is handed over per round; after the drain the
