@@ -17,14 +17,16 @@ CREATE TABLE instances (
 );
 
 -- Writes the heartbeat of `p_instance`, serving at `p_address`: live for `p_ttl_ms` milliseconds
--- more. An instance back after its heartbeat expired (a restart, a long pause) starts anew.
+-- more. An instance back after its heartbeat expired (a restart, a long pause) starts anew. (The
+-- DO UPDATE uses only EXCLUDED's values: Citus refuses non-immutable functions such as now()
+-- there.)
 CREATE FUNCTION herald_heartbeat(p_instance text, p_address text, p_ttl_ms bigint) RETURNS void
 LANGUAGE sql AS $$
     INSERT INTO instances AS i (name, address, started_at, heartbeat_at, heartbeat_expires)
     VALUES (p_instance, p_address, now(), now(), now() + p_ttl_ms * interval '1 millisecond')
     ON CONFLICT (name) DO UPDATE
     SET address = EXCLUDED.address,
-        started_at = CASE WHEN i.heartbeat_expires < now() THEN now() ELSE i.started_at END,
+        started_at = CASE WHEN i.heartbeat_expires < EXCLUDED.heartbeat_at THEN EXCLUDED.started_at ELSE i.started_at END,
         heartbeat_at = EXCLUDED.heartbeat_at,
         heartbeat_expires = EXCLUDED.heartbeat_expires;
 $$;
