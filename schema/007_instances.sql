@@ -9,7 +9,7 @@
 -- One row per instance that announced itself. An instance whose heartbeat expired is not counted
 -- (it died, or cannot reach the database); a graceful stop deletes its row.
 CREATE TABLE instances (
-    name              text        PRIMARY KEY,
+    name              text        COLLATE "C" PRIMARY KEY,  -- byte equality, as every key (0019)
     address           text        NOT NULL,       -- where it serves (host:port)
     started_at        timestamptz NOT NULL,       -- its first heartbeat since it was last live
     heartbeat_at      timestamptz NOT NULL,       -- its last heartbeat
