@@ -23,19 +23,25 @@ public struct ClusterView: Sendable, Equatable {
         }
     }
 
-    /// The names of the instances whose heartbeat is live, sorted, each once.
+    /// The names of the instances whose heartbeat is live, each once, in the byte order of their
+    /// UTF-8 (the same on every build and platform, as the shares depend on it).
     public let liveInstances: [String]
     /// Every partition, by number.
     public let partitions: [Partition]
 
     public init(liveInstances: [String], partitions: [Partition]) {
-        self.liveInstances = Array(Set(liveInstances)).sorted()
+        var names: [String] = []
+        for name in liveInstances.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+        where names.last.map({ !$0.utf8.elementsEqual(name.utf8) }) ?? true {
+            names.append(name)
+        }
+        self.liveInstances = names
         self.partitions = partitions.sorted { $0.partition < $1.partition }
     }
 
     /// The partitions whose lease `instance` holds, live.
     public func owned(by instance: String) -> [Int] {
-        partitions.filter { $0.leaseLive && $0.owner == instance }.map(\.partition)
+        partitions.filter { $0.leaseLive && $0.owner.map { $0.utf8.elementsEqual(instance.utf8) } == true }.map(\.partition)
     }
 }
 
@@ -84,9 +90,10 @@ public enum PartitionBalancer {
     public static func plan(view: ClusterView, me: String, serving: Set<Int>, acquiring: Set<Int> = [],
                             handingOver: Set<Int> = []) -> [BalanceAction] {
         let live = view.liveInstances
-        guard let myIndex = live.firstIndex(of: me) else { return [] }
+        // Names are compared by their bytes, as the database compares them.
+        let indexOf = Dictionary(uniqueKeysWithValues: live.enumerated().map { (Array($1.utf8), $0) })
+        guard let myIndex = indexOf[Array(me.utf8)] else { return [] }
         let n = live.count
-        let indexOf = Dictionary(uniqueKeysWithValues: live.enumerated().map { ($1, $0) })
         let mine = serving.union(acquiring)
 
         // Counts from the view (a live lease of an instance that is not live counts for nobody and
@@ -95,7 +102,7 @@ public enum PartitionBalancer {
         var free: [ClusterView.Partition] = []
         for p in view.partitions where !mine.contains(p.partition) && !handingOver.contains(p.partition) {
             if p.leaseLive {
-                if let owner = p.owner, let i = indexOf[owner] { counts[i] += 1 }
+                if let owner = p.owner, let i = indexOf[Array(owner.utf8)] { counts[i] += 1 }
             } else {
                 free.append(p)
             }

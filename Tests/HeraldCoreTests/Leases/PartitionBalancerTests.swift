@@ -81,6 +81,17 @@ import Testing
         #expect(PartitionBalancer.plan(view: view, me: "c", serving: Set(view.owned(by: "c"))) == [])
     }
 
+    /// Names sort by their UTF-8 bytes, each once; two spellings of one name in Unicode are two instances.
+    @Test func liveInstancesAreInByteOrder() {
+        let view = ClusterView(liveInstances: ["b", "a", "B", "\u{E9}", "e\u{301}", "a"], partitions: [])
+        #expect(view.liveInstances.map { Array($0.utf8) } == [[0x42], [0x61], [0x62], [0x65, 0xCC, 0x81], [0xC3, 0xA9]])
+        let fresh = ClusterView(liveInstances: ["\u{E9}", "e\u{301}"], partitions: (0..<4).map {
+            ClusterView.Partition(partition: $0, epoch: 0, owner: nil, address: nil, leaseLive: false)
+        })
+        #expect(PartitionBalancer.plan(view: fresh, me: "e\u{301}", serving: []).count == 2)
+        #expect(PartitionBalancer.plan(view: fresh, me: "\u{E9}", serving: []).count == 2)
+    }
+
     /// An instance the view does not list as live plans nothing, even on a fresh database.
     @Test func anInstanceThatIsNotLivePlansNothing() {
         #expect(PartitionBalancer.plan(view: Self.view(live: ["a"]), me: "b", serving: []) == [])
