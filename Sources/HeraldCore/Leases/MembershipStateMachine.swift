@@ -7,11 +7,11 @@
 /// plans a round with `PartitionBalancer`: it takes free partitions while below its share and
 /// hands one over while above it. A take that succeeds becomes `startServing` (the service
 /// rebuilds the partition from snapshot + log and says `partitionStarted`); the lease of a served
-/// partition is renewed by its own `LeaseStateMachine`. A heartbeat that cannot be written does not
-/// stop serving nor the round: the epoch in every append fences an instance that lost a partition, and only the
-/// database (a refused renewal, a fenced append: `partitionLost`) takes a partition away. A stop
-/// hands every served partition over, waits for takes and starts in flight to settle (handing
-/// those over too), and then leaves.
+/// partition is renewed by its own `LeaseStateMachine`. A heartbeat that cannot be written stops
+/// neither the serving nor the round: the epoch in every append fences an instance that lost a
+/// partition, and only the database (a refused renewal, a fenced append: `partitionLost`) takes a
+/// partition away. A stop hands every served partition over, waits for takes and starts in flight
+/// to settle (handing those over too), and then leaves.
 public struct MembershipStateMachine: Sendable, Equatable {
     public enum State: Sendable, Equatable {
         /// Not started.
