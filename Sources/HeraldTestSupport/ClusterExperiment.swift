@@ -24,6 +24,9 @@ public struct ClusterLoad: Sendable {
     public var timeoutSeconds: Double = 600
     /// How long a reply may take before the connection is given up (a paused member).
     public var replyTimeoutMilliseconds: Int32 = 4_000
+    /// Submits per second over all producers (0: as fast as replies come): paced, the load spans
+    /// the crashes it is meant to meet.
+    public var ratePerSecond = 0
 
     public init() {}
 
@@ -75,17 +78,23 @@ public struct ClusterLoad: Sendable {
         let acks = Mutex([Int: Ack]())
         let failure = Mutex<String?>(nil)
         let deadline = Date().addingTimeInterval(timeoutSeconds)
-        DispatchQueue.concurrentPerform(iterations: producers) { p in
-            do {
-                let s = try produce(p, ports: ports, deadline: deadline) { i, ack in acks.withLock { $0[i] = ack } }
-                total.withLock { t in
-                    t.sent += s.sent; t.resent += s.resent; t.acked += s.acked; t.duplicates += s.duplicates
-                    t.refusedRetried += s.refusedRetried; t.reconnects += s.reconnects; t.goodbyes += s.goodbyes
+        // A thread per producer (not concurrentPerform, which runs as many at once as there are cores).
+        let finished = DispatchSemaphore(value: 0)
+        for p in 0..<producers {
+            Thread.detachNewThread {
+                do {
+                    let s = try produce(p, ports: ports, deadline: deadline) { i, ack in acks.withLock { $0[i] = ack } }
+                    total.withLock { t in
+                        t.sent += s.sent; t.resent += s.resent; t.acked += s.acked; t.duplicates += s.duplicates
+                        t.refusedRetried += s.refusedRetried; t.reconnects += s.reconnects; t.goodbyes += s.goodbyes
+                    }
+                } catch {
+                    failure.withLock { $0 = $0 ?? "producer \(p): \(error)" }
                 }
-            } catch {
-                failure.withLock { $0 = $0 ?? "producer \(p): \(error)" }
+                finished.signal()
             }
         }
+        for _ in 0..<producers { finished.wait() }
         if let f = failure.withLock({ $0 }) { throw ExperimentError(f) }
         return (acks.withLock { $0 }, total.withLock { $0 })
     }
@@ -96,6 +105,9 @@ public struct ClusterLoad: Sendable {
         var everSent = Set<Int>()
         var attempt = p
         var connectedOnce = false
+        let began = Date()
+        var paced = 0
+        let perProducer = Double(ratePerSecond) / Double(producers)
         while !queue.isEmpty {
             guard Date() < deadline else { throw ExperimentError("\(queue.count) submits still unacknowledged at the deadline") }
             attempt += 1
@@ -118,6 +130,8 @@ public struct ClusterLoad: Sendable {
                     if !goodbye && Date() >= pauseUntil {
                         var chunk = ""
                         while !queue.isEmpty && outstanding.count - head < window {
+                            if perProducer > 0 && Double(paced) > Date().timeIntervalSince(began) * perProducer { break }
+                            paced += 1
                             let i = queue.removeLast()
                             if everSent.insert(i).inserted { stats.sent += 1 } else { stats.resent += 1 }
                             outstanding.append(i)
@@ -125,7 +139,7 @@ public struct ClusterLoad: Sendable {
                         }
                         if !chunk.isEmpty { try client.sendRaw(Array(chunk.utf8)) }
                     }
-                    guard head < outstanding.count else { usleep(20_000); continue }
+                    guard head < outstanding.count else { usleep(5_000); continue }
                     let reply = try client.readJSON(timeoutMilliseconds: replyTimeoutMilliseconds)
                     if reply["op"] == "goodbye" { goodbye = true; stats.goodbyes += 1; continue }
                     let i = outstanding[head]

@@ -34,6 +34,9 @@ import Testing
         try cluster.waitUntilEveryPartitionIsServed(via: c)
         var load = ClusterLoad()
         load.events = events
+        // Paced so that the load runs about 8 s, through the kill and the pause.
+        load.ratePerSecond = unsafeAcknowledgeBeforeCommit ? 0 : max(events / 8, 500)
+        load.timeoutSeconds = 120
         let ports = [a.port, b.port, c.port]
         try load.prepare(ports: ports)
         let configured = load
@@ -41,12 +44,16 @@ import Testing
         let failure = Mutex<String?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            do { result.withLock { $0 = try? configured.run(ports: ports) } }
-            if result.withLock({ $0 }) == nil { failure.withLock { $0 = "the load did not complete" } }
+            do {
+                let outcome = try configured.run(ports: ports)
+                result.withLock { $0 = outcome }
+            } catch {
+                failure.withLock { $0 = "the load did not complete: \(error)" }
+            }
             done.signal()
         }
         // a owns every partition (it started alone): killing it makes b and c take them all over.
-        usleep(700_000)
+        usleep(unsafeAcknowledgeBeforeCommit ? 300_000 : 700_000)
         a.kill9()
         print("cluster experiment: killed a (kill -9)")
         usleep(2_500_000)
