@@ -1,0 +1,214 @@
+// `herald migrate --citus`: distributes a freshly migrated database over a Citus cluster (SPEC §9, decision 0039).
+import Foundation
+
+/// Turns a migrated database on a Citus coordinator into a distributed one, without changing the
+/// schema: every table keyed by `partition` becomes a distributed table on that column, all
+/// co-located with `events` (one partition's rows, heads and lease are on one worker, so each
+/// append transaction is a single-shard, single-node one); the small global tables become reference
+/// tables; the append and claim functions are distributed by their `p_partition` argument, so a
+/// call runs on the partition's worker. Tables that stay on the coordinator are read at start-up or
+/// written off the request path (see `coordinatorTables`).
+///
+/// Idempotent: what is distributed already is left alone. Refused on a database that holds events
+/// or deliveries in tables not yet distributed (Citus would copy them; `herald export` and
+/// `import` into a fresh distributed database move a log).
+public enum CitusDistribution {
+    /// Distributed by `partition`, co-located with `events` (the first is the co-location anchor).
+    public static let distributedTables = ["events", "deliveries", "partitions", "delivery_heads", "consumer_cursors"]
+
+    /// Replicated to every node: read by the request path's joins, written rarely (a write is a
+    /// two-phase commit over every node). `partitioning`: P, set once. `consumers`: names and filters.
+    public static let referenceTables = ["partitioning", "consumers"]
+
+    /// Left on the coordinator, with why:
+    /// - `snapshots`, `snapshot_parts`: megabytes a part, written by a background connection every
+    ///   snapshot interval and read at start-up; `snapshot_parts` has no `partition` column (its
+    ///   key is the snapshot's id), so it cannot be co-located.
+    /// - `rules_versions`: one row per start-up, keyed by an identity column.
+    /// - `user_keys`: keyed by user, not partition; read once at start-up, one insert per new user.
+    /// - `herald_migrations`: the migrator's own record.
+    public static let coordinatorTables = ["snapshots", "snapshot_parts", "rules_versions", "user_keys", "herald_migrations"]
+
+    /// A function distributed by its first argument, `p_partition`. `forced`: delegated to the
+    /// partition's worker inside a transaction block too (Citus's `force_delegation`), because its
+    /// body catches a unique violation, which Citus cannot catch for an INSERT … SELECT it runs from
+    /// the coordinator; the rest of such a transaction may still touch other partitions.
+    public struct PartitionFunction: Sendable {
+        public var signature: String
+        public var forced: Bool
+    }
+
+    public static let partitionFunctions = [
+        PartitionFunction(signature: "herald_claim_events(integer, bigint, bigint)", forced: false),
+        PartitionFunction(signature: "herald_claim_deliveries(integer, bigint, bigint)", forced: false),
+        PartitionFunction(signature: "herald_advance_deliveries(integer, bigint, bigint, bigint)", forced: false),
+        PartitionFunction(signature: "herald_append_events(integer, bigint, text[], text[], text[], text[], text[], timestamptz[], integer[])",
+                          forced: true),
+        PartitionFunction(signature: """
+            herald_append_deliveries(integer, bigint, text[], bigint[], bigint[], text[], text[], text[], text[], \
+            timestamptz[], text[], text[], text[])
+            """, forced: true),
+    ]
+
+    /// Functions the distributed ones call, propagated to every node as they are.
+    public static let helperFunctions = ["herald_refuse_fenced(integer, bigint)", "herald_refuse_change()"]
+
+    /// What `distribute` did (empty lists when everything was distributed already).
+    public struct Report: Sendable, Equatable {
+        public var distributed: [String] = []
+        public var referenced: [String] = []
+        public var functions: [String] = []
+        public var workers = 0
+
+        public var summary: String {
+            if distributed.isEmpty && referenced.isEmpty && functions.isEmpty {
+                return "already distributed over \(workers) worker(s)"
+            }
+            return "distributed over \(workers) worker(s): \(distributed.count) table(s) by partition, "
+                + "\(referenced.count) reference table(s), \(functions.count) function(s)"
+        }
+    }
+
+    /// Distributes the database `connection` is on (migrated already, P set). Creates the citus
+    /// extension when it is missing and the role may.
+    @discardableResult
+    public static func distribute(_ connection: PGConnection, log: (String) -> Void = { _ in }) throws(StoreError) -> Report {
+        try connection.execute("SET client_min_messages = warning")
+        try ensureExtension(connection)
+        var report = Report()
+        report.workers = Int(try connection.execute("SELECT count(*) FROM citus_get_active_worker_nodes()").int64(0, 0) ?? 0)
+        let nodesWithShards = try connection.execute("SELECT count(*) FROM pg_dist_node WHERE shouldhaveshards AND isactive").int64(0, 0) ?? 0
+        guard report.workers > 0 || nodesWithShards > 0 else {
+            throw .configuration("""
+                The Citus coordinator has no worker nodes, so there is nowhere to put the shards. Add \
+                the workers first, on the coordinator in this database: SELECT citus_set_coordinator_host('<host>', <port>); \
+                SELECT citus_add_node('<worker host>', <port>); (docs/operations.md, "On Citus").
+                """)
+        }
+        let existing = try distributionOf(connection)
+        try refuseStoredLog(connection, existing: existing)
+
+        try connection.execute("BEGIN")
+        do {
+            // The append-only triggers of events and deliveries (statement-level, refusing UPDATE,
+            // DELETE, TRUNCATE) are kept: Citus copies them to every shard, where they fire as on
+            // one PostgreSQL. Citus refuses to distribute a table with triggers unless told that
+            // it has seen them.
+            try connection.execute("SET LOCAL citus.enable_unsafe_triggers = on")
+            // A shard per partition up to 32 (Citus's default shard count): rows of different
+            // partitions may share a shard, never a partition's rows two.
+            for (i, table) in distributedTables.enumerated() where existing[table] == nil {
+                let colocate = i == 0 ? "'none'" : "'\(distributedTables[0])'"
+                try connection.execute("SELECT create_distributed_table('\(table)', 'partition', colocate_with := \(colocate))")
+                report.distributed.append(table)
+            }
+            for table in referenceTables where existing[table] == nil {
+                try connection.execute("SELECT create_reference_table('\(table)')")
+                report.referenced.append(table)
+            }
+            // The rows the heads and `partitioning` held were copied into their shards; the
+            // coordinator's own copies are no longer visible, and are removed (the log's tables
+            // are empty, and refuse TRUNCATE).
+            for table in report.distributed + report.referenced where table != "events" && table != "deliveries" {
+                try connection.execute("SELECT truncate_local_data_after_distributing_table('\(table)')")
+            }
+            try connection.execute("COMMIT")
+        } catch {
+            _ = try? connection.execute("ROLLBACK")
+            throw explained(error)
+        }
+
+        let functions = try distributedFunctions(connection)
+        for name in helperFunctions where !functions.keys.contains(normalized(name)) {
+            try connection.execute("SELECT create_distributed_function('\(name)')")
+            report.functions.append(name)
+        }
+        for f in partitionFunctions {
+            if let d = functions[normalized(f.signature)], d.byPartition, d.forced == f.forced { continue }
+            try connection.execute("""
+                SELECT create_distributed_function('\(f.signature)', 'p_partition', colocate_with := '\(distributedTables[0])', \
+                force_delegation := \(f.forced))
+                """)
+            report.functions.append(f.signature)
+        }
+        log("citus: " + report.summary)
+        return report
+    }
+
+    /// Whether the database has the citus extension (a Citus coordinator or worker).
+    public static func isCitus(_ connection: PGConnection) throws(StoreError) -> Bool {
+        try connection.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'").rowCount == 1
+    }
+
+    /// Each table's Citus distribution: `h` hash-distributed, `n` reference (a table Citus does not
+    /// know is absent).
+    public static func distributionOf(_ connection: PGConnection) throws(StoreError) -> [String: String] {
+        let r = try connection.execute("""
+            SELECT c.relname, p.partmethod FROM pg_dist_partition p JOIN pg_class c ON c.oid = p.logicalrelid
+            JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema()
+            """)
+        var out: [String: String] = [:]
+        for i in 0..<r.rowCount { if let name = r.string(i, 0) { out[name] = r.string(i, 1) } }
+        return out
+    }
+
+    private static func ensureExtension(_ connection: PGConnection) throws(StoreError) {
+        if try isCitus(connection) { return }
+        let available = try connection.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'citus'").rowCount == 1
+        guard available else {
+            throw .configuration("""
+                herald migrate --citus needs a Citus coordinator: this PostgreSQL has no citus extension \
+                (pg_available_extensions). Install Citus on every node (docs/operations.md, "On Citus"), or run \
+                herald migrate without --citus on one PostgreSQL.
+                """)
+        }
+        do {
+            try connection.execute("CREATE EXTENSION citus")
+        } catch {
+            throw .configuration("""
+                herald migrate --citus could not create the citus extension in this database (\(error)). \
+                Citus must be in shared_preload_libraries, and CREATE EXTENSION citus needs a superuser: run it \
+                in this database on the coordinator and every worker, add the workers, then run herald migrate --citus again.
+                """)
+        }
+    }
+
+    /// Refuses to distribute a stored log: Citus would copy it into the shards, under locks, and
+    /// the tables' local copies would need clearing; a log moves by export and import instead.
+    private static func refuseStoredLog(_ connection: PGConnection, existing: [String: String]) throws(StoreError) {
+        for table in ["events", "deliveries"] where existing[table] == nil {
+            guard try connection.execute("SELECT 1 FROM \(table) LIMIT 1").rowCount == 0 else {
+                throw .configuration("""
+                    herald migrate --citus distributes a fresh database, and this one already stores \(table). \
+                    Export the log (herald export), migrate an empty database with --citus (and the same --partitions), \
+                    and import it there (herald import).
+                    """)
+            }
+        }
+    }
+
+    /// The functions Citus knows (it propagates every function created once the extension is
+    /// there): their signature (as `normalized`), whether their calls go to the worker of a
+    /// distribution argument, and whether also inside transaction blocks.
+    private static func distributedFunctions(_ connection: PGConnection) throws(StoreError) -> [String: (byPartition: Bool, forced: Bool)] {
+        let r = try connection.execute("""
+            SELECT p.oid::regprocedure::text, o.distribution_argument_index IS NOT NULL, coalesce(o.force_delegation, false)
+            FROM pg_dist_object o JOIN pg_proc p ON o.classid = 'pg_proc'::regclass AND o.objid = p.oid
+            """)
+        var out: [String: (byPartition: Bool, forced: Bool)] = [:]
+        for i in 0..<r.rowCount {
+            if let sig = r.string(i, 0) { out[normalized(sig)] = (r.string(i, 1) == "t", r.string(i, 2) == "t") }
+        }
+        return out
+    }
+
+    /// A signature compared without spaces, and with `timestamptz` spelt as regprocedure does.
+    static func normalized(_ signature: String) -> String {
+        signature.replacingOccurrences(of: "timestamptz", with: "timestamp with time zone")
+            .replacingOccurrences(of: " ", with: "")
+    }
+
+    private static func explained(_ error: StoreError) -> StoreError {
+        .configuration("herald migrate --citus could not distribute the database: \(error)")
+    }
+}
