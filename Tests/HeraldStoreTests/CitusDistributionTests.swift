@@ -170,6 +170,19 @@ struct CitusDistributionTests {
     }
 }
 
+/// Runs everywhere: a unique violation Citus relays from a worker's COPY is a stored key.
+@Suite struct CitusRelayedErrorTests {
+    @Test func aUniqueViolationRelayedWithoutItsSQLStateIsADuplicate() {
+        let relayed = StoreError.fromServer(
+            sqlstate: "XX000", message: #"duplicate key value violates unique constraint "events_notification_once_102021""#,
+            detail: "Key (partition, app, notification_id, user_id)=(0, a, n-1, alice) already exists.", hint: nil, constraint: nil)
+        #expect(relayed == .duplicate(constraint: "events_notification_once_102021",
+                                      message: #"duplicate key value violates unique constraint "events_notification_once_102021""#))
+        let other = StoreError.fromServer(sqlstate: "XX000", message: "cache lookup failed", detail: nil, hint: nil, constraint: nil)
+        #expect(other == .rejected(sqlstate: "XX000", message: "cache lookup failed", detail: nil, hint: nil))
+    }
+}
+
 /// Runs everywhere: on one PostgreSQL without Citus, --citus says what is missing.
 @Suite struct CitusAbsentTests {
     @Test func distributingADatabaseWithoutCitusSaysWhatIsMissing() throws {
