@@ -168,7 +168,8 @@ public enum CitusDistribution {
             throw .configuration("""
                 herald migrate --citus could not create the citus extension in this database (\(error)). \
                 Citus must be in shared_preload_libraries, and CREATE EXTENSION citus needs a superuser: run it \
-                in this database on the coordinator and every worker, add the workers, then run herald migrate --citus again.
+                in this database on the coordinator and every worker, add the workers, then run herald migrate --citus again \
+                (docs/operations.md, "On Citus").
                 """)
         }
     }
