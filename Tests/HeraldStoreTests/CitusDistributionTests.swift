@@ -51,8 +51,16 @@ struct CitusDistributionTests {
         #expect(names == ["herald_advance_deliveries", "herald_append_deliveries", "herald_append_events",
                           "herald_claim_deliveries", "herald_claim_events"])
         #expect((0..<functions.rowCount).allSatisfy { functions.string($0, 1) == "0" && functions.string($0, 2) == "t" })
-        // Each partition's lease row is on a worker, one row per partition.
+        // Each partition's lease row is on a worker, one row per partition, and the workers hold
+        // as many partitions each (within one).
         #expect(try conn.execute("SELECT count(*) FROM partitions").int64(0, 0) == 4)
+        let spread = try conn.execute("""
+            SELECT s.nodeport, count(*) FROM generate_series(0, 3) g
+            JOIN citus_shards s ON s.shardid = get_shard_id_for_distribution_column('partitions', g) AND s.table_name = 'partitions'::regclass
+            GROUP BY 1
+            """)
+        let perWorker = (0..<spread.rowCount).map { spread.int64($0, 1) ?? 0 }
+        #expect(perWorker.count == 2 && (perWorker.max() ?? 0) - (perWorker.min() ?? 0) <= 1, "partitions per worker: \(perWorker)")
 
         // Idempotent: a second run changes nothing.
         let again = try CitusDistribution.distribute(conn)
