@@ -49,9 +49,10 @@ public enum TestPostgres {
             guard parts.count == 4, let pid = Int32(parts[2]), pid != getpid() else { continue }
             if Glibc.kill(pid, 0) == 0 || errno == EPERM { continue }
             let base = directory + "/" + name
-            if FileManager.default.fileExists(atPath: base + "/pgdata/postmaster.pid"),
-               let stale = try? LocalCluster(dataDirectory: base + "/pgdata") {
-                stale.kill()
+            // `pgdata`, or a Citus cluster's `coordinator` and `worker…` (TestCitus).
+            for data in (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []
+            where FileManager.default.fileExists(atPath: base + "/" + data + "/postmaster.pid") {
+                (try? LocalCluster(dataDirectory: base + "/" + data))?.kill()
             }
             try? FileManager.default.removeItem(atPath: base)
             removed.append(name)

@@ -20,6 +20,9 @@ public final class LocalCluster: @unchecked Sendable {
     /// before giving up with an error naming it (`HERALD_CLUSTER_LOCK_TIMEOUT`, seconds; 300).
     public var setUpLockTimeout: Double =
         ProcessInfo.processInfo.environment["HERALD_CLUSTER_LOCK_TIMEOUT"].flatMap { Double($0) } ?? 300
+    /// More server settings for `start` (`name=value`, passed as `-c` after Herald's own, so they
+    /// win over them): e.g. `shared_preload_libraries=citus` for a Citus node.
+    public var serverSettings: [String] = []
 
     /// A libpq conninfo value, quoted when it holds a space, a quote or a backslash (or is empty).
     static func conninfoValue(_ value: String) -> String {
@@ -118,7 +121,7 @@ public final class LocalCluster: @unchecked Sendable {
                 "-c listen_addresses=127.0.0.1", "-c port=\(port)", "-c unix_socket_directories=''",
                 "-c max_connections=300", "-c shared_buffers=256MB", "-c max_wal_size=4GB",
                 "-c log_min_messages=warning", "-c timezone=UTC",
-            ].joined(separator: " ")
+            ].joined(separator: " ") + serverSettings.map { " -c " + $0 }.joined()
             try run("pg_ctl", ["-D", dataDirectory, "-l", dataDirectory + "/server.log", "-o", options, "-w", "-t", "60", "start"],
                     what: "pg_ctl start")
             setStartedByHerald()

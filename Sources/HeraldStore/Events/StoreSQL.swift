@@ -45,11 +45,12 @@ enum StoreSQL {
 
     /// Moves a consumer's acknowledged cursor in a partition ($1) forward (never backwards),
     /// creating the consumer if new. Not fenced: a consumer's cursor is not part of the log, and
-    /// an instance acknowledges for consumers of partitions it does not own.
+    /// an instance acknowledges for consumers of partitions it does not own. `updated_at` takes
+    /// the inserted row's default (now()): Citus refuses a volatile function in DO UPDATE SET.
     static let ackConsumer = """
         WITH named AS (INSERT INTO consumers (name) VALUES ($2) ON CONFLICT (name) DO NOTHING)
         INSERT INTO consumer_cursors (partition, name, acked) VALUES ($1, $2, $3)
-        ON CONFLICT (partition, name) DO UPDATE SET acked = GREATEST(consumer_cursors.acked, EXCLUDED.acked), updated_at = now()
+        ON CONFLICT (partition, name) DO UPDATE SET acked = GREATEST(consumer_cursors.acked, EXCLUDED.acked), updated_at = EXCLUDED.updated_at
         RETURNING acked
         """
 

@@ -26,6 +26,12 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         switch sqlstate {
         case "23505":
             return .duplicate(constraint: constraint, message: message)
+        case "XX000" where message.hasPrefix(citusRelayedUniqueViolation):
+            // Citus relays a worker's unique violation during a COPY into a distributed table
+            // without its SQLSTATE or constraint field (its ReportCopyError): the writer's COPY
+            // met a stored key as on one PostgreSQL. Recognised by PostgreSQL's message, so the
+            // workers' lc_messages must be English (C), as Citus's own tests run them.
+            return .duplicate(constraint: constraint ?? quotedName(in: message), message: message)
         case "HE001":
             return .appendOnly(message)
         case "HE002":
@@ -40,6 +46,15 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         default:
             return .rejected(sqlstate: sqlstate, message: message, detail: detail, hint: hint)
         }
+    }
+
+    /// How PostgreSQL's unique-violation message begins (lc_messages C).
+    static let citusRelayedUniqueViolation = "duplicate key value violates unique constraint"
+
+    /// The first double-quoted name in a message (a constraint's), nil when there is none.
+    static func quotedName(in message: String) -> String? {
+        let parts = message.split(separator: "\"", omittingEmptySubsequences: false)
+        return parts.count >= 3 ? String(parts[1]) : nil
     }
 
     public var isRetryable: Bool {

@@ -14,6 +14,9 @@ struct Migrate: ParsableCommand {
                                valueName: "P"))
     var partitions: Int?
 
+    @Flag(help: ArgumentHelp("Distribute the database over the Citus cluster whose coordinator --database-url names: partitioned tables by partition, global ones as reference tables (a fresh database; docs/operations.md, \"On Citus\")."))
+    var citus = false
+
     func validate() throws {
         if let partitions, !(1...Partitioning.maximumCount).contains(partitions) {
             throw ValidationError("--partitions \(partitions) is out of range: use 1 … \(Partitioning.maximumCount).")
@@ -33,6 +36,7 @@ struct Migrate: ParsableCommand {
                 _ = try conn.execute("SELECT herald_set_partitions($1::integer)", [String(partitions)])
             }
             Log.info("partitions: \(try EventReader.partitioning(conn).count)")
+            if citus { try CitusDistribution.distribute(conn) { Log.info($0) } }
         }
     }
 }
