@@ -1,0 +1,127 @@
+// Routing by partition: the partition function against the shared fixture, the routing table, and real servers.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { HeraldClient, RoutingTable, fnv1a64, partitionOf, routingUser } from '../index.js';
+import { HeraldError } from '../src/errors.js';
+import { HERALD_BINARY, startServer } from './server.js';
+
+const fixture = JSON.parse(readFileSync(new URL('../../testdata/partitions.json', import.meta.url), 'utf8'));
+const APP = 'com.example.routing';
+
+// The fixture's users a server takes: not empty, and in NFC (the server refuses other spellings of a name).
+const serverCases = fixture.cases.filter((c) => c.user !== '' && c.user.normalize('NFC') === c.user);
+const userIn = (partition, partitions) => fixture.cases.find((c) => c.partitions[String(partitions)] === partition).user;
+const hello = (partitions, routes, hash = 'fnv1a64') => ({ ok: true, op: 'hello', partitions, hash, routes });
+
+test('every user of the fixture hashes and falls in the fixture\'s partition', () => {
+  assert.ok(fixture.cases.some((c) => c.user === '') && fixture.cases.some((c) => /[^\x00-\x7f]/.test(c.user)));
+  for (const c of fixture.cases) {
+    assert.equal(fnv1a64(c.user).toString(16).padStart(16, '0'), c.fnv1a64, JSON.stringify(c.user));
+    for (const [p, expected] of Object.entries(c.partitions)) assert.equal(partitionOf(c.user, Number(p)), expected, `${JSON.stringify(c.user)} mod ${p}`);
+  }
+});
+
+test('routes send each user\'s requests to its partition\'s owner', () => {
+  const table = RoutingTable.fromHello(hello(4, [
+    { partition: 0, address: 'a:1', epoch: 1 }, { partition: 1, address: 'b:1', epoch: 1 },
+    { partition: 2, address: 'a:1', epoch: 2 }, { partition: 3, address: 'c:1', epoch: 1 },
+  ]), 'a:1');
+  assert.ok(table.direct);
+  assert.equal(table.addressFor(userIn(0, 4)), null); // owned by the instance connected to
+  assert.equal(table.addressFor(userIn(1, 4)), 'b:1');
+  assert.equal(table.addressFor(userIn(2, 4)), null);
+  assert.equal(table.addressFor(userIn(3, 4)), 'c:1');
+  assert.equal(table.addressFor(null), null); // no user: the connected instance forwards
+  const moved = table.withOwner(1, 'c:1');
+  assert.equal(moved.addressFor(userIn(1, 4)), 'c:1');
+});
+
+test('one partition, routes naming only the connected instance, or an unknown hash route nothing', () => {
+  const single = RoutingTable.fromHello(hello(1, [{ partition: 0, address: 'a:1', epoch: 3 }]), 'a:1');
+  assert.ok(!single.direct && single.addressFor('alice') === null);
+  const local = RoutingTable.fromHello(hello(4, { 0: { address: 'a:1' }, 1: { address: 'a:1' }, 2: { address: 'a:1' }, 3: { address: 'a:1' } }), 'a:1');
+  assert.ok(!local.direct);
+  const other = RoutingTable.fromHello(hello(4, ['a:1', 'b:1', 'b:1', 'b:1'], 'murmur3'), 'a:1');
+  assert.ok(!other.direct && other.addressFor(userIn(1, 4)) === null);
+  assert.equal(RoutingTable.fromHello(null, 'a:1').partitions, 1);
+});
+
+test('requests route by their user; fan-outs and admin ops do not; not_owner carries the owner', () => {
+  assert.equal(routingUser({ id: '1', app: APP, user: 'alice' }), 'alice');
+  assert.equal(routingUser({ id: '1', app: APP, users: ['alice', 'bob'] }), null);
+  assert.equal(routingUser({ app: APP, id: '1' }), null);
+  assert.equal(routingUser({}), null);
+  const e = HeraldError.fromReply({ ok: false, rid: 3, error: { code: 'not_owner', title: 't', owner: 'b:7411' } });
+  assert.equal(e.owner, 'b:7411');
+});
+
+test('with one partition the routes name the connected instance and no other connection opens', async () => {
+  const server = await startServer('routing');
+  try {
+    const client = await HeraldClient.connect({ address: server.address });
+    assert.equal(client.hello.partitions, 1);
+    assert.equal(client.hello.hash, 'fnv1a64');
+    assert.deepEqual(client.hello.routes.map((r) => r.address), [server.address]);
+    await client.registerApp({ app: APP });
+    const acks = await Promise.all(serverCases.map((c, i) => client.submit({
+      id: `route-${i}`, app: APP, user: c.user, title: 'Hi', hiddenPreviewsBodyPlaceholder: 'Hi',
+    })));
+    assert.ok(acks.every((a) => a.partition === 0));
+    assert.ok(!client.routes.direct);
+    assert.equal(client._owners.size, 0);
+    const again = await client.refreshRoutes();
+    assert.deepEqual(again.routes, client.hello.routes);
+    await client.close();
+  } finally {
+    await server.stop();
+  }
+});
+
+test('with four partitions on two instances each user is acked in its partition', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'herald-node-partitions-'));
+  const database = `nodeclient_partitions_${process.pid}`;
+  const servers = [];
+  try {
+    execFileSync(HERALD_BINARY, ['migrate', '--private-database', database, '--partitions', '4'], { cwd: dir, stdio: 'pipe' });
+    for (const name of ['a', 'b']) {
+      try {
+        servers.push(await startServer(name, { dir, database, fresh: false, args: ['--instance', name, '--advertise', '127.0.0.1:{port}'] }));
+      } catch (e) {
+        if (/partitions/.test(String(e.message))) {
+          t.skip(`herald serve does not serve a database of 4 partitions yet: ${String(e.message).split('\n').filter((l) => /partitions/.test(l)).pop()?.slice(-300)}`);
+          return;
+        }
+        throw e;
+      }
+    }
+    const [a, b] = servers;
+    const client = await HeraldClient.connect({ address: a.address });
+    const deadline = Date.now() + 30_000;
+    const addresses = () => new Set((client.hello.routes ?? []).map((r) => r.address));
+    while (addresses().size < 2 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 500));
+      await client.refreshRoutes();
+    }
+    assert.equal(client.hello.partitions, 4);
+    assert.deepEqual([...addresses()].sort(), [a.address, b.address].sort());
+    await client.registerApp({ app: APP });
+    const cases = serverCases;
+    const acks = await Promise.all(cases.map((c, i) => client.submit({
+      id: `p-${i}`, app: APP, user: c.user, title: 'Hi', hiddenPreviewsBodyPlaceholder: 'Hi',
+    })));
+    cases.forEach((c, i) => assert.equal(acks[i].partition, c.partitions['4'], JSON.stringify(c.user)));
+    // Users of partitions owned by b went on a connection to b.
+    assert.deepEqual([...client._owners.keys()], [b.address]);
+    await client.close();
+  } finally {
+    for (const s of servers) await s.stop();
+    // migrate started the private PostgreSQL cluster; stop it if no server did.
+    try { process.kill(Number(readFileSync(path.join(dir, '.herald', 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]), 'SIGTERM'); } catch { /* stopped */ }
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
