@@ -207,18 +207,20 @@ export class Subscription implements AsyncIterableIterator<Delivery> {
   readonly consumer: string;
   /** The cursor the stream started after (known once ready() resolves). */
   readonly startCursor: number | null;
+  /** The newest cursor received, processed, and confirmed as acknowledged, of partition 0 (a one-partition server's only one). */
   readonly receivedCursor: number | null;
   readonly processedCursor: number | null;
-  /** The newest cursor the server confirmed as acknowledged. */
   readonly ackedCursor: number | null;
+  /** The newest cursor the server confirmed as acknowledged, per partition. */
+  readonly acknowledged: Record<number, number>;
   readonly reconnects: number;
   /** Resolves with the starting cursor once subscribed; rejects with the HeraldError that refused it. */
   ready(): Promise<number>;
   next(): Promise<IteratorResult<Delivery>>;
   return(): Promise<IteratorResult<Delivery>>;
   [Symbol.asyncIterator](): Subscription;
-  /** Marks a cursor (or delivery) processed; acked in the next batch. */
-  ack(cursor: number | Delivery): void;
+  /** Marks a delivery (or a cursor of `partition`, default 0) processed; acked in the next batch, naming its partition. */
+  ack(cursor: number | Delivery, partition?: number): void;
   /** Acks what was processed, waits for the reply, closes. */
   close(): Promise<void>;
 }

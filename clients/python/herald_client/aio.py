@@ -607,7 +607,10 @@ class AsyncSubscription:
     """A consumer stream: iterate deliveries; acks are batched (every `ack_every` lines or `ack_interval` s, and on close).
 
     A delivery counts as processed once the iteration asks for the next one (or `ack(delivery)` is called).
-    After a reconnect the stream resumes after the last acknowledged cursor; lines seen already are skipped.
+    Cursors are kept per partition (SPEC §9): each ack names the partition its delivery line named. After a
+    reconnect the stream resumes after the last acknowledged cursors; lines seen already are skipped.
+    Several subscriptions under one name (in this process or others) form a group: the server divides
+    the partitions among them.
     """
 
     def __init__(self, consumer: str, filter: dict[str, list[str]] | None, ack_every: int, ack_interval: float) -> None:
@@ -620,17 +623,25 @@ class AsyncSubscription:
         self.room = asyncio.Event()
         self.room.set()
         self.start_from: str | int = "committed"
-        self.seen: int | None = None  # the newest cursor handed to the user
-        self.processed: int | None = None  # the newest cursor the user is done with
-        self.acked: int | None = None  # the newest cursor the server confirmed
-        self.ack_sent: int | None = None
+        # Per partition: the newest cursor handed to the user, the newest the user is done with,
+        # the newest sent in an ack, and the newest the server confirmed.
+        self.seen: dict[int, int] = {}
+        self.processed: dict[int, int] = {}
+        self.ack_sent: dict[int, int] = {}
+        self.acknowledged: dict[int, int] = {}
+        # Partitions whose lines named `partition` (their acks name it too; a one-partition server names none).
+        self.named: set[int] = set()
         self.unacked_lines = 0
         self.last_yielded: Delivery | None = None
-        self.partition: int | None = None
         self.started: asyncio.Future[int] | None = None
         self.c: _Connection
         self.timer: asyncio.Task[None] | None = None
         self.closed = False
+
+    @property
+    def acked(self) -> int | None:
+        """The newest acknowledged cursor of partition 0 (of a one-partition server: the consumer's cursor)."""
+        return self.acknowledged.get(0)
 
     @classmethod
     async def open(
@@ -651,14 +662,24 @@ class AsyncSubscription:
         return sub
 
     def _subscribe_request(self) -> list[_Pending]:
-        start = self.acked if self.acked is not None else self.start_from
+        """After each hello: with one partition, subscribe after its acknowledged cursor; with several, ack
+        what was processed, then subscribe from the committed cursors (lines received twice are skipped)."""
+        # The connection resends unanswered requests after these; a stale subscribe or ack among them is harmless.
+        self.c.pending = collections.deque(p for p in self.c.pending if not p.line.startswith(b'{"op":"subscribe"'))
+        first: list[_Pending] = []
+        start: str | int = self.start_from
+        if self.named:
+            if self.started is not None and self.started.done():
+                for p, cursor in sorted(self.processed.items()):
+                    if cursor > self.acknowledged.get(p, -1):
+                        first.append(self.c.make(*self._ack_request(p, cursor), _raw))
+                start = "committed"
+        elif 0 in self.acknowledged:
+            start = self.acknowledged[0]
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         future.add_done_callback(self._subscribed)
-        # The connection resends unanswered requests after this; a stale subscribe or ack among them is harmless.
-        self.c.pending = collections.deque(p for p in self.c.pending if not p.line.startswith(b'{"op":"subscribe"'))
         sub = Subscribe(consumer=self.consumer, from_=start, filter=self.filter)  # type: ignore[arg-type]
-        p = self.c.make(sub, future, _raw)
-        return [p]
+        return [*first, self.c.make(sub, future, _raw)]
 
     def _subscribed(self, future: asyncio.Future[Any]) -> None:
         if self.started is None or self.started.done():
@@ -666,19 +687,21 @@ class AsyncSubscription:
         if future.exception() is not None:
             self.started.set_exception(future.exception())  # type: ignore[arg-type]
         else:
-            cursor = int(future.result().get("cursor", 0))
-            if self.acked is None:
-                self.acked = cursor
-            self.started.set_result(cursor)
+            cursor = future.result().get("cursor")
+            if isinstance(cursor, int) and 0 not in self.acknowledged:
+                self.acknowledged[0] = cursor
+            self.started.set_result(cursor if isinstance(cursor, int) else 0)
 
     def _line(self, obj: dict[str, Any]) -> None:
         if obj.get("op") != "delivery":
             return
         delivery = Delivery.from_wire(obj)
-        if self.seen is not None and delivery.cursor <= self.seen:
+        p = delivery.partition or 0
+        if "partition" in obj:
+            self.named.add(p)
+        if delivery.cursor <= self.seen.get(p, -1):
             return
-        self.seen = delivery.cursor
-        self.partition = delivery.partition
+        self.seen[p] = delivery.cursor
         self.queue.put_nowait(delivery)
 
     def _ended(self, error: HeraldError) -> None:
@@ -720,33 +743,40 @@ class AsyncSubscription:
     async def next(self, timeout: float | None = None) -> Delivery:
         return await asyncio.wait_for(self.__anext__(), timeout)
 
-    def ack(self, delivery: Delivery | int) -> None:
-        """Marks a delivery (and every one before it) processed; the ack goes out with the next batch."""
-        cursor = delivery if isinstance(delivery, int) else delivery.cursor
-        if self.processed is None or cursor > self.processed:
-            self.processed = cursor
+    def ack(self, delivery: Delivery | int, partition: int = 0) -> None:
+        """Marks a delivery (and every one before it in its partition) processed; the ack goes out with the
+        next batch. A bare cursor belongs to `partition`."""
+        p, cursor = (partition, delivery) if isinstance(delivery, int) else (delivery.partition or 0, delivery.cursor)
+        if cursor > self.processed.get(p, -1):
+            self.processed[p] = cursor
             self.unacked_lines += 1
             if self.unacked_lines >= self.ack_every:
                 self.flush()
 
-    def flush(self) -> asyncio.Future[Any] | None:
-        """Sends an ack for the newest processed cursor, if it is newer than the last one sent."""
-        if self.processed is None or (self.ack_sent is not None and self.processed <= self.ack_sent):
-            return None
-        cursor = self.processed
-        self.ack_sent = cursor
-        self.unacked_lines = 0
+    def _ack_request(self, partition: int, cursor: int) -> tuple[AckCursor, asyncio.Future[Any]]:
+        self.ack_sent[partition] = cursor
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
         def done(f: asyncio.Future[Any]) -> None:
             if not f.cancelled() and f.exception() is None:
-                stored = int(f.result().get("cursor", cursor))
-                if self.acked is None or stored > self.acked:
-                    self.acked = stored
+                stored = f.result().get("cursor", cursor)
+                if isinstance(stored, int) and stored > self.acknowledged.get(partition, -1):
+                    self.acknowledged[partition] = stored
 
         future.add_done_callback(done)
-        self.c.enqueue(AckCursor(consumer=self.consumer, cursor=cursor, partition=self.partition), future, _raw)
-        return future
+        return AckCursor(consumer=self.consumer, cursor=cursor, partition=partition if partition in self.named else None), future
+
+    def flush(self) -> asyncio.Future[Any] | None:
+        """Sends an ack for each partition's newest processed cursor newer than its last ack; returns the
+        last of those acks' futures (replies come in order), or None when there was nothing to ack."""
+        self.unacked_lines = 0
+        last: asyncio.Future[Any] | None = None
+        for p, cursor in sorted(self.processed.items()):
+            if cursor <= self.ack_sent.get(p, -1):
+                continue
+            ack, last = self._ack_request(p, cursor)
+            self.c.enqueue(ack, last, _raw)
+        return last
 
     async def _tick(self) -> None:
         loop = asyncio.get_running_loop()
@@ -758,7 +788,7 @@ class AsyncSubscription:
                 self.c.enqueue({"op": "ping"}, loop.create_future(), _raw)
 
     async def close(self) -> None:
-        """Acks what was processed (and the last delivery handed out), waits for that ack, and closes."""
+        """Acks what was processed (and the last delivery handed out), waits for those acks, and closes."""
         if self.last_yielded is not None:
             self.ack(self.last_yielded)
             self.last_yielded = None

@@ -221,8 +221,13 @@ class Subscription:
 
     @property
     def acked(self) -> int | None:
-        """The newest cursor the server confirmed as acknowledged."""
+        """The newest cursor the server confirmed as acknowledged (of partition 0)."""
         return self._s.acked
+
+    @property
+    def acknowledged(self) -> dict[int, int]:
+        """The newest cursor the server confirmed as acknowledged, per partition."""
+        return dict(self._s.acknowledged)
 
     def __iter__(self) -> Iterator[Delivery]:
         return self
@@ -237,8 +242,8 @@ class Subscription:
         """The next delivery, or `TimeoutError` after `timeout` seconds."""
         return self._runner.run(self._s.next(timeout))
 
-    def ack(self, delivery: Delivery | int) -> None:
-        self._runner.loop.call_soon_threadsafe(self._s.ack, delivery)
+    def ack(self, delivery: Delivery | int, partition: int = 0) -> None:
+        self._runner.loop.call_soon_threadsafe(self._s.ack, delivery, partition)
 
     def close(self) -> None:
         self._runner.run(self._s.close(), 30)
