@@ -111,12 +111,36 @@ test('with four partitions on two instances each user is acked in its partition'
     assert.deepEqual([...addresses()].sort(), [a.address, b.address].sort());
     await client.registerApp({ app: APP });
     const cases = serverCases;
+    await Promise.all(cases.map((c) => client.authorization({ user: c.user, app: APP, status: 'authorized', options: ['alert'] })));
     const acks = await Promise.all(cases.map((c, i) => client.submit({
       id: `p-${i}`, app: APP, user: c.user, title: 'Hi', hiddenPreviewsBodyPlaceholder: 'Hi',
     })));
     cases.forEach((c, i) => assert.equal(acks[i].partition, c.partitions['4'], JSON.stringify(c.user)));
     // Users of partitions owned by b went on a connection to b.
     assert.deepEqual([...client._owners.keys()], [b.address]);
+
+    // A consumer group: two subscriptions under one name, one on each instance; the server divides
+    // the partitions; every line names its partition, and acks name it back.
+    const members = [client.subscribe({ consumer: 'routing-group', from: 'earliest', ackEvery: 1 }),
+      client.subscribe({ consumer: 'routing-group', from: 'earliest', ackEvery: 1, host: b.host, port: b.port })];
+    const got = new Map();
+    const expected = new Map(cases.map((c) => [c.user, c.partitions['4']]));
+    let timer;
+    await new Promise((resolve) => {
+      timer = setTimeout(resolve, 60_000);
+      for (const m of members) {
+        (async () => {
+          for await (const d of m) {
+            got.set(`${d.partition}:${d.cursor}`, d);
+            if (new Set([...got.values()].map((x) => x.user)).size === expected.size) resolve();
+          }
+        })().catch(() => {});
+      }
+    });
+    clearTimeout(timer);
+    for (const m of members) await m.close();
+    assert.deepEqual(new Set([...got.values()].map((d) => d.user)), new Set(expected.keys()));
+    for (const d of got.values()) assert.equal(d.partition, expected.get(d.user), d.user);
     await client.close();
   } finally {
     for (const s of servers) await s.stop();

@@ -14,6 +14,7 @@ from conftest import ADMIN_TOKEN, BINARY, HeraldServer, free_port
 
 from herald_client import (
     AsyncClient,
+    Authorization,
     Client,
     HelloReply,
     Route,
@@ -152,12 +153,35 @@ def test_with_four_partitions_on_two_instances_each_user_is_acked_in_its_partiti
             assert c.hello.partitions == 4 and {r.address for r in c.hello.routes} == {a.addr, b.addr}, c.hello.routes
             c.register_app(APP)
             cases = SERVER_CASES
+            for case in cases:
+                c.authorization(Authorization(user=case["user"], app=APP, status="authorized", options=["alert"]))
             futures = [c.submit(Submit(id=f"p-{i}", app=APP, user=case["user"], title="Hi", hidden_previews_body_placeholder="Hi"))
                        for i, case in enumerate(cases)]
             for case, future in zip(cases, futures):
                 assert future.result(60).partition == case["partitions"]["4"], case["user"]
             # Users of partitions owned by b went on a connection to b.
             assert set(c._a._owners) == {b.addr} and c._a._owners[b.addr] is not None
+
+            # A consumer group: two subscriptions under one name, one on each instance; the server
+            # divides the partitions; every line names its partition, and acks name it back.
+            first = c.subscribe("routing-group", "earliest", ack_every=1)
+            with Client.connect(b.host, b.port, token=ADMIN_TOKEN) as other:
+                second = other.subscribe("routing-group", "earliest", ack_every=1)
+                got: dict[tuple[int, int], str] = {}
+                deadline = time.monotonic() + 60
+                while len({user for user in got.values()}) < len(cases) and time.monotonic() < deadline:
+                    for sub in (first, second):
+                        try:
+                            d = sub.next(0.2)
+                        except TimeoutError:
+                            continue
+                        got[(d.partition or 0, d.cursor)] = d.user
+                expected = {case["user"]: case["partitions"]["4"] for case in cases}
+                assert {user for user in got.values()} == set(expected)
+                assert all(expected[user] == partition for (partition, _), user in got.items())
+                second.close()
+                first.close()
+                assert first.acknowledged or second.acknowledged
     finally:
         deployment.stop()
 
