@@ -175,7 +175,7 @@ class _Connection:
                 break
             await self._reconnect()
         error = self.fatal or ClientClosedError()
-        if self.on_orphaned is not None and not self.closed and self.pending:
+        if self.on_orphaned is not None and not self.closed:
             orphans = list(self.pending)
             self.pending.clear()
             self.on_orphaned(orphans)
@@ -367,6 +367,8 @@ class AsyncClient:
         self._refreshing: asyncio.Future[None] | None = None
         # Requests on their way from a `not_owner` refusal to another connection.
         self._moving: set[AnyFuture] = set()
+        #: How many requests were sent again after a `not_owner` refusal.
+        self.not_owner_resends = 0
         connection.on_refused = self._refused
 
     @property
@@ -406,7 +408,8 @@ class AsyncClient:
         c = self._c
         owner = _Connection(host.strip("[]") or "127.0.0.1", int(port), token=c.token, ssl=c.ssl, window=c.window,
                             backoff=Backoff(c.backoff.initial, c.backoff.maximum, self._OWNER_ATTEMPTS),
-                            direct=True, on_refused=self._refused, on_orphaned=self._rehome)
+                            direct=True, on_refused=self._refused)
+        owner.on_orphaned = lambda orphans: self._owner_lost(address, owner, orphans)
         self._owners[address] = owner
         asyncio.get_running_loop().create_task(self._start_owner(address, owner))
         return owner
@@ -416,12 +419,16 @@ class AsyncClient:
         try:
             await owner.connect()
         except (OSError, ValueError, HeraldError):
-            if self._owners.get(address) is owner:
-                self._owners[address] = None
             owner.closed = True
             orphans = list(owner.pending)
             owner.pending.clear()
-            self._rehome(orphans)
+            self._owner_lost(address, owner, orphans)
+
+    def _owner_lost(self, address: str, owner: _Connection, orphans: list[_Pending]) -> None:
+        """An owner that could not be reached: marked so until the routes change; its requests go elsewhere."""
+        if self._owners.get(address) is owner:
+            self._owners[address] = None
+        self._rehome(orphans)
 
     def _rehome(self, orphans: list[_Pending]) -> None:
         """Requests an owner's connection could not deliver go, in order, to the instance connected to."""
@@ -438,6 +445,7 @@ class AsyncClient:
         if p.attempts >= self._NOT_OWNER_RETRIES or p.future.done():
             return False
         self._moving.add(p.future)
+        self.not_owner_resends += 1
         asyncio.get_running_loop().create_task(self._resend(p, owner_address(reply)))
         return True
 

@@ -10,11 +10,12 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from conftest import ADMIN_TOKEN, BINARY, HeraldServer, free_port
+from conftest import ADMIN_TOKEN, BINARY, HeraldServer, free_port, start_server
 
 from herald_client import (
     AsyncClient,
     Authorization,
+    Backoff,
     Client,
     HelloReply,
     Route,
@@ -196,3 +197,81 @@ def test_the_async_producer_without_routing_sends_everything_to_the_connected_in
             assert ack.partition == 0 and c._owners == {}
 
     asyncio.run(run())
+
+
+def psql(cluster_dir: Path, database: str, sql: str) -> str:
+    """Runs SQL on a server's private database (the cluster under `cluster_dir`, trust auth as postgres)."""
+    port = (cluster_dir / ".herald" / "postgres" / "postmaster.pid").read_text().splitlines()[3].strip()
+    done = subprocess.run(["psql", f"postgresql://postgres@127.0.0.1:{port}/{database}", "-XAtq", "-c", sql],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_submit_refused_with_not_owner_is_sent_again_once_the_partition_is_served(cluster_dir: Path, server: HeraldServer) -> None:
+    with Client.connect(server.host, server.port, token=ADMIN_TOKEN, backoff=Backoff(0.05, 0.5)) as c:
+        c.register_app(APP)
+        # Another instance takes the partition: the next append is refused (`not_owner`) and this
+        # instance stops; started again, it takes the partition back.
+        psql(cluster_dir, server.database, "UPDATE partitions SET epoch = epoch + 1, owner = 'other', address = '127.0.0.1:1' WHERE partition = 0")
+        future = c.submit(Submit(id="fenced-1", app=APP, user="fenced", title="Hi", hidden_previews_body_placeholder="Hi"))
+        assert server.process is not None
+        server.process.wait(60)
+        server.start()
+        ack = future.result(60)
+        assert ack.seq > 0 and not ack.duplicate
+        assert c._a.not_owner_resends == 1
+    assert psql(cluster_dir, server.database, "SELECT count(*) FROM events WHERE notification_id = 'fenced-1'") == "1"
+
+
+def test_an_owner_that_cannot_be_reached_leaves_its_requests_to_the_connected_instance(server: HeraldServer) -> None:
+    import asyncio
+
+    dead = f"127.0.0.1:{free_port()}"
+
+    async def run() -> None:
+        async with await AsyncClient.connect(server.host, server.port, token=ADMIN_TOKEN, backoff=Backoff(0.01, 0.05)) as c:
+            await c.register_app(APP)
+            # Routes as a server of four partitions would give them: 1 and 3 owned at an address where nothing listens.
+            assert c._c.hello is not None
+            c._c.hello = hello(4, [{"partition": p, "address": server.addr if p % 2 == 0 else dead, "epoch": 1} for p in range(4)])
+            users = [users_in(p, 4) or "x" for p in range(4)]
+            acks = await asyncio.gather(*[await c.send(Submit(id=f"dead-{i}", app=APP, user=u, title="Hi", hidden_previews_body_placeholder="Hi"))
+                                          for i, u in enumerate(users)])
+            assert all(a.seq > 0 for a in acks)
+            assert c._owners == {dead: None}
+            # Later requests for those users go to the connected instance at once.
+            assert (await c.submit(Submit(id="dead-later", app=APP, user=users[1], title="Hi", hidden_previews_body_placeholder="Hi"))).seq > 0
+
+    asyncio.run(run())
+
+
+def test_requests_for_partitions_owned_elsewhere_go_on_a_connection_to_their_owner(cluster_dir: Path, server: HeraldServer) -> None:
+    import asyncio
+
+    serving = start_server(cluster_dir, "routing_owner")
+    owner = next(serving)
+    try:
+        async def run() -> None:
+            async with await AsyncClient.connect(owner.host, owner.port, token=ADMIN_TOKEN, routing=False) as o:
+                await o.register_app(APP)
+            async with await AsyncClient.connect(server.host, server.port, token=ADMIN_TOKEN) as c:
+                await c.register_app(APP)
+                assert c._c.hello is not None
+                # Routes as a server of four partitions would give them: 1 and 3 owned by the other server.
+                c._c.hello = hello(4, [{"partition": p, "address": server.addr if p % 2 == 0 else owner.addr, "epoch": 1} for p in range(4)])
+                users = [users_in(p, 4) or "x" for p in range(4)]
+                for i, u in enumerate(users):
+                    await c.submit(Submit(id=f"owned-{i}", app=APP, user=u, title="Hi", hidden_previews_body_placeholder="Hi"))
+                assert list(c._owners) == [owner.addr]
+                await c.register_app(APP)  # no user: the connected instance
+            # Each submit was stored where its partition's owner is: sent there again, it is a duplicate.
+            for addr, stored in ((server, {0, 2}), (owner, {1, 3})):
+                async with await AsyncClient.connect(addr.host, addr.port, token=ADMIN_TOKEN, routing=False) as d:
+                    for i, u in enumerate(users):
+                        again = await d.submit(Submit(id=f"owned-{i}", app=APP, user=u, title="Hi", hidden_previews_body_placeholder="Hi"))
+                        assert again.duplicate == (i in stored), (addr.addr, i)
+
+        asyncio.run(run())
+    finally:
+        serving.close()
