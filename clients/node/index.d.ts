@@ -237,6 +237,8 @@ export class HeraldClient {
   readonly queued: number;
   /** The routing table of the latest hello. */
   readonly routes: RoutingTable;
+  /** How many requests were sent again after a `not_owner` refusal. */
+  readonly notOwnerResends: number;
   /** Says hello again to the instance connected to: the latest routes. */
   refreshRoutes(): Promise<HelloReply>;
   connect(): Promise<HelloReply>;

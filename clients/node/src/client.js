@@ -51,6 +51,8 @@ export class HeraldClient {
     this._table = null;
     this._tableHello = undefined;
     this._refreshing = null;
+    /** How many requests were sent again after a `not_owner` refusal. */
+    this.notOwnerResends = 0;
     /** The granted hello reply of the current connection. */
     this.hello = null;
     /** How many connections were made after the first (for tests and metrics). */
@@ -137,6 +139,7 @@ export class HeraldClient {
     const sent = owner ? this._viaOwner(owner, op, fields) : this._send(op, fields);
     return sent.catch(async (error) => {
       if (!(error instanceof HeraldError) || error.code !== 'not_owner' || attempts >= 3 || this._closed) throw error;
+      this.notOwnerResends += 1;
       try { await this.refreshRoutes(); } catch { /* the routes stay as they were */ }
       const user = routingUser(fields);
       if (error.owner && user !== null && this.routes.partitions > 1) {

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { HeraldClient, RoutingTable, fnv1a64, partitionOf, routingUser } from '../index.js';
 import { HeraldError } from '../src/errors.js';
-import { HERALD_BINARY, startServer } from './server.js';
+import { HERALD_BINARY, freePort, startServer } from './server.js';
 
 const fixture = JSON.parse(readFileSync(new URL('../../testdata/partitions.json', import.meta.url), 'utf8'));
 const APP = 'com.example.routing';
@@ -147,5 +147,74 @@ test('with four partitions on two instances each user is acked in its partition'
     // migrate started the private PostgreSQL cluster; stop it if no server did.
     try { process.kill(Number(readFileSync(path.join(dir, '.herald', 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]), 'SIGTERM'); } catch { /* stopped */ }
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** Runs SQL on a test server's private database (its cluster under server.dir, trust auth as postgres). */
+function psql(server, database, sql) {
+  const port = readFileSync(path.join(server.dir, '.herald', 'postgres', 'postmaster.pid'), 'utf8').split('\n')[3].trim();
+  return execFileSync('psql', [`postgresql://postgres@127.0.0.1:${port}/${database}`, '-XAtq', '-c', sql], { encoding: 'utf8' }).trim();
+}
+
+const submitFor = (id, user) => ({ id, app: APP, user, title: 'Hi', hiddenPreviewsBodyPlaceholder: 'Hi' });
+
+test('a submit refused with not_owner after a lease takeover is sent again and stored once the partition is served', async () => {
+  const server = await startServer('routing-fenced');
+  try {
+    const client = await HeraldClient.connect({ address: server.address, reconnect: { initialMs: 50, maxMs: 500 } });
+    await client.registerApp({ app: APP });
+    // Another instance takes the partition: the next append is refused (`not_owner`) and this
+    // instance stops; started again, it takes the partition back.
+    psql(server, 'nodeclient_routing-fenced', "UPDATE partitions SET epoch = epoch + 1, owner = 'other', address = '127.0.0.1:1' WHERE partition = 0");
+    const exited = new Promise((resolve) => server.process.once('exit', resolve));
+    const acked = client.submit(submitFor('fenced-1', 'fenced'));
+    await exited;
+    await server.start(false);
+    const ack = await acked;
+    assert.ok(ack.seq > 0 && !ack.duplicate);
+    assert.equal(client.notOwnerResends, 1);
+    assert.equal(psql(server, 'nodeclient_routing-fenced', "SELECT count(*) FROM events WHERE notification_id = 'fenced-1'"), '1');
+    await client.close();
+  } finally {
+    await server.stop();
+  }
+});
+
+test('an owner that cannot be reached leaves its requests to the connected instance; an owner elsewhere gets its partitions\' requests', async () => {
+  const [server, owner] = await Promise.all([startServer('routing-first'), startServer('routing-owner')]);
+  try {
+    const dead = `127.0.0.1:${await freePort()}`;
+    const users = [0, 1, 2, 3].map((p) => userIn(p, 4) || 'x');
+    const fakeRoutes = (other) => ({ ...hello(4, [0, 1, 2, 3].map((p) => ({ partition: p, address: p % 2 === 0 ? server.address : other, epoch: 1 }))), ok: true });
+
+    // Routes as a server of four partitions would give them: 1 and 3 owned where nothing listens.
+    const client = await HeraldClient.connect({ address: server.address, reconnect: { initialMs: 10, maxMs: 50 } });
+    await client.registerApp({ app: APP });
+    client.hello = fakeRoutes(dead);
+    const acks = await Promise.all(users.map((u, i) => client.submit(submitFor(`dead-${i}`, u))));
+    assert.ok(acks.every((a) => a.seq > 0));
+    assert.deepEqual([...client._owners], [[dead, null]]);
+    assert.ok((await client.submit(submitFor('dead-later', users[1]))).seq > 0, 'later requests go to the connected instance at once');
+    await client.close();
+
+    // 1 and 3 owned by the other server: their submits are stored there (sent there again, a duplicate).
+    const direct = await HeraldClient.connect({ address: owner.address, routing: false });
+    await direct.registerApp({ app: APP });
+    const routed = await HeraldClient.connect({ address: server.address });
+    routed.hello = fakeRoutes(owner.address);
+    for (const [i, u] of users.entries()) await routed.submit(submitFor(`owned-${i}`, u));
+    assert.deepEqual([...routed._owners.keys()], [owner.address]);
+    await routed.close();
+    const first = await HeraldClient.connect({ address: server.address, routing: false });
+    for (const [c, stored] of [[first, [0, 2]], [direct, [1, 3]]]) {
+      for (const [i, u] of users.entries()) {
+        const again = await c.submit(submitFor(`owned-${i}`, u));
+        assert.equal(again.duplicate, stored.includes(i), `${i} on ${c.options.port}`);
+      }
+    }
+    await first.close();
+    await direct.close();
+  } finally {
+    await Promise.all([server.stop(), owner.stop()]);
   }
 });
