@@ -232,6 +232,15 @@ public final class HeraldProducer: Sendable {
         return hello
     }
 
+    /// Routes as a hello would give them (the tests' stand-in for a server of several partitions).
+    func helloReplaced(_ hello: HelloReply) {
+        primary.helloRefreshed(hello)
+        owners.withLock { $0 = $0.filter { $0.value != nil } }
+    }
+
+    /// Owner addresses with a connection (true) or marked unreachable (false).
+    var ownerAddresses: [String: Bool] { owners.withLock { $0.mapValues { $0 != nil } } }
+
     private func refreshRoutesOnce() async {
         let task = refreshing.withLock { current -> Task<Void, Never> in
             if let current { return current }

@@ -23,6 +23,60 @@ import Testing
         await herald.close()
     }
 
+    static func routes(_ first: Int, _ other: String) throws -> HelloReply {
+        let routes = (0..<4).map { p -> String in #"{"partition":\#(p),"address":"\#(p % 2 == 0 ? "127.0.0.1:\(first)" : other)","epoch":1}"# }
+        return HelloReply(reply: try #require(HeraldJSON.parse(#"{"ok":true,"op":"hello","partitions":4,"hash":"fnv1a64","routes":[\#(routes.joined(separator: ","))]}"#).objectValue))
+    }
+
+    /// A user of each partition of four (the fixture's first).
+    static func users() throws -> [String] {
+        let cases = try PartitionFixtureTests.fixture()
+        return try (0..<4).map { p in
+            try #require(cases.first { $0["partitions"]?["4"]?.intValue == Int64(p) && $0["user"] != "" }?["user"]?.stringValue)
+        }
+    }
+
+    static func submit(_ id: String, _ user: String) -> Submit {
+        Submit(id: id, app: ClientTestServer.mail, user: user, title: "Hi", hiddenPreviewsBodyPlaceholder: "Hi")
+    }
+
+    /// Routes naming an owner where nothing listens: its partitions' requests go to the instance
+    /// connected to (which forwards), and the owner is marked unreachable.
+    @Test func anOwnerThatCannotBeReachedLeavesItsRequestsToTheConnectedInstance() async throws {
+        let server = try ClientTestServer()
+        let herald = try await HeraldProducer.connect(port: server.port, token: ClientTestServer.adminToken,
+                                                      backoff: Backoff(initialMilliseconds: 10, maximumMilliseconds: 50))
+        _ = try await herald.registerApp(ClientTestServer.mail)
+        let dead = "127.0.0.1:\(LocalClusterPort.free())"
+        herald.helloReplaced(try Self.routes(server.port, dead))
+        let users = try Self.users()
+        for (i, user) in users.enumerated() { #expect(try await herald.submit(Self.submit("dead-\(i)", user)).seq > 0) }
+        #expect(herald.ownerAddresses == [dead: false])
+        await herald.close()
+    }
+
+    /// Routes naming another server as the owner of partitions 1 and 3: their submits are stored
+    /// there (sent there again, they are duplicates), the others on the server connected to.
+    @Test func requestsForPartitionsOwnedElsewhereGoOnAConnectionToTheirOwner() async throws {
+        let (server, owner) = (try ClientTestServer(), try ClientTestServer())
+        let direct = try await HeraldProducer.connect(port: owner.port, token: ClientTestServer.adminToken, routing: false)
+        _ = try await direct.registerApp(ClientTestServer.mail)
+        let herald = try await HeraldProducer.connect(port: server.port, token: ClientTestServer.adminToken)
+        _ = try await herald.registerApp(ClientTestServer.mail)
+        herald.helloReplaced(try Self.routes(server.port, "127.0.0.1:\(owner.port)"))
+        let users = try Self.users()
+        for (i, user) in users.enumerated() { _ = try await herald.submit(Self.submit("owned-\(i)", user)) }
+        #expect(herald.ownerAddresses == ["127.0.0.1:\(owner.port)": true])
+        await herald.close()
+        let first = try await HeraldProducer.connect(port: server.port, token: ClientTestServer.adminToken, routing: false)
+        for (producer, stored) in [(first, [0, 2]), (direct, [1, 3])] {
+            for (i, user) in users.enumerated() {
+                #expect(try await producer.submit(Self.submit("owned-\(i)", user)).duplicate == stored.contains(i), "\(i)")
+            }
+            await producer.close()
+        }
+    }
+
     /// A routed request goes again after `not_owner` (a few times), and after its owner could not
     /// be reached (the owner is then marked); any other error, or the same on the connected
     /// instance, is its answer.
