@@ -195,11 +195,9 @@ public final class HeraldProducer: Sendable {
 
     /// Sends a request once the window has room; await the returned ack's `value`.
     public func send(_ request: some HeraldRequest) async -> PendingAck {
-        let (connection, owner) = await connection(for: request)
+        let (connection, owner, routed) = await connection(for: request)
         // With one partition nothing is routed: the fast path, without a redirect.
-        guard routing, owner != nil || (request.routingUser != nil && primary.hello.partitions > 1) else {
-            return PendingAck(slot: await connection.send(request))
-        }
+        guard routed else { return PendingAck(slot: await connection.send(request)) }
         return PendingAck(slot: await connection.send(request, into: routedSlot(request, owner: owner)))
     }
 
@@ -212,7 +210,7 @@ public final class HeraldProducer: Sendable {
             if let unreachable { owners.withLock { if $0[unreachable] != nil { $0[unreachable] = .some(nil) } } }
             Task { [self] in
                 if error.code == "not_owner" { await self.refreshRoutesOnce() }
-                let (connection, next) = await self.connection(for: request)
+                let (connection, next, _) = await self.connection(for: request)
                 sent.sentTo(next)
                 _ = await connection.send(request, into: slot)
             }
@@ -319,15 +317,17 @@ public final class HeraldProducer: Sendable {
     }
 
     /// The connection for a request: its partition's owner when hello lists routes (with the
-    /// owner's address), else the first one (nil: the instance connected to forwards).
-    private func connection(for request: some HeraldRequest) async -> (ProducerConnection, owner: String?) {
-        guard routing, let user = request.routingUser else { return (primary, nil) }
+    /// owner's address), else the first one (nil: the instance connected to forwards); `routed`
+    /// when the request belongs to a partition of several (a `not_owner` then sends it again).
+    private func connection(for request: some HeraldRequest) async -> (ProducerConnection, owner: String?, routed: Bool) {
+        guard routing, let user = request.routingUser else { return (primary, nil, false) }
         let hello = primary.hello
         // Only a partition function this client knows can pick the owner; otherwise the instance forwards.
-        guard hello.partitions > 1, !hello.routes.isEmpty, hello.hash == nil || hello.hash == "fnv1a64" else { return (primary, nil) }
+        guard hello.partitions > 1 else { return (primary, nil, false) }
+        guard !hello.routes.isEmpty, hello.hash == nil || hello.hash == "fnv1a64" else { return (primary, nil, true) }
         let partition = Partitioning.partition(ofUser: user, partitions: hello.partitions)
-        guard let route = hello.routes.first(where: { $0.partition == partition }), route.address != endpoint.address else { return (primary, nil) }
-        if let known = owners.withLock({ $0[route.address] }) { return known.map { ($0, route.address) } ?? (primary, nil) }
+        guard let route = hello.routes.first(where: { $0.partition == partition }), route.address != endpoint.address else { return (primary, nil, true) }
+        if let known = owners.withLock({ $0[route.address] }) { return known.map { ($0, route.address, true) } ?? (primary, nil, true) }
         var owner: ProducerConnection?
         if let (host, port) = try? Self.splitAddress(route.address) {
             // An owner that drops is tried a few times only: its requests then go to the instance connected to.
@@ -342,7 +342,7 @@ public final class HeraldProducer: Sendable {
             return owner
         }
         if let owner, chosen !== owner { owner.close() }
-        return chosen.map { ($0, route.address) } ?? (primary, nil)
+        return chosen.map { ($0, route.address, true) } ?? (primary, nil, true)
     }
 
     static func splitAddress(_ address: String) throws(HeraldError) -> (String, Int) {
