@@ -16,6 +16,7 @@ public final class HeraldConsumer: AsyncSequence, SessionHandler {
     private let waiters = Mutex<(started: UnsafeContinuation<Result<Int64, HeraldError>, Never>?, acks: UnsafeContinuation<Void, Never>?)>((nil, nil))
     private let ackTick: Int32
 
+    /// The durable name; empty for an ephemeral stream without one.
     public let consumer: String
 
     private init(endpoint: Endpoint, state: State) {
@@ -31,13 +32,28 @@ public final class HeraldConsumer: AsyncSequence, SessionHandler {
                                  ackEvery: Int = 256, ackIntervalMilliseconds: Int = 200,
                                  backoff: Backoff = Backoff()) async throws(HeraldError) -> HeraldConsumer {
         let state = State(consumer: consumer, start: start, filter: filter, ackEvery: ackEvery, ackIntervalMilliseconds: ackIntervalMilliseconds)
-        let c = HeraldConsumer(endpoint: Endpoint(host: host, port: port, token: token, tls: tls, backoff: backoff), state: state)
+        return try await started(Endpoint(host: host, port: port, token: token, tls: tls, backoff: backoff), state)
+    }
+
+    private static func started(_ endpoint: Endpoint, _ state: State) async throws(HeraldError) -> HeraldConsumer {
+        let c = HeraldConsumer(endpoint: endpoint, state: state)
         let result = await withUnsafeContinuation { continuation in
             c.waiters.withLock { $0.started = continuation }
             c.session.start(handler: c)
         }
         _ = try result.get()
         return c
+    }
+
+    /// An ephemeral stream: reads deliveries without acknowledging them, so it moves no cursor and
+    /// takes no consumer's place. Under a `consumer`'s name it starts at that consumer's
+    /// acknowledged cursor (unless `from` names a cursor or `earliest`); without one, `.committed`
+    /// means the newest delivery. It reconnects and resumes as a durable consumer does.
+    public static func stream(host: String = "127.0.0.1", port: Int = 7411, token: String? = nil, tls: TLSOptions? = nil,
+                              consumer: String? = nil, from start: SubscribeStart = .committed, filter: DeliveryFilter? = nil,
+                              backoff: Backoff = Backoff()) async throws(HeraldError) -> HeraldConsumer {
+        let state = State(consumer: consumer ?? "", start: start, filter: filter, ackEvery: Int.max, ackIntervalMilliseconds: 1_000, ephemeral: true)
+        return try await started(Endpoint(host: host, port: port, token: token, tls: tls, backoff: backoff), state)
     }
 
     /// `address` is "host:port".

@@ -11,16 +11,20 @@ final class ProducerConnection: SessionHandler {
     }
 
     let session: WireSession
+    /// A connection to a partition's owner: its requests say `"route":"direct"`, so that an
+    /// instance that does not own the partition refuses them with `not_owner` instead of forwarding.
+    let direct: Bool
     private let pipeline: Mutex<Pipeline>
     private let link = Mutex(Link())
 
-    private init(endpoint: Endpoint, window: Int) {
+    private init(endpoint: Endpoint, window: Int, direct: Bool) {
         session = WireSession(endpoint: endpoint)
         pipeline = Mutex(Pipeline(window: window))
+        self.direct = direct
     }
 
-    static func connect(_ endpoint: Endpoint, window: Int) async throws(HeraldError) -> ProducerConnection {
-        let connection = ProducerConnection(endpoint: endpoint, window: window)
+    static func connect(_ endpoint: Endpoint, window: Int, direct: Bool = false) async throws(HeraldError) -> ProducerConnection {
+        let connection = ProducerConnection(endpoint: endpoint, window: window, direct: direct)
         let result = await withUnsafeContinuation { continuation in
             connection.link.withLock { $0.started = continuation }
             connection.session.start(handler: connection)
@@ -30,13 +34,13 @@ final class ProducerConnection: SessionHandler {
     }
 
     var hello: HelloReply { link.withLock { $0.hello! } }
+    func helloRefreshed(_ hello: HelloReply) { link.withLock { $0.hello = hello } }
     var reconnects: Int { link.withLock { $0.reconnects } }
     var inFlight: Int { pipeline.withLock { $0.count } }
 
     /// Queues a request (waiting for room in the window) and returns where its reply will be.
-    func send(_ request: some HeraldRequest) async -> ReplySlot {
-        let body = request.lineBody()
-        let slot = ReplySlot()
+    func send(_ request: some HeraldRequest, into slot: ReplySlot = ReplySlot()) async -> ReplySlot {
+        let body = direct ? Self.directMember + request.lineBody() : request.lineBody()
         var actions: [Pipeline.Action] = []
         let queued = pipeline.withLock { p -> Bool in
             guard p.admitsNow else { return false }
@@ -55,6 +59,8 @@ final class ProducerConnection: SessionHandler {
         }
         return slot
     }
+
+    private static let directMember = Array(#""route":"direct","#.utf8)
 
     private func perform(_ actions: [Pipeline.Action]) {
         for action in actions {
@@ -108,6 +114,32 @@ final class ProducerConnection: SessionHandler {
     var tickMilliseconds: Int32 { -1 }
 }
 
+/// Where a routed request was sent and how often it was sent again.
+final class RoutedSend: Sendable {
+    private let state: Mutex<(attempts: Int, owner: String?)>
+    init(owner: String?) { state = Mutex((0, owner)) }
+
+    /// After a failure: nil when it is the request's answer; else the request goes again, and the
+    /// value is the owner's address when that owner could not be reached (.some(nil): not_owner).
+    func resends(after error: HeraldError, limit: Int) -> String?? {
+        state.withLock { sent -> String?? in
+            let unreachable: String?
+            switch error.code {
+            case "not_owner": unreachable = nil
+            case "unreachable", "connect_failed":
+                guard let owner = sent.owner else { return nil }
+                unreachable = owner
+            default: return nil
+            }
+            guard sent.attempts < limit else { return nil }
+            sent.attempts += 1
+            return .some(unreachable)
+        }
+    }
+
+    func sentTo(_ owner: String?) { state.withLock { $0.owner = owner } }
+}
+
 /// A producer (and settings, admin) client of Herald: connect once, then call an op method per
 /// request. Calls pipeline: `send` returns at once with a `PendingAck` (waiting only while `window`
 /// requests are unanswered), the op methods await their ack. After a dropped connection or a
@@ -120,6 +152,10 @@ public final class HeraldProducer: Sendable {
     private let primary: ProducerConnection
     /// Connections to partitions' owners (hello's `routes`), by address; nil marks an owner that could not be reached.
     private let owners = Mutex<[String: ProducerConnection?]>([:])
+    /// The hello in flight that refreshes the routes after a `not_owner`, shared by the requests it refused.
+    private let refreshing = Mutex<Task<Void, Never>?>(nil)
+    /// How many times a routed request is sent again after `not_owner` before the error is its answer.
+    private static let resends = 3
 
     private init(endpoint: Endpoint, window: Int, routing: Bool, primary: ProducerConnection) {
         self.endpoint = endpoint; self.window = window; self.routing = routing; self.primary = primary
@@ -159,7 +195,61 @@ public final class HeraldProducer: Sendable {
 
     /// Sends a request once the window has room; await the returned ack's `value`.
     public func send(_ request: some HeraldRequest) async -> PendingAck {
-        PendingAck(slot: await connection(for: request).send(request))
+        let (connection, owner, routed) = await connection(for: request)
+        // With one partition nothing is routed: the fast path, without a redirect.
+        guard routed else { return PendingAck(slot: await connection.send(request)) }
+        return PendingAck(slot: await connection.send(request, into: routedSlot(request, owner: owner)))
+    }
+
+    /// The slot of a routed request: `not_owner` refreshes the routes and sends it again (a few
+    /// times at most); an owner that cannot be reached leaves it to the instance connected to.
+    private func routedSlot<R: HeraldRequest>(_ request: R, owner: String?) -> ReplySlot {
+        let sent = RoutedSend(owner: owner)
+        return ReplySlot { [weak self] slot, error in
+            guard let self, let unreachable = sent.resends(after: error, limit: Self.resends) else { return false }
+            if let unreachable { owners.withLock { if $0[unreachable] != nil { $0[unreachable] = .some(nil) } } }
+            Task { [self] in
+                if error.code == "not_owner" { await self.refreshRoutesOnce() }
+                let (connection, next, _) = await self.connection(for: request)
+                sent.sentTo(next)
+                _ = await connection.send(request, into: slot)
+            }
+            return true
+        }
+    }
+
+    /// Says hello again to the instance first connected to, for the latest routes (hello's reply
+    /// replaces `hello`). Requests refused with `not_owner` do it on their own.
+    @discardableResult
+    public func refreshRoutes() async throws(HeraldError) -> HelloReply {
+        let ack = try await PendingAck(slot: primary.send(AnyRequest(op: "hello", members: ["token": .string(endpoint.token ?? "")]))).value
+        let hello = HelloReply(reply: ack.raw)
+        primary.helloRefreshed(hello)
+        // Owners that could not be reached are tried again under new routes.
+        owners.withLock { $0 = $0.filter { $0.value != nil } }
+        return hello
+    }
+
+    /// Routes as a hello would give them (the tests' stand-in for a server of several partitions).
+    func helloReplaced(_ hello: HelloReply) {
+        primary.helloRefreshed(hello)
+        owners.withLock { $0 = $0.filter { $0.value != nil } }
+    }
+
+    /// Owner addresses with a connection (true) or marked unreachable (false).
+    var ownerAddresses: [String: Bool] { owners.withLock { $0.mapValues { $0 != nil } } }
+
+    private func refreshRoutesOnce() async {
+        let task = refreshing.withLock { current -> Task<Void, Never> in
+            if let current { return current }
+            let task = Task { [self] in
+                _ = try? await refreshRoutes()
+                refreshing.withLock { $0 = nil }
+            }
+            current = task
+            return task
+        }
+        await task.value
     }
 
     /// Sends a request and waits for its ack (throws the server's refusal as a `HeraldError`).
@@ -226,19 +316,25 @@ public final class HeraldProducer: Sendable {
         }
     }
 
-    /// The connection for a request: its partition's owner when hello lists routes, else the first one.
-    private func connection(for request: some HeraldRequest) async -> ProducerConnection {
-        guard routing, let user = request.routingUser else { return primary }
+    /// The connection for a request: its partition's owner when hello lists routes (with the
+    /// owner's address), else the first one (nil: the instance connected to forwards); `routed`
+    /// when the request belongs to a partition of several (a `not_owner` then sends it again).
+    private func connection(for request: some HeraldRequest) async -> (ProducerConnection, owner: String?, routed: Bool) {
+        guard routing, let user = request.routingUser else { return (primary, nil, false) }
         let hello = primary.hello
         // Only a partition function this client knows can pick the owner; otherwise the instance forwards.
-        guard hello.partitions > 1, !hello.routes.isEmpty, hello.hash == nil || hello.hash == "fnv1a64" else { return primary }
+        guard hello.partitions > 1 else { return (primary, nil, false) }
+        guard !hello.routes.isEmpty, hello.hash == nil || hello.hash == "fnv1a64" else { return (primary, nil, true) }
         let partition = Partitioning.partition(ofUser: user, partitions: hello.partitions)
-        guard let route = hello.routes.first(where: { $0.partition == partition }), route.address != endpoint.address else { return primary }
-        if let known = owners.withLock({ $0[route.address] }) { return known ?? primary }
+        guard let route = hello.routes.first(where: { $0.partition == partition }), route.address != endpoint.address else { return (primary, nil, true) }
+        if let known = owners.withLock({ $0[route.address] }) { return known.map { ($0, route.address, true) } ?? (primary, nil, true) }
         var owner: ProducerConnection?
         if let (host, port) = try? Self.splitAddress(route.address) {
+            // An owner that drops is tried a few times only: its requests then go to the instance connected to.
+            let backoff = Backoff(initialMilliseconds: endpoint.backoff.initialMilliseconds,
+                                  maximumMilliseconds: endpoint.backoff.maximumMilliseconds, attempts: 3)
             owner = try? await ProducerConnection.connect(Endpoint(host: host, port: port, token: endpoint.token, tls: endpoint.tls,
-                                                                   backoff: endpoint.backoff), window: window)
+                                                                   backoff: backoff), window: window, direct: true)
         }
         let chosen = owners.withLock { owners -> ProducerConnection? in
             if let existing = owners[route.address] { return existing }
@@ -246,7 +342,7 @@ public final class HeraldProducer: Sendable {
             return owner
         }
         if let owner, chosen !== owner { owner.close() }
-        return chosen ?? primary
+        return chosen.map { ($0, route.address, true) } ?? (primary, nil, true)
     }
 
     static func splitAddress(_ address: String) throws(HeraldError) -> (String, Int) {

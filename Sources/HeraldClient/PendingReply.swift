@@ -8,8 +8,16 @@ final class ReplySlot: Sendable {
         case done(Result<[UInt8], HeraldError>)
     }
     private let state = Mutex<State>(.waiting([]))
+    /// Given a failure first: true when it sends the request again elsewhere (a routed request
+    /// refused with `not_owner`, or whose owner could not be reached); the slot then stays open.
+    private let redirect: (@Sendable (ReplySlot, HeraldError) -> Bool)?
+
+    init(redirect: (@Sendable (ReplySlot, HeraldError) -> Bool)? = nil) {
+        self.redirect = redirect
+    }
 
     func settle(_ result: Result<[UInt8], HeraldError>) {
+        if let redirect, case .failure(let error) = result, redirect(self, error) { return }
         let waiters: [UnsafeContinuation<Result<[UInt8], HeraldError>, Never>] = state.withLock { state in
             guard case .waiting(let waiters) = state else { return [] }
             state = .done(result)

@@ -56,6 +56,9 @@ struct SubscriptionState<Reader> {
     let consumer: String
     let start: SubscribeStart
     let filter: DeliveryFilter?
+    /// An ephemeral stream: acknowledges nothing, moves no cursor, takes no consumer's place
+    /// (under a name it starts at that consumer's cursor; an empty name reads from `start`).
+    let ephemeral: Bool
     let ackEvery: Int
     let ackIntervalMilliseconds: UInt64
     /// Lines buffered for the reader before the socket stops being read.
@@ -82,8 +85,9 @@ struct SubscriptionState<Reader> {
     private var yielded: Delivery?
     private var reader: (handle: Reader, deadline: UInt64?)?
 
-    init(consumer: String, start: SubscribeStart, filter: DeliveryFilter?, ackEvery: Int, ackIntervalMilliseconds: Int, bufferLimit: Int = 8192) {
-        self.consumer = consumer; self.start = start; self.filter = filter
+    init(consumer: String, start: SubscribeStart, filter: DeliveryFilter?, ackEvery: Int, ackIntervalMilliseconds: Int,
+         bufferLimit: Int = 8192, ephemeral: Bool = false) {
+        self.consumer = consumer; self.start = start; self.filter = filter; self.ephemeral = ephemeral
         self.ackEvery = max(1, ackEvery); self.ackIntervalMilliseconds = UInt64(max(1, ackIntervalMilliseconds))
         self.bufferLimit = bufferLimit
     }
@@ -116,7 +120,8 @@ struct SubscriptionState<Reader> {
     /// A granted hello. The first time: subscribe from `start`. After a reconnect: with one
     /// partition, after the newest line received (lines buffered are not asked for again); with
     /// several, ack what was processed, then subscribe from the committed cursors (lines
-    /// received twice are dropped by cursor).
+    /// received twice are dropped by cursor); an ephemeral stream with several partitions, which
+    /// has no committed cursors, subscribes from `start` again and drops what it received.
     mutating func connectionEstablished(now: UInt64) -> [UInt8] {
         connected = true
         outbox = []
@@ -127,14 +132,16 @@ struct SubscriptionState<Reader> {
         if started {
             if named.isEmpty {
                 if let last = lastReceived[0] { from = .after(last) }
-            } else {
+            } else if !ephemeral {
                 for (p, cursor) in processed.sorted(by: { $0.key < $1.key }) where cursor > (acked[p] ?? -1) {
                     sendAck(partition: p, cursor: cursor, now: now, actions: &actions)
                 }
                 from = .committed
             }
         }
-        var members: [String: HeraldJSON] = ["consumer": .string(consumer), "from": from.json]
+        var members: [String: HeraldJSON] = ["from": from.json]
+        if !ephemeral || !consumer.isEmpty { members["consumer"] = .string(consumer) }
+        if ephemeral { members["ephemeral"] = true }
         if let filter { members["filter"] = filter.json }
         write(members, op: "subscribe", owed: .subscribe, now: now, actions: &actions)
         return takeOutbox()
@@ -240,6 +247,7 @@ struct SubscriptionState<Reader> {
 
     /// Acks the newest processed cursor of each partition that moved since its last ack.
     mutating func flushAcks(now: UInt64, actions: inout [Action]) {
+        guard !ephemeral else { unackedLines = 0; return }
         for (p, cursor) in processed.sorted(by: { $0.key < $1.key }) where cursor > (ackSent[p] ?? -1) {
             sendAck(partition: p, cursor: cursor, now: now, actions: &actions)
         }

@@ -91,6 +91,34 @@ import Testing
         await herald.close()
     }
 
+    /// An ephemeral stream reads without acking: under a consumer's name it starts at that
+    /// consumer's cursor, moves it not and does not take the consumer's place; without a name it
+    /// reads from where `from` says.
+    @Test func anEphemeralStreamReadsWithoutMovingTheCursorNorDisplacingTheConsumer() async throws {
+        let server = try ClientTestServer()
+        let herald = try await Self.producer(server)
+        try await Self.submit(herald, 0..<5)
+        let durable = try await herald.subscribe(consumer: "gateway", from: .earliest, ackEvery: 1)
+        for _ in 0..<3 { _ = try await durable.next(timeoutMilliseconds: 10_000) }
+        _ = try await durable.next(timeoutMilliseconds: 10_000)  // the third is processed and acked
+        durable.flushAcks()
+        try await Task.sleep(for: .milliseconds(200))
+        let peek = try await HeraldConsumer.stream(port: server.port, token: ClientTestServer.adminToken, consumer: "gateway")
+        #expect(try await peek.next(timeoutMilliseconds: 10_000)?.cursor == 4)
+        #expect(try await peek.next(timeoutMilliseconds: 10_000)?.cursor == 5)
+        await peek.close()
+        let all = try await HeraldConsumer.stream(port: server.port, token: ClientTestServer.adminToken, from: .earliest,
+                                                  filter: DeliveryFilter(kinds: [.alert]))
+        #expect(try await all.next(timeoutMilliseconds: 10_000)?.cursor == 1)
+        await all.close()
+        try await Self.submit(herald, 5..<6)
+        #expect(try await durable.next(timeoutMilliseconds: 10_000)?.cursor == 5, "the gateway still streams")
+        #expect(try await durable.next(timeoutMilliseconds: 10_000)?.cursor == 6)
+        await durable.close()
+        #expect(durable.acknowledged[0] == 6)
+        await herald.close()
+    }
+
     /// A second connection subscribing under the same name takes the stream over: the first one's
     /// loop ends with `subscribed_elsewhere` instead of reconnecting and taking it back.
     @Test func aConsumerTakenOverElsewhereEndsWithThatError() async throws {

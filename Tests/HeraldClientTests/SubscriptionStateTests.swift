@@ -91,3 +91,28 @@ import Testing
         #expect(e.code == "timeout")
     }
 }
+
+@Suite struct EphemeralStreamStateTests {
+    typealias State = SubscriptionState<Int>
+
+    /// An ephemeral stream says so in its subscribe (a name only when it has one), sends no ack
+    /// however many lines are processed, closes without waiting for acks, and after a reconnect
+    /// resumes after the newest line received.
+    @Test func anEphemeralStreamSubscribesAsOneAcksNothingAndResumesAfterTheLastLine() {
+        var unnamed = State(consumer: "", start: .earliest, filter: DeliveryFilter(kinds: [.alert]), ackEvery: 1, ackIntervalMilliseconds: 1, ephemeral: true)
+        let subscribe = SubscriptionStateTests.lines(unnamed.connectionEstablished(now: 0))
+        #expect(subscribe == [["op": "subscribe", "rid": 1, "ephemeral": true, "from": "earliest", "filter": ["kinds": ["alert"]]]])
+        var named = State(consumer: "gw", start: .committed, filter: nil, ackEvery: 1, ackIntervalMilliseconds: 1, ephemeral: true)
+        #expect(SubscriptionStateTests.lines(named.connectionEstablished(now: 0)).first?["consumer"] == "gw")
+
+        var actions: [State.Action] = []
+        _ = unnamed.lineReceived([], ["ok": true, "rid": 1, "op": "subscribe", "cursor": 0], actions: &actions)
+        for c in [Int64(1), 2, 3] { let d = SubscriptionStateTests.delivery(c); _ = unnamed.lineReceived(d.line, d.json, actions: &actions) }
+        for reader in 0..<3 { unnamed.nextRequested(reader: reader, deadline: nil, now: 10, actions: &actions) }
+        unnamed.ticked(now: 5_000, actions: &actions)
+        #expect(unnamed.takeOutbox().isEmpty, "no ack")
+        #expect(!unnamed.closeRequested(now: 6_000, actions: &actions) && unnamed.takeOutbox().isEmpty)
+        unnamed.connectionLost()
+        #expect(SubscriptionStateTests.lines(unnamed.connectionEstablished(now: 7_000)).first?["from"] == 3)
+    }
+}

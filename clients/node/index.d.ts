@@ -14,7 +14,9 @@ export class HeraldError extends Error {
   /** The op of the request it answers, when known. */
   readonly op?: string;
   readonly rid?: unknown;
-  constructor(code: string, title: string, detail?: string, extra?: { op?: string; rid?: unknown });
+  /** `not_owner`: the partition owner's address (host:port), when the server names it. */
+  readonly owner?: string;
+  constructor(code: string, title: string, detail?: string, extra?: { op?: string; rid?: unknown; owner?: string });
 }
 
 /** A warning on an accepted request. Servers sending `{code, message}` get `title` = `message`. */
@@ -43,7 +45,14 @@ export interface Ack {
 }
 
 export interface ClockAck extends Ack { now: string; deliveryHead: number }
-export interface HelloReply { ok: true; op: 'hello'; roles: string[]; apps: string[]; server: string; [member: string]: unknown }
+/** Where a partition is served: its owner's address (host:port) and lease epoch. */
+export interface Route { partition: number; address: string; epoch: number }
+export interface HelloReply {
+  ok: true; op: 'hello'; roles: string[]; apps: string[]; server: string;
+  /** The instance that answered, the number of partitions P, the partition function ("fnv1a64") and each partition's owner. */
+  instance?: string; partitions?: number; hash?: string; routes?: Route[];
+  [member: string]: unknown;
+}
 
 export interface ReconnectOptions {
   /** First delay before reconnecting, doubled up to maxMs (with jitter). Default 50. */
@@ -73,6 +82,8 @@ export interface ConnectionOptionsBase {
 export interface ClientOptions extends ConnectionOptionsBase {
   /** Requests in flight on the connection at most; more calls wait in the client. Default 1024. */
   window?: number;
+  /** Send each user's requests to its partition's owner when hello's routes name owners elsewhere. Default true. */
+  routing?: boolean;
 }
 
 export type Instant = string;
@@ -196,18 +207,20 @@ export class Subscription implements AsyncIterableIterator<Delivery> {
   readonly consumer: string;
   /** The cursor the stream started after (known once ready() resolves). */
   readonly startCursor: number | null;
+  /** The newest cursor received, processed, and confirmed as acknowledged, of partition 0 (a one-partition server's only one). */
   readonly receivedCursor: number | null;
   readonly processedCursor: number | null;
-  /** The newest cursor the server confirmed as acknowledged. */
   readonly ackedCursor: number | null;
+  /** The newest cursor the server confirmed as acknowledged, per partition. */
+  readonly acknowledged: Record<number, number>;
   readonly reconnects: number;
   /** Resolves with the starting cursor once subscribed; rejects with the HeraldError that refused it. */
   ready(): Promise<number>;
   next(): Promise<IteratorResult<Delivery>>;
   return(): Promise<IteratorResult<Delivery>>;
   [Symbol.asyncIterator](): Subscription;
-  /** Marks a cursor (or delivery) processed; acked in the next batch. */
-  ack(cursor: number | Delivery): void;
+  /** Marks a delivery (or a cursor of `partition`, default 0) processed; acked in the next batch, naming its partition. */
+  ack(cursor: number | Delivery, partition?: number): void;
   /** Acks what was processed, waits for the reply, closes. */
   close(): Promise<void>;
 }
@@ -222,6 +235,12 @@ export class HeraldClient {
   readonly reconnects: number;
   readonly inFlight: number;
   readonly queued: number;
+  /** The routing table of the latest hello. */
+  readonly routes: RoutingTable;
+  /** How many requests were sent again after a `not_owner` refusal. */
+  readonly notOwnerResends: number;
+  /** Says hello again to the instance connected to: the latest routes. */
+  refreshRoutes(): Promise<HelloReply>;
   connect(): Promise<HelloReply>;
   /** Resolves when fewer than `window` requests are queued or in flight. */
   whenWritable(): Promise<void>;
@@ -256,3 +275,24 @@ export class HeraldClient {
 export function subscribe(options: SubscribeOptions & ConnectionOptionsBase): Subscription;
 export function parseAddress(address: string, defaultPort?: number): { host: string; port: number };
 export function normalizeWarning(warning: unknown): Warning;
+
+/** FNV-1a 64 of a string's UTF-8 bytes (or of bytes). */
+export function fnv1a64(input: string | Uint8Array): bigint;
+/** A user's partition: fnv1a64 of its UTF-8 bytes modulo P (SPEC §9). */
+export function partitionOf(user: string, partitions: number): number;
+/** The user a request's fields route by; null for fan-outs and requests without one. */
+export function routingUser(fields: Record<string, unknown>): string | null;
+/** hello's routes as seen from the instance connected to: which address a user's request goes to. */
+export class RoutingTable {
+  static fromHello(hello: HelloReply | null, connected: string): RoutingTable;
+  constructor(partitions: number, hash: string | null, routes: Route[], connected: string);
+  readonly partitions: number;
+  readonly hash: string | null;
+  readonly connected: string;
+  /** Whether any partition is owned elsewhere (routing is then in use). */
+  readonly direct: boolean;
+  partitionOf(user: string): number;
+  /** The owner's address when the user's partition is owned elsewhere; null: the instance connected to. */
+  addressFor(user: string | null): string | null;
+  withOwner(partition: number, address: string): RoutingTable;
+}

@@ -4,6 +4,7 @@ export { HeraldClient, parseAddress } from './src/client.js';
 export { Subscription } from './src/subscription.js';
 export { HeraldError } from './src/errors.js';
 export { normalizeWarning } from './src/replies.js';
+export { RoutingTable, fnv1a64, partitionOf, routingUser } from './src/routing.js';
 
 import { Subscription } from './src/subscription.js';
 

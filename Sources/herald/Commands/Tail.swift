@@ -1,9 +1,10 @@
-// `herald tail`: a consumer that prints deliveries as they come, acknowledging each.
+// `herald tail`: a consumer (HeraldClient's) that prints deliveries as they come, acknowledging each.
 import ArgumentParser
-import HeraldCommandLine
+import Dispatch
 import Foundation
-import HeraldCore
-import HeraldWireTesting
+import HeraldClient
+import HeraldCommandLine
+import Synchronization
 
 struct Tail: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Subscribe as a durable consumer and print deliveries (one JSON line each).")
@@ -20,64 +21,82 @@ struct Tail: ParsableCommand {
 
     func run() throws {
         logging.configure()
-        do {
-            let client = try server.connectAndHello()
-            let consumer = self.consumer ?? "tail"
-            var sub: [String: JSONValue] = ["op": "subscribe"]
-            if noAck {
-                sub["ephemeral"] = true
-                if let name = self.consumer { sub["consumer"] = .string(name) }
-            } else {
-                sub["consumer"] = .string(consumer)
+        guard let (host, port) = hostAndPort(server.connect) else { throw ValidationError("--connect must be HOST:PORT") }
+        let token = try server.resolvedToken()
+        let start: SubscribeStart
+        switch from {
+        case nil, "committed"?: start = .committed
+        case "earliest"?: start = .earliest
+        case let text?:
+            guard let cursor = Int64(text) else {
+                Log.info("error: --from must be committed, earliest or a cursor, not “\(text)”")
+                throw ExitCode.error
             }
-            if let from { sub["from"] = Int64(from).map { .int($0) } ?? .string(from) }
-            var filter: [String: JSONValue] = [:]
-            if !apps.isEmpty { filter["apps"] = .array(apps.map { .string($0) }) }
-            if !kinds.isEmpty { filter["kinds"] = .array(kinds.map { .string($0) }) }
-            if !filter.isEmpty { sub["filter"] = .object(filter) }
-            try client.send(JSONValue.object(sub).canonicalString)
-            var printed = 0, acksSent = 0, acksConfirmed = 0
-            /// An ack's reply is `{"ok":true,"cursor":n}` (no `op`); a failure ends the run.
-            func replyCounted(_ value: JSONValue) throws -> Bool {
-                if value["ok"]?.boolValue == false {
-                    Log.info("error: \(value.canonicalString)")
-                    throw ExitCode.error
-                }
-                guard value["ok"]?.boolValue == true, value["op"] == nil else { return false }
-                acksConfirmed += 1
-                return true
-            }
-            while limit.map({ printed < $0 }) ?? true {
-                guard let line = try client.readLine(timeoutMilliseconds: idleExit.map { Int32($0 * 1000) } ?? -1) else { break }
-                let value = try JSONValue.parse(line)
-                if value["op"]?.stringValue == "delivery", let cursor = value["cursor"]?.intValue {
-                    print(String(decoding: line, as: UTF8.self))
-                    fflush(nil)
-                    printed += 1
-                    if noAck { continue }
-                    try client.send(#"{"op":"ack","consumer":\#(JSONValue.string(consumer).canonicalString),"cursor":\#(cursor)}"#)
-                    acksSent += 1
-                } else {
-                    _ = try replyCounted(value)
-                }
-            }
-            // Before leaving, the replies to the acks sent: closing at once dropped the acks the
-            // server had not read yet, so the next run printed the same lines again (and repeated
-            // `--limit` runs over a backlog made no progress). Delivery lines read meanwhile are not
-            // printed nor acknowledged: the next run gets them.
-            let deadline = Date().addingTimeInterval(10)
-            while acksConfirmed < acksSent {
-                let left = Int32(max(0, deadline.timeIntervalSinceNow) * 1000)
-                guard left > 0, let line = try client.readLine(timeoutMilliseconds: left) else {
-                    Log.info("warning: \(acksSent - acksConfirmed) of \(acksSent) acks unconfirmed after 10 s; the next run may print their deliveries again")
-                    break
-                }
-                _ = try replyCounted(JSONValue.parse(line))
-            }
-            client.close()
-        } catch let error as WireClient.Failure {
-            Log.info("error: \(error)")
-            throw ExitCode.error
+            start = .after(cursor)
         }
+        let filter = apps.isEmpty && kinds.isEmpty ? nil
+            : DeliveryFilter(apps: apps.isEmpty ? nil : apps, kinds: kinds.isEmpty ? nil : kinds.map { DeliveryKind(rawValue: $0) })
+        let tls = server.tlsCA.map { TLSOptions(caFile: $0, certificateFile: server.tlsCert, keyFile: server.tlsKey) }
+        let (noAck, consumer, limit, idleExit) = (noAck, consumer, limit, idleExit)
+        let failure = Self.runBlocking { () async -> HeraldError? in
+            do throws(HeraldError) {
+                let stream = noAck
+                    ? try await HeraldConsumer.stream(host: host, port: port, token: token, tls: tls, consumer: consumer, from: start, filter: filter)
+                    // Each delivery is acked once the next is asked for (and the last on close): at most one line is printed again after a crash.
+                    : try await HeraldConsumer.subscribe(host: host, port: port, token: token, tls: tls, consumer: consumer ?? "tail", from: start,
+                                                         filter: filter, ackEvery: 1)
+                return await Self.print(stream, limit: limit, idleExit: idleExit, acked: !noAck)
+            } catch {
+                Log.info(error.kind == .authentication ? "hello refused: \(error)" : "error: \(error)")
+                return error
+            }
+        }
+        if failure != nil { throw ExitCode.error }
+    }
+
+    /// Prints deliveries up to `--limit`, or until `--idle-exit` seconds pass without one; then
+    /// closes, which acks what was printed and waits (up to 10 s) for those acks' replies, so that
+    /// the next run goes on after them. Lines received but not printed are not acked.
+    private static func print(_ stream: HeraldConsumer, limit: Int?, idleExit: Int?, acked: Bool) async -> HeraldError? {
+        var printed = 0
+        var last: [Int: Int64] = [:]
+        var failure: HeraldError?
+        while limit.map({ printed < $0 }) ?? true {
+            do throws(HeraldError) {
+                guard let delivery = try await stream.next(timeoutMilliseconds: idleExit.map { $0 * 1000 }) else { break }
+                Swift.print(delivery.line)
+                fflush(nil)
+                printed += 1
+                last[delivery.partition] = delivery.cursor
+            } catch {
+                if error.code != "timeout" {
+                    Log.info("error: \(error)")
+                    failure = error
+                }
+                break
+            }
+        }
+        await stream.close()
+        if acked {
+            let acknowledged = stream.acknowledged
+            let unconfirmed = last.filter { partition, cursor in (acknowledged[partition] ?? -1) < cursor }
+            if !unconfirmed.isEmpty {
+                Log.info("warning: the acks of the last lines printed were not confirmed within 10 s; the next run may print them again")
+            }
+        }
+        return failure
+    }
+
+    /// Runs `body` on the concurrency runtime and waits for it (the command itself is synchronous).
+    private static func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+        let result = Mutex<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let value = await body()
+            result.withLock { $0 = value }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0! }
     }
 }

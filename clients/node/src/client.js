@@ -4,6 +4,7 @@
 import { HeraldError, FATAL_CONNECTION_CODES } from './errors.js';
 import { openLineSocket, backoffDelay } from './line-socket.js';
 import { toAck } from './replies.js';
+import { RoutingTable, routingUser } from './routing.js';
 import { Subscription } from './subscription.js';
 
 const DEFAULTS = {
@@ -41,6 +42,17 @@ export class HeraldClient {
         : { ...DEFAULTS.reconnect, ...(options.reconnect ?? {}) },
     };
     if (!(this.options.window >= 1)) throw new RangeError('window must be at least 1');
+    // Routing (SPEC §9): each user's requests to its partition's owner when hello's routes name owners elsewhere.
+    this._routing = this.options.routing !== false;
+    // A connection to a partition's owner: its requests say `"route":"direct"` (a non-owner refuses them
+    // with `not_owner` instead of forwarding them).
+    this._direct = this.options.direct === true;
+    this._owners = new Map(); // owner address → HeraldClient, or null for one that could not be reached
+    this._table = null;
+    this._tableHello = undefined;
+    this._refreshing = null;
+    /** How many requests were sent again after a `not_owner` refusal. */
+    this.notOwnerResends = 0;
     /** The granted hello reply of the current connection. */
     this.hello = null;
     /** How many connections were made after the first (for tests and metrics). */
@@ -71,8 +83,34 @@ export class HeraldClient {
     return this._connecting;
   }
 
-  /** Requests written and not yet answered. */
-  get inFlight() { return this._inflight.length; }
+  /** Requests written and not yet answered (on every connection). */
+  get inFlight() {
+    let n = this._inflight.length;
+    for (const owner of this._owners.values()) if (owner) n += owner._inflight.length;
+    return n;
+  }
+
+  /** The routing table of the latest hello (rebuilt when a reconnect or a refresh brings a new one). */
+  get routes() {
+    if (this.hello !== this._tableHello) {
+      this._tableHello = this.hello;
+      this._table = RoutingTable.fromHello(this.hello, `${this.options.host}:${this.options.port}`);
+      // Owners that could not be reached are tried again under new routes.
+      for (const [address, owner] of this._owners) if (owner === null) this._owners.delete(address);
+    }
+    return this._table;
+  }
+
+  /** Says hello again on this connection: the latest routes (one refresh at a time). Resolves with the reply. */
+  refreshRoutes() {
+    if (!this._refreshing) {
+      const fields = this.options.token !== undefined ? { token: this.options.token } : {};
+      this._refreshing = this._send('hello', fields, true)
+        .then((reply) => { this.hello = reply; return reply; })
+        .finally(() => { this._refreshing = null; });
+    }
+    return this._refreshing;
+  }
 
   /** Requests waiting for room in the window (or for a connection). */
   get queued() { return this._queue.length; }
@@ -91,6 +129,55 @@ export class HeraldClient {
    * `warnings` filled in), or rejects with a HeraldError.
    */
   request(op, fields = {}) {
+    if (!this._routing || this._closed || this._closing || this._fatal) return this._send(op, fields);
+    return this._routed(op, fields, 0);
+  }
+
+  /** Sends on the partition owner's connection (or this one); `not_owner` refreshes the routes and sends again. */
+  _routed(op, fields, attempts) {
+    const owner = this._ownerFor(fields);
+    const sent = owner ? this._viaOwner(owner, op, fields) : this._send(op, fields);
+    return sent.catch(async (error) => {
+      if (!(error instanceof HeraldError) || error.code !== 'not_owner' || attempts >= 3 || this._closed) throw error;
+      this.notOwnerResends += 1;
+      try { await this.refreshRoutes(); } catch { /* the routes stay as they were */ }
+      const user = routingUser(fields);
+      if (error.owner && user !== null && this.routes.partitions > 1) {
+        this._table = this._table.withOwner(this._table.partitionOf(user), error.owner);
+      }
+      return this._routed(op, fields, attempts + 1);
+    });
+  }
+
+  /** The connection to the owner of the request's partition when that is elsewhere (opened on first use), else null. */
+  _ownerFor(fields) {
+    const table = this.routes;
+    if (!table.direct) return null;
+    const address = table.addressFor(routingUser(fields));
+    if (address === null) return null;
+    if (this._owners.has(address)) return this._owners.get(address);
+    let owner = null;
+    try {
+      const { host, port } = parseAddress(address);
+      const options = { ...this.options, host, port, routing: false, direct: true, reconnect: { ...this.options.reconnect, maxAttempts: 3 } };
+      delete options.address;
+      owner = new HeraldClient(options);
+    } catch { /* not host:port: the connected instance forwards */ }
+    this._owners.set(address, owner);
+    return owner;
+  }
+
+  /** An owner that cannot be reached leaves the request to the connected instance (which forwards). */
+  _viaOwner(owner, op, fields) {
+    return owner._send(op, fields).catch((error) => {
+      if (!(error instanceof HeraldError) || error.code !== 'connection_lost' || this._closed) throw error;
+      for (const [address, o] of this._owners) if (o === owner) this._owners.set(address, null);
+      owner.destroy();
+      return this._send(op, fields);
+    });
+  }
+
+  _send(op, fields = {}, raw = false) {
     if (this._closed || this._closing) {
       return Promise.reject(new HeraldError('client_closed', 'The client was closed', 'Make a new HeraldClient.', { op }));
     }
@@ -98,7 +185,8 @@ export class HeraldClient {
     return new Promise((resolve, reject) => {
       const body = { ...fields };
       delete body.rid;
-      this._queue.push({ op, body, resolve, reject });
+      if (this._direct) body.route = 'direct';
+      this._queue.push({ op, body, resolve, reject, raw });
       if (!this._socket && !this._connecting && !this._reconnectTimer) this._scheduleReconnect(0);
       this._pump();
     });
@@ -138,9 +226,10 @@ export class HeraldClient {
     return new Subscription({ host, port, tls, token, connectTimeoutMs, keepAliveMs, reconnect, ...options });
   }
 
-  /** Waits for every request made so far to be answered, then closes the connection. */
+  /** Waits for every request made so far to be answered, then closes the connections. */
   async close() {
     if (this._closed) return;
+    await Promise.all([...this._owners.values()].filter((o) => o).map((o) => o.close()));
     this._closing = true;
     const pending = [...this._queue, ...this._inflight].map((e) => new Promise((r) => {
       const { resolve, reject } = e;
@@ -160,6 +249,7 @@ export class HeraldClient {
     this._socket?.destroy();
     this._socket = null;
     this._ready = false;
+    for (const owner of this._owners.values()) owner?.destroy();
     this._failAll(new HeraldError('client_closed', 'The client was closed before the reply came', 'The request may or may not have been stored; a submit can be sent again safely.'));
   }
 
@@ -219,7 +309,7 @@ export class HeraldClient {
     const head = this._inflight[0];
     if (head && message.rid === head.rid) {
       this._inflight.shift();
-      if (message.ok) head.resolve(toAck(message));
+      if (message.ok) head.resolve(head.raw ? message : toAck(message));
       else head.reject(HeraldError.fromReply(message, head.op));
       if (this._goingAway && this._inflight.length === 0) socket.end();
       this._wakeWriters();

@@ -15,16 +15,19 @@ export class HeraldError extends Error {
     this.detail = detail;
     if (extra.op !== undefined) this.op = extra.op;
     if (extra.rid !== undefined) this.rid = extra.rid;
+    if (extra.owner !== undefined) this.owner = extra.owner;
   }
 
   /** The error of a server reply `{"ok":false,"error":{…}}`. */
   static fromReply(reply, op) {
     const e = reply.error ?? {};
+    // `not_owner` may name the partition's owner (host:port).
+    const owner = [e.owner, e.address, reply.owner].find((a) => typeof a === 'string' && a.includes(':'));
     return new HeraldError(
       String(e.code ?? 'unknown_error'),
       String(e.title ?? e.message ?? 'The server refused the request'),
       String(e.detail ?? ''),
-      { op, rid: reply.rid },
+      { op, rid: reply.rid, owner },
     );
   }
 }

@@ -1,5 +1,5 @@
 // Subscription: a durable consumer's stream of deliveries as an async iterator, with batched
-// acks and resumption after a reconnect.
+// acks per partition and resumption after a reconnect.
 
 import { HeraldError, FATAL_CONNECTION_CODES } from './errors.js';
 import { openLineSocket, backoffDelay } from './line-socket.js';
@@ -31,13 +31,15 @@ export class Subscription {
     this.consumer = options.consumer;
     /** The cursor the stream started after (from the first subscribe reply). */
     this.startCursor = null;
-    /** The newest cursor received from the server. */
-    this.receivedCursor = null;
-    /** The newest cursor processed (yielded and moved past, or acked explicitly). */
-    this.processedCursor = null;
-    /** The newest cursor the server confirmed as acknowledged. */
-    this.ackedCursor = null;
     this.reconnects = 0;
+    // Per partition (SPEC §9): the newest cursor received, processed (yielded and moved past, or
+    // acked explicitly), sent in an ack, and confirmed by the server.
+    this._receivedBy = new Map();
+    this._processedBy = new Map();
+    this._ackSentBy = new Map();
+    this._ackedBy = new Map();
+    this._named = new Set();  // partitions whose lines named `partition` (their acks name it too)
+    this._unacked = 0;
     this._buffer = [];        // deliveries received, not yet yielded ({skip: true} for filtered ones)
     this._waiter = null;      // a pending next()
     this._yielded = null;     // the cursor of the delivery last yielded, processed on the next next()
@@ -47,7 +49,6 @@ export class Subscription {
     this._ended = false;
     this._error = null;
     this._ackTimer = null;
-    this._ackSentCursor = null;
     this._lastAck = Promise.resolve();
     this._attempt = 0;
     this._paused = false;
@@ -55,6 +56,15 @@ export class Subscription {
     this._keepAlive = null;
     this._started = this._connect(this.options.from).catch((e) => { this._fail(e); });
   }
+
+  /** The newest cursor received (of partition 0: a one-partition server's only one). */
+  get receivedCursor() { return this._receivedBy.get(0) ?? null; }
+  /** The newest cursor processed (of partition 0). */
+  get processedCursor() { return this._processedBy.get(0) ?? null; }
+  /** The newest cursor the server confirmed as acknowledged (of partition 0). */
+  get ackedCursor() { return this._ackedBy.get(0) ?? null; }
+  /** The newest cursor the server confirmed as acknowledged, per partition: `{partition: cursor}`. */
+  get acknowledged() { return Object.fromEntries(this._ackedBy); }
 
   /** Resolves once the first subscribe is answered (rejects if it is refused). */
   async ready() {
@@ -68,15 +78,15 @@ export class Subscription {
   /** The next delivery; the previous one counts as processed (acked in the next batch). */
   async next() {
     if (this.options.autoAck && this._yielded !== null) {
-      this._processed(this._yielded);
+      this._processed(this._yielded.partition, this._yielded.cursor);
       this._yielded = null;
     }
     for (;;) {
       while (this._buffer.length > 0) {
         const d = this._buffer.shift();
         this._maybeResume();
-        if (d.skip) { if (this.options.autoAck) this._processed(d.cursor); continue; }
-        this._yielded = d.cursor;
+        if (d.skip) { if (this.options.autoAck) this._processed(d.partition, d.cursor); continue; }
+        this._yielded = d;
         return { value: d, done: false };
       }
       if (this._error) throw this._error;
@@ -91,16 +101,20 @@ export class Subscription {
     return { value: undefined, done: true };
   }
 
-  /** Marks `cursor` (a number, or a delivery) as processed; it is acked in the next batch. */
-  ack(cursor) {
-    this._processed(typeof cursor === 'object' ? cursor.cursor : cursor);
+  /**
+   * Marks a delivery (or a cursor of `partition`) as processed, with every one before it in its
+   * partition; it is acked in the next batch, naming the partition.
+   */
+  ack(cursor, partition = 0) {
+    if (cursor !== null && typeof cursor === 'object') this._processed(cursor.partition ?? 0, cursor.cursor);
+    else this._processed(partition, cursor);
   }
 
   /** Acks what was processed, waits for the server's reply, and closes the connection. */
   async close() {
     if (this._ended) return;
     if (this.options.autoAck && this._yielded !== null) {
-      this._processed(this._yielded);
+      this._processed(this._yielded.partition, this._yielded.cursor);
       this._yielded = null;
     }
     this._ended = true;
@@ -110,11 +124,12 @@ export class Subscription {
 
   // --- acks ---
 
-  _processed(cursor) {
+  _processed(partition, cursor) {
     if (typeof cursor !== 'number') return;
-    if (this.processedCursor === null || cursor > this.processedCursor) this.processedCursor = cursor;
-    const since = this.processedCursor - (this._ackSentCursor ?? this.startCursor ?? 0);
-    if (since >= this.options.ackEvery) {
+    if (cursor <= (this._processedBy.get(partition) ?? -1)) return;
+    this._processedBy.set(partition, cursor);
+    this._unacked += 1;
+    if (this._unacked >= this.options.ackEvery) {
       this._flushAck().catch(() => {});
     } else if (!this._ackTimer) {
       this._ackTimer = setTimeout(() => {
@@ -124,17 +139,23 @@ export class Subscription {
     }
   }
 
+  /** Acks each partition's newest processed cursor that is newer than its last ack. */
   async _flushAck() {
     clearTimeout(this._ackTimer);
     this._ackTimer = null;
-    const cursor = this.processedCursor;
-    if (cursor === null || !this._socket) return this._lastAck;
-    if (this._ackSentCursor !== null && cursor <= this._ackSentCursor) return this._lastAck;
-    this._ackSentCursor = cursor;
-    // Acks are answered in order, so waiting for the newest waits for every earlier one.
-    this._lastAck = this._request({ op: 'ack', consumer: this.consumer, cursor }).then((reply) => {
-      if (this.ackedCursor === null || reply.cursor > this.ackedCursor) this.ackedCursor = reply.cursor;
-    });
+    if (!this._socket) return this._lastAck;
+    this._unacked = 0;
+    for (const [partition, cursor] of [...this._processedBy].sort((a, b) => a[0] - b[0])) {
+      if (cursor <= (this._ackSentBy.get(partition) ?? -1)) continue;
+      this._ackSentBy.set(partition, cursor);
+      const ack = { op: 'ack', consumer: this.consumer, cursor };
+      if (this._named.has(partition)) ack.partition = partition;
+      // Acks are answered in order, so waiting for the newest waits for every earlier one.
+      this._lastAck = this._request(ack).then((reply) => {
+        const stored = typeof reply.cursor === 'number' ? reply.cursor : cursor;
+        if (stored > (this._ackedBy.get(partition) ?? -1)) this._ackedBy.set(partition, stored);
+      });
+    }
     return this._lastAck;
   }
 
@@ -155,7 +176,7 @@ export class Subscription {
     if (subscribeResult.status === 'rejected') throw subscribeResult.reason;
     const reply = subscribeResult.value;
     if (this.startCursor === null) this.startCursor = reply.cursor;
-    if (this.receivedCursor === null) this.receivedCursor = reply.cursor;
+    if (this._named.size === 0 && !this._receivedBy.has(0) && typeof reply.cursor === 'number') this._receivedBy.set(0, reply.cursor);
     this._attempt = 0;
     if (!this._keepAlive && this.options.keepAliveMs > 0) {
       this._keepAlive = setInterval(() => {
@@ -163,11 +184,16 @@ export class Subscription {
       }, this.options.keepAliveMs);
       this._keepAlive.unref();
     }
-    // An ack lost with the previous connection goes again.
-    if (this.processedCursor !== null && (this.ackedCursor === null || this.processedCursor > this.ackedCursor)) {
-      this._ackSentCursor = this.ackedCursor;
-      this._flushAck().catch(() => {});
+    // Acks lost with the previous connection go again.
+    let lost = false;
+    for (const [partition, cursor] of this._processedBy) {
+      if (cursor > (this._ackedBy.get(partition) ?? -1)) {
+        lost = true;
+        if (this._ackedBy.has(partition)) this._ackSentBy.set(partition, this._ackedBy.get(partition));
+        else this._ackSentBy.delete(partition);
+      }
     }
+    if (lost) this._flushAck().catch(() => {});
   }
 
   _request(message) {
@@ -185,12 +211,14 @@ export class Subscription {
     if (socket !== this._socket) return;
     if (message.op === 'delivery') {
       const cursor = message.cursor;
-      if (this.receivedCursor !== null && cursor <= this.receivedCursor) return; // seen before a reconnect
-      this.receivedCursor = cursor;
+      const partition = typeof message.partition === 'number' ? message.partition : 0;
+      if (typeof message.partition === 'number') this._named.add(partition);
+      if (cursor <= (this._receivedBy.get(partition) ?? -1)) return; // seen before a reconnect
+      this._receivedBy.set(partition, cursor);
       const filter = this.options.filter;
       const wanted = !filter
         || ((!filter.apps || filter.apps.includes(message.app)) && (!filter.kinds || filter.kinds.includes(message.kind)));
-      this._buffer.push(wanted ? toDelivery(message) : { skip: true, cursor });
+      this._buffer.push(wanted ? toDelivery(message) : { skip: true, partition, cursor });
       if (this._buffer.length >= this.options.highWaterMark && !this._paused) {
         this._paused = true;
         socket.pause();
@@ -235,9 +263,10 @@ export class Subscription {
     this._attempt += 1;
     setTimeout(() => {
       if (this._ended) return;
-      // Resume after the newest delivery received: those still in the buffer are not lost,
-      // and the server's acked cursor stays where the acks put it.
-      const from = this.receivedCursor ?? this.options.from;
+      // One partition: resume after the newest delivery received (those still in the buffer are
+      // not lost, and the server's acked cursor stays where the acks put it). Several: from the
+      // committed cursors, once the acks lost are sent again; lines received twice are dropped.
+      const from = this._named.size > 0 ? 'committed' : (this.receivedCursor ?? this.options.from);
       this._connect(from)
         .then(() => { this.reconnects += 1; })
         .catch((e) => {

@@ -25,15 +25,19 @@ export async function freePort() {
 
 /**
  * @param {string} name the private database's name suffix (nodeclient_<name>)
- * @param {{tokens?: {token: string, roles: string[], apps?: string[]}[], tls?: boolean}} [options]
- *   tls: serve TLS with a self-signed certificate for 127.0.0.1 (server.certificate holds its PEM)
+ * @param {{tokens?: {token: string, roles: string[], apps?: string[]}[], tls?: boolean, dir?: string,
+ *   database?: string, fresh?: boolean, args?: string[]}} [options]
+ *   tls: serve TLS with a self-signed certificate for 127.0.0.1 (server.certificate holds its PEM);
+ *   dir, database, fresh: several servers on one existing private database (the caller removes dir);
+ *   args: more flags for serve
  */
 export async function startServer(name, options = {}) {
-  const dir = mkdtempSync(path.join(os.tmpdir(), `herald-node-${name}-`));
+  const ownDir = options.dir === undefined;
+  const dir = options.dir ?? mkdtempSync(path.join(os.tmpdir(), `herald-node-${name}-`));
   const port = await freePort();
   const args = [
     'serve', '--listen', `127.0.0.1:${port}`, '--clock', 'manual', '--start', '2026-03-27T07:00:00Z',
-    '--private-database', `nodeclient_${name}`,
+    '--private-database', options.database ?? `nodeclient_${name}`, ...(options.args ?? []).map((a) => a.replace('{port}', String(port))),
   ];
   if (options.tokens) {
     const file = path.join(dir, 'tokens.json');
@@ -103,13 +107,13 @@ export async function startServer(name, options = {}) {
     async stop() {
       // On SIGTERM the server also stops its private cluster (it is the last Herald process on it).
       await this.kill('SIGTERM');
-      rmSync(dir, { recursive: true, force: true });
+      if (ownDir) rmSync(dir, { recursive: true, force: true });
     },
   };
   try {
-    await server.start(true);
+    await server.start(options.fresh ?? true);
   } catch (e) {
-    rmSync(dir, { recursive: true, force: true });
+    if (ownDir) rmSync(dir, { recursive: true, force: true });
     throw e;
   }
   return server;

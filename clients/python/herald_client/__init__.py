@@ -36,6 +36,7 @@ from .models import (
     RegisterApp,
     Reply,
     Request,
+    Route,
     Settings,
     Snooze,
     Submit,
@@ -43,6 +44,7 @@ from .models import (
     Warning,
     Withdraw,
 )
+from .routing import RoutingTable, fnv1a64, partition_of, routing_user
 from .sync import Client, Subscription
 
 __all__ = [
@@ -50,6 +52,6 @@ __all__ = [
     "BadgeClear", "Client", "ClientClosedError", "Clock", "ClockError", "Communication", "ConnectionError_", "Content",
     "Delivery", "FocusDefine", "FocusOff", "FocusOn", "FocusWindow", "ForbiddenError", "HelloReply", "HeraldError",
     "Mute", "NotFoundError", "Opened", "Presentation", "ProvisionalKeep", "ProvisionalTurnOff", "RegisterApp", "Reply",
-    "Request", "RetryableError", "Settings", "Snooze", "Submit", "Subscription", "SummarySchedule", "ValidationError",
-    "Warning", "Withdraw", "error_class",
+    "Request", "RetryableError", "Route", "RoutingTable", "Settings", "Snooze", "Submit", "Subscription", "SummarySchedule", "ValidationError",
+    "Warning", "Withdraw", "error_class", "fnv1a64", "partition_of", "routing_user",
 ]

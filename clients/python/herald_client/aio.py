@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, Union
 
 from .errors import AuthenticationError, ClientClosedError, HeraldError, error_from_reply
+from .routing import RoutingTable, owner_address, routing_user
 from .models import (
     Ack,
     AckCursor,
@@ -62,6 +63,9 @@ class _Pending:
     line: bytes
     future: AnyFuture
     parse: Parse
+    # Kept to send it again elsewhere (after `not_owner`, or when its partition's owner cannot be reached).
+    request: Request | dict[str, Any]
+    attempts: int = 0
 
 
 def _settle(future: AnyFuture, result: Any = None, error: BaseException | None = None) -> None:
@@ -99,8 +103,16 @@ class _Connection:
         backlogged: Callable[[], bool] | None = None,
         drained: Callable[[], Awaitable[Any]] | None = None,
         on_ended: Callable[[HeraldError], None] | None = None,
+        direct: bool = False,
+        on_refused: Callable[[_Pending, HeraldError, dict[str, Any]], bool] | None = None,
+        on_orphaned: Callable[[list[_Pending]], None] | None = None,
     ) -> None:
         self.on_ended = on_ended
+        # A connection to a partition's owner: its requests say `"route":"direct"` (a non-owner refuses them
+        # with `not_owner` instead of forwarding), and what it cannot deliver goes back to the producer.
+        self.direct = direct
+        self.on_refused = on_refused
+        self.on_orphaned = on_orphaned
         self.last_write = 0.0
         self.backlogged = backlogged
         self.drained = drained
@@ -163,6 +175,10 @@ class _Connection:
                 break
             await self._reconnect()
         error = self.fatal or ClientClosedError()
+        if self.on_orphaned is not None and not self.closed:
+            orphans = list(self.pending)
+            self.pending.clear()
+            self.on_orphaned(orphans)
         self._fail_all(error)
         if self.on_ended is not None:
             self.on_ended(error)
@@ -199,7 +215,10 @@ class _Connection:
                     except Exception as e:  # a reply the parser cannot read
                         _settle(p.future, error=e)
                 else:
-                    _settle(p.future, error=error_from_reply(obj))
+                    error = error_from_reply(obj)
+                    if error.code == "not_owner" and self.on_refused is not None and self.on_refused(p, error, obj):
+                        return
+                    _settle(p.future, error=error)
             elif not obj["ok"]:
                 err = error_from_reply(obj)
                 if err.code in ("grant_revoked", "subscribed_elsewhere"):
@@ -248,19 +267,21 @@ class _Connection:
             _settle(self.pending.popleft().future, error=error)
         self.room.set()
 
-    def make(self, request: Request | dict[str, Any], future: AnyFuture, parse: Parse) -> _Pending:
+    def make(self, request: Request | dict[str, Any], future: AnyFuture, parse: Parse, attempts: int = 0) -> _Pending:
         body = request.to_wire() if isinstance(request, Request) else dict(request)
         body["rid"] = self.next_rid
-        p = _Pending(self.next_rid, _encode(body), future, parse)
+        if self.direct:
+            body["route"] = "direct"
+        p = _Pending(self.next_rid, _encode(body), future, parse, request, attempts)
         self.next_rid += 1
         return p
 
-    def enqueue(self, request: Request | dict[str, Any], future: AnyFuture, parse: Parse) -> None:
+    def enqueue(self, request: Request | dict[str, Any], future: AnyFuture, parse: Parse, attempts: int = 0) -> None:
         """Sends at once when connected, else holds it for the reconnect; the caller keeps the window."""
         if self.fatal is not None or self.closed:
             _settle(future, error=self.fatal or ClientClosedError())
             return
-        p = self.make(request, future, parse)
+        p = self.make(request, future, parse, attempts)
         self.pending.append(p)
         if len(self.pending) >= self.window:
             self.room.clear()
@@ -318,17 +339,149 @@ def _raw(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class AsyncClient:
-    """A producer on one connection. Every op method awaits its ack; `send` returns the ack's future for pipelining.
+    """A producer. Every op method awaits its ack; `send` returns the ack's future for pipelining.
 
     ```
     client = await AsyncClient.connect("127.0.0.1", 7411, token="…")
     futures = [await client.send(Submit(id=f"n{i}", app="a", user="u", title="Hi")) for i in range(1000)]
     acks = await asyncio.gather(*futures)
     ```
+
+    Routing (SPEC §9): when hello's routes name partitions' owners at other addresses, a request for a user
+    goes on a connection to its partition's owner (opened on first use); requests without a user and
+    fan-outs go to the instance connected to, which forwards. A `not_owner` refusal refreshes the routes
+    (a new hello) and sends the request again; an owner that cannot be reached leaves its requests to the
+    instance connected to.
     """
 
-    def __init__(self, connection: _Connection) -> None:
+    _OWNER_ATTEMPTS = 3
+    _NOT_OWNER_RETRIES = 3
+
+    def __init__(self, connection: _Connection, routing: bool = True) -> None:
         self._c = connection
+        self._routing = routing
+        # Connections to partitions' owners by address; None marks one that could not be reached.
+        self._owners: dict[str, _Connection | None] = {}
+        self._table_hello: HelloReply | None = None
+        self._table = RoutingTable(1, None, [], self._address)
+        self._refreshing: asyncio.Future[None] | None = None
+        # Requests on their way from a `not_owner` refusal to another connection.
+        self._moving: set[AnyFuture] = set()
+        #: How many requests were sent again after a `not_owner` refusal.
+        self.not_owner_resends = 0
+        connection.on_refused = self._refused
+
+    @property
+    def _address(self) -> str:
+        return f"{self._c.host}:{self._c.port}"
+
+    @property
+    def routes(self) -> RoutingTable:
+        """The routing table of the latest hello (rebuilt when a reconnect or a refresh brings a new one)."""
+        hello = self._c.hello
+        if hello is not None and hello is not self._table_hello:
+            self._table_hello = hello
+            self._table = RoutingTable.from_hello(hello, self._address)
+            # Owners that could not be reached are tried again under new routes.
+            self._owners = {a: c for a, c in self._owners.items() if c is not None}
+        return self._table
+
+    def _target(self, request: Request | dict[str, Any]) -> _Connection:
+        """The connection a request goes on: its partition's owner when that is elsewhere, else the one connected to."""
+        if not self._routing:
+            return self._c
+        table = self.routes
+        if not table.direct:
+            return self._c
+        address = table.address_for(routing_user(request))
+        if address is None:
+            return self._c
+        if address in self._owners:
+            return self._owners[address] or self._c
+        return self._open_owner(address) or self._c
+
+    def _open_owner(self, address: str) -> _Connection | None:
+        host, _, port = address.rpartition(":")
+        if not port.isdigit():
+            self._owners[address] = None
+            return None
+        c = self._c
+        owner = _Connection(host.strip("[]") or "127.0.0.1", int(port), token=c.token, ssl=c.ssl, window=c.window,
+                            backoff=Backoff(c.backoff.initial, c.backoff.maximum, self._OWNER_ATTEMPTS),
+                            direct=True, on_refused=self._refused)
+        owner.on_orphaned = lambda orphans: self._owner_lost(address, owner, orphans)
+        self._owners[address] = owner
+        asyncio.get_running_loop().create_task(self._start_owner(address, owner))
+        return owner
+
+    async def _start_owner(self, address: str, owner: _Connection) -> None:
+        # Requests queued meanwhile are written once the hello is answered.
+        try:
+            await owner.connect()
+        except (OSError, ValueError, HeraldError):
+            owner.closed = True
+            orphans = list(owner.pending)
+            owner.pending.clear()
+            self._owner_lost(address, owner, orphans)
+
+    def _owner_lost(self, address: str, owner: _Connection, orphans: list[_Pending]) -> None:
+        """An owner that could not be reached: marked so until the routes change; its requests go elsewhere."""
+        if self._owners.get(address) is owner:
+            self._owners[address] = None
+        self._rehome(orphans)
+
+    def _rehome(self, orphans: list[_Pending]) -> None:
+        """Requests an owner's connection could not deliver go, in order, to the instance connected to."""
+        for p in orphans:
+            if not p.future.done():
+                self._c.enqueue(p.request, p.future, p.parse, p.attempts)
+
+    def _dispatch(self, request: Request | dict[str, Any], future: AnyFuture, parse: Parse, attempts: int = 0) -> None:
+        """Queues a request on its connection (on the loop's thread; the caller keeps the window)."""
+        self._target(request).enqueue(request, future, parse, attempts)
+
+    def _refused(self, p: _Pending, error: HeraldError, reply: dict[str, Any]) -> bool:
+        """`not_owner`: the routes moved. Refresh them and send the request again (a few times at most)."""
+        if p.attempts >= self._NOT_OWNER_RETRIES or p.future.done():
+            return False
+        self._moving.add(p.future)
+        self.not_owner_resends += 1
+        asyncio.get_running_loop().create_task(self._resend(p, owner_address(reply)))
+        return True
+
+    async def _resend(self, p: _Pending, owner: str | None) -> None:
+        try:
+            await self.refresh_routes()
+            user = routing_user(p.request)
+            if owner is not None and user is not None and self.routes.partitions > 1:
+                self._table = self._table.with_owner(self._table.partition_of(user), owner)
+            self._dispatch(p.request, p.future, p.parse, p.attempts + 1)
+        finally:
+            self._moving.discard(p.future)
+
+    async def refresh_routes(self) -> HelloReply:
+        """Says hello again on the connection to the instance connected to: the latest routes (one refresh at a time)."""
+        if self._refreshing is not None:
+            await asyncio.shield(self._refreshing)
+            assert self._c.hello is not None
+            return self._c.hello
+        loop = asyncio.get_running_loop()
+        self._refreshing = loop.create_future()
+        try:
+            future: asyncio.Future[Any] = loop.create_future()
+            self._c.enqueue(Hello(token=self._c.token).to_wire(), future, HelloReply.from_wire)
+            try:
+                self._c.hello = await future
+            except HeraldError:
+                pass
+        finally:
+            self._refreshing.set_result(None)
+            self._refreshing = None
+        assert self._c.hello is not None
+        return self._c.hello
+
+    def _connections(self) -> list[_Connection]:
+        return [self._c, *(c for c in self._owners.values() if c is not None)]
 
     @classmethod
     async def connect(
@@ -340,10 +493,13 @@ class AsyncClient:
         ssl: ssl_module.SSLContext | None = None,
         window: int = 4096,
         backoff: Backoff = Backoff(),
+        routing: bool = True,
     ) -> AsyncClient:
+        """Connects and says hello. `routing`: send each user's requests to its partition's owner when hello's
+        routes name owners elsewhere (False: everything to this instance, which forwards)."""
         connection = _Connection(host, port, token=token, ssl=ssl, window=window, backoff=backoff)
         await connection.connect()
-        return cls(connection)
+        return cls(connection, routing)
 
     @property
     def hello(self) -> HelloReply:
@@ -356,11 +512,11 @@ class AsyncClient:
 
     @property
     def in_flight(self) -> int:
-        return len(self._c.pending)
+        return sum(len(c.pending) for c in self._connections())
 
     async def send(self, request: Request) -> asyncio.Future[Ack]:
         """Sends a state-changing request once the window has room; the future resolves to its ack or raises `HeraldError`."""
-        return await self._c.send(request, _ack)
+        return await self._target(request).send(request, _ack)
 
     async def request(self, request: Request) -> Ack:
         return await (await self.send(request))
@@ -438,10 +594,15 @@ class AsyncClient:
 
     async def close(self) -> None:
         """Waits for every request in flight to be answered (or to fail), then closes."""
-        futures = [p.future if isinstance(p.future, asyncio.Future) else asyncio.wrap_future(p.future) for p in self._c.pending]
-        if futures:
+        # Until nothing is pending anywhere: a `not_owner` or an unreachable owner moves requests between connections.
+        while True:
+            pending = [p.future for c in self._connections() for p in c.pending] + list(self._moving)
+            futures = [f if isinstance(f, asyncio.Future) else asyncio.wrap_future(f) for f in pending]
+            if not futures:
+                break
             await asyncio.gather(*futures, return_exceptions=True)
-        await self._c.close()
+        for c in self._connections():
+            await c.close()
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -454,7 +615,10 @@ class AsyncSubscription:
     """A consumer stream: iterate deliveries; acks are batched (every `ack_every` lines or `ack_interval` s, and on close).
 
     A delivery counts as processed once the iteration asks for the next one (or `ack(delivery)` is called).
-    After a reconnect the stream resumes after the last acknowledged cursor; lines seen already are skipped.
+    Cursors are kept per partition (SPEC §9): each ack names the partition its delivery line named. After a
+    reconnect the stream resumes after the last acknowledged cursors; lines seen already are skipped.
+    Several subscriptions under one name (in this process or others) form a group: the server divides
+    the partitions among them.
     """
 
     def __init__(self, consumer: str, filter: dict[str, list[str]] | None, ack_every: int, ack_interval: float) -> None:
@@ -467,17 +631,25 @@ class AsyncSubscription:
         self.room = asyncio.Event()
         self.room.set()
         self.start_from: str | int = "committed"
-        self.seen: int | None = None  # the newest cursor handed to the user
-        self.processed: int | None = None  # the newest cursor the user is done with
-        self.acked: int | None = None  # the newest cursor the server confirmed
-        self.ack_sent: int | None = None
+        # Per partition: the newest cursor handed to the user, the newest the user is done with,
+        # the newest sent in an ack, and the newest the server confirmed.
+        self.seen: dict[int, int] = {}
+        self.processed: dict[int, int] = {}
+        self.ack_sent: dict[int, int] = {}
+        self.acknowledged: dict[int, int] = {}
+        # Partitions whose lines named `partition` (their acks name it too; a one-partition server names none).
+        self.named: set[int] = set()
         self.unacked_lines = 0
         self.last_yielded: Delivery | None = None
-        self.partition: int | None = None
         self.started: asyncio.Future[int] | None = None
         self.c: _Connection
         self.timer: asyncio.Task[None] | None = None
         self.closed = False
+
+    @property
+    def acked(self) -> int | None:
+        """The newest acknowledged cursor of partition 0 (of a one-partition server: the consumer's cursor)."""
+        return self.acknowledged.get(0)
 
     @classmethod
     async def open(
@@ -498,14 +670,24 @@ class AsyncSubscription:
         return sub
 
     def _subscribe_request(self) -> list[_Pending]:
-        start = self.acked if self.acked is not None else self.start_from
+        """After each hello: with one partition, subscribe after its acknowledged cursor; with several, ack
+        what was processed, then subscribe from the committed cursors (lines received twice are skipped)."""
+        # The connection resends unanswered requests after these; a stale subscribe or ack among them is harmless.
+        self.c.pending = collections.deque(p for p in self.c.pending if not p.line.startswith(b'{"op":"subscribe"'))
+        first: list[_Pending] = []
+        start: str | int = self.start_from
+        if self.named:
+            if self.started is not None and self.started.done():
+                for p, cursor in sorted(self.processed.items()):
+                    if cursor > self.acknowledged.get(p, -1):
+                        first.append(self.c.make(*self._ack_request(p, cursor), _raw))
+                start = "committed"
+        elif 0 in self.acknowledged:
+            start = self.acknowledged[0]
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         future.add_done_callback(self._subscribed)
-        # The connection resends unanswered requests after this; a stale subscribe or ack among them is harmless.
-        self.c.pending = collections.deque(p for p in self.c.pending if not p.line.startswith(b'{"op":"subscribe"'))
         sub = Subscribe(consumer=self.consumer, from_=start, filter=self.filter)  # type: ignore[arg-type]
-        p = self.c.make(sub, future, _raw)
-        return [p]
+        return [*first, self.c.make(sub, future, _raw)]
 
     def _subscribed(self, future: asyncio.Future[Any]) -> None:
         if self.started is None or self.started.done():
@@ -513,19 +695,21 @@ class AsyncSubscription:
         if future.exception() is not None:
             self.started.set_exception(future.exception())  # type: ignore[arg-type]
         else:
-            cursor = int(future.result().get("cursor", 0))
-            if self.acked is None:
-                self.acked = cursor
-            self.started.set_result(cursor)
+            cursor = future.result().get("cursor")
+            if isinstance(cursor, int) and 0 not in self.acknowledged:
+                self.acknowledged[0] = cursor
+            self.started.set_result(cursor if isinstance(cursor, int) else 0)
 
     def _line(self, obj: dict[str, Any]) -> None:
         if obj.get("op") != "delivery":
             return
         delivery = Delivery.from_wire(obj)
-        if self.seen is not None and delivery.cursor <= self.seen:
+        p = delivery.partition or 0
+        if "partition" in obj:
+            self.named.add(p)
+        if delivery.cursor <= self.seen.get(p, -1):
             return
-        self.seen = delivery.cursor
-        self.partition = delivery.partition
+        self.seen[p] = delivery.cursor
         self.queue.put_nowait(delivery)
 
     def _ended(self, error: HeraldError) -> None:
@@ -567,33 +751,40 @@ class AsyncSubscription:
     async def next(self, timeout: float | None = None) -> Delivery:
         return await asyncio.wait_for(self.__anext__(), timeout)
 
-    def ack(self, delivery: Delivery | int) -> None:
-        """Marks a delivery (and every one before it) processed; the ack goes out with the next batch."""
-        cursor = delivery if isinstance(delivery, int) else delivery.cursor
-        if self.processed is None or cursor > self.processed:
-            self.processed = cursor
+    def ack(self, delivery: Delivery | int, partition: int = 0) -> None:
+        """Marks a delivery (and every one before it in its partition) processed; the ack goes out with the
+        next batch. A bare cursor belongs to `partition`."""
+        p, cursor = (partition, delivery) if isinstance(delivery, int) else (delivery.partition or 0, delivery.cursor)
+        if cursor > self.processed.get(p, -1):
+            self.processed[p] = cursor
             self.unacked_lines += 1
             if self.unacked_lines >= self.ack_every:
                 self.flush()
 
-    def flush(self) -> asyncio.Future[Any] | None:
-        """Sends an ack for the newest processed cursor, if it is newer than the last one sent."""
-        if self.processed is None or (self.ack_sent is not None and self.processed <= self.ack_sent):
-            return None
-        cursor = self.processed
-        self.ack_sent = cursor
-        self.unacked_lines = 0
+    def _ack_request(self, partition: int, cursor: int) -> tuple[AckCursor, asyncio.Future[Any]]:
+        self.ack_sent[partition] = cursor
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
         def done(f: asyncio.Future[Any]) -> None:
             if not f.cancelled() and f.exception() is None:
-                stored = int(f.result().get("cursor", cursor))
-                if self.acked is None or stored > self.acked:
-                    self.acked = stored
+                stored = f.result().get("cursor", cursor)
+                if isinstance(stored, int) and stored > self.acknowledged.get(partition, -1):
+                    self.acknowledged[partition] = stored
 
         future.add_done_callback(done)
-        self.c.enqueue(AckCursor(consumer=self.consumer, cursor=cursor, partition=self.partition), future, _raw)
-        return future
+        return AckCursor(consumer=self.consumer, cursor=cursor, partition=partition if partition in self.named else None), future
+
+    def flush(self) -> asyncio.Future[Any] | None:
+        """Sends an ack for each partition's newest processed cursor newer than its last ack; returns the
+        last of those acks' futures (replies come in order), or None when there was nothing to ack."""
+        self.unacked_lines = 0
+        last: asyncio.Future[Any] | None = None
+        for p, cursor in sorted(self.processed.items()):
+            if cursor <= self.ack_sent.get(p, -1):
+                continue
+            ack, last = self._ack_request(p, cursor)
+            self.c.enqueue(ack, last, _raw)
+        return last
 
     async def _tick(self) -> None:
         loop = asyncio.get_running_loop()
@@ -605,7 +796,7 @@ class AsyncSubscription:
                 self.c.enqueue({"op": "ping"}, loop.create_future(), _raw)
 
     async def close(self) -> None:
-        """Acks what was processed (and the last delivery handed out), waits for that ack, and closes."""
+        """Acks what was processed (and the last delivery handed out), waits for those acks, and closes."""
         if self.last_yielded is not None:
             self.ack(self.last_yielded)
             self.last_yielded = None

@@ -67,6 +67,7 @@ _BY_CODE: dict[str, type[HeraldError]] = {
     "evicted_before_hello": ConnectionError_,
     "subscribed_elsewhere": ConnectionError_,
     "line_too_long": ConnectionError_,
+    "not_owner": ConnectionError_,
     "unknown_notification": NotFoundError,
     "unknown_consumer": NotFoundError,
     "clock_not_manual": ClockError,

@@ -378,15 +378,60 @@ class Ack(Reply):
         )
 
 
+@dataclass(frozen=True)
+class Route:
+    """Where a partition is served: its owner's `address` (host:port) and lease `epoch` (hello's `routes`)."""
+
+    partition: int
+    address: str
+    epoch: int = 0
+
+
+def _routes(value: JSON) -> list[Route]:
+    """Reads `routes` as a list (each with `partition`, or in partition order) or as an object keyed by partition."""
+
+    def route(p: int, r: JSON) -> Route | None:
+        if isinstance(r, str):
+            return Route(p, r)
+        if not isinstance(r, dict):
+            return None
+        address = r.get("address", r.get("owner", r.get("advertise")))
+        if not isinstance(address, str):
+            return None
+        return Route(int(r.get("partition", p)), address, int(r.get("epoch", 0) or 0))
+
+    if isinstance(value, list):
+        found = [route(i, r) for i, r in enumerate(value)]
+    elif isinstance(value, dict):
+        found = [route(int(k), r) for k, r in value.items() if str(k).isdigit()]
+    else:
+        return []
+    return sorted((r for r in found if r is not None), key=lambda r: r.partition)
+
+
 @dataclass(slots=True)
 class HelloReply(Reply):
+    """The reply to hello: the roles granted and, once the server has partitions, how to route (SPEC §9)."""
+
     server: str = ""
     roles: list[str] = field(default_factory=list)
     apps: list[str] = field(default_factory=list)
+    instance: str | None = None
+    partitions: int = 1
+    hash: str | None = None
+    routes: list[Route] = field(default_factory=list)
 
     @staticmethod
     def from_wire(obj: dict[str, JSON]) -> HelloReply:
-        return HelloReply(raw=obj, server=str(obj.get("server", "")), roles=list(obj.get("roles", [])), apps=list(obj.get("apps", [])))
+        instance = obj.get("instance")
+        hash_ = obj.get("hash")
+        return HelloReply(
+            raw=obj, server=str(obj.get("server", "")), roles=list(obj.get("roles", [])), apps=list(obj.get("apps", [])),
+            instance=instance if isinstance(instance, str) else None,
+            partitions=max(1, int(obj.get("partitions", 1) or 1)),
+            hash=hash_ if isinstance(hash_, str) else None,
+            routes=_routes(obj.get("routes")),
+        )
 
 
 @dataclass(frozen=True)

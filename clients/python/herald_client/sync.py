@@ -10,6 +10,7 @@ from typing import Any, Coroutine, Iterator, TypeVar
 
 from .aio import AsyncClient, AsyncSubscription, Backoff, _ack
 from .errors import ClientClosedError
+from .routing import RoutingTable
 from .models import (
     Ack,
     Authorization,
@@ -81,10 +82,13 @@ class Client:
         window: int = 4096,
         backoff: Backoff = Backoff(),
         timeout: float | None = 30,
+        routing: bool = True,
     ) -> Client:
+        """Connects and says hello; `routing` as in `AsyncClient.connect`."""
         runner = _LoopThread()
         try:
-            client = runner.run(AsyncClient.connect(host, port, token=token, ssl=ssl, window=window, backoff=backoff), timeout)
+            client = runner.run(AsyncClient.connect(host, port, token=token, ssl=ssl, window=window, backoff=backoff,
+                                                    routing=routing), timeout)
         except BaseException:
             runner.stop()
             raise
@@ -98,6 +102,15 @@ class Client:
     def reconnects(self) -> int:
         return self._a.reconnects
 
+    @property
+    def routes(self) -> RoutingTable:
+        """The routing table of the latest hello."""
+        return self._a.routes
+
+    def refresh_routes(self) -> HelloReply:
+        """Says hello again to the instance connected to, for the latest routes."""
+        return self._runner.run(self._a.refresh_routes())
+
     def send(self, request: Request) -> concurrent.futures.Future[Ack]:
         """Sends a state-changing request (blocks while `window` requests are unanswered); returns its ack's future."""
         if self._closed:
@@ -105,7 +118,7 @@ class Client:
         self._window.acquire()
         future: concurrent.futures.Future[Ack] = concurrent.futures.Future()
         future.add_done_callback(lambda _: self._window.release())
-        self._runner.loop.call_soon_threadsafe(self._a._c.enqueue, request, future, _ack)
+        self._runner.loop.call_soon_threadsafe(self._a._dispatch, request, future, _ack)
         return future
 
     def submit(self, submit: Submit) -> concurrent.futures.Future[Ack]:
@@ -208,8 +221,13 @@ class Subscription:
 
     @property
     def acked(self) -> int | None:
-        """The newest cursor the server confirmed as acknowledged."""
+        """The newest cursor the server confirmed as acknowledged (of partition 0)."""
         return self._s.acked
+
+    @property
+    def acknowledged(self) -> dict[int, int]:
+        """The newest cursor the server confirmed as acknowledged, per partition."""
+        return dict(self._s.acknowledged)
 
     def __iter__(self) -> Iterator[Delivery]:
         return self
@@ -224,8 +242,8 @@ class Subscription:
         """The next delivery, or `TimeoutError` after `timeout` seconds."""
         return self._runner.run(self._s.next(timeout))
 
-    def ack(self, delivery: Delivery | int) -> None:
-        self._runner.loop.call_soon_threadsafe(self._s.ack, delivery)
+    def ack(self, delivery: Delivery | int, partition: int = 0) -> None:
+        self._runner.loop.call_soon_threadsafe(self._s.ack, delivery, partition)
 
     def close(self) -> None:
         self._runner.run(self._s.close(), 30)
