@@ -131,20 +131,21 @@ final class TestCluster {
     @Test func aDirectRouteToAMemberThatDoesNotOwnThePartitionIsToldTheOwnersAddress() throws {
         let cluster = try TestCluster(partitions: 2)
         let a = try cluster.start("a")
-        let routes = try cluster.waitUntilEveryPartitionIsServed(via: a)
+        try cluster.waitUntilEveryPartitionIsServed(via: a)
         let b = try cluster.start("b")
-        _ = try cluster.waitUntilEveryPartitionIsServed(via: b)
-        // a took both partitions before b started: b owns none.
-        #expect(try cluster.served(by: b).isEmpty)
+        // Balanced: one partition each.
+        let routes = try cluster.waitUntilEveryPartitionIsServed(via: b) { Set($0).count == 2 }
         let user = "direct-user"
-        let c = try WireClient(port: b.port)
+        let ownerPort = Int(routes[cluster.partitions.partition(of: user)]!.split(separator: ":").last!)!
+        let (other, owning) = ownerPort == a.port ? (b, a) : (a, b)
+        let c = try WireClient(port: other.port)
         _ = try c.request(#"{"op":"hello"}"#)
         try TestCluster.prepared(c, users: [user])
         let refused = try c.request(#"{"rid":1,"op":"submit","app":"com.example.cluster","id":"d1","user":"\#(user)","title":"x","route":"direct"}"#)
         #expect(refused["error"]?["code"] == "not_owner" && refused["rid"] == 1, "\(refused)")
         #expect(refused["error"]?["address"]?.stringValue == routes[cluster.partitions.partition(of: user)], "\(refused)")
         // At the owner, the same request is stored.
-        let owner = try WireClient(port: a.port)
+        let owner = try WireClient(port: owning.port)
         _ = try owner.request(#"{"op":"hello"}"#)
         let stored = try owner.request(#"{"op":"submit","app":"com.example.cluster","id":"d1","user":"\#(user)","title":"x","route":"direct"}"#)
         #expect(stored["ok"] == true && stored["duplicate"] == nil, "\(stored)")

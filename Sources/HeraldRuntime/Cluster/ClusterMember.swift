@@ -18,8 +18,10 @@ public final class ClusterMember {
     public var log: (String) -> Void
     private var router: Router?
     private var hosts: [Int: PartitionHost] = [:]
-    /// Partitions whose service is starting (restoring): not yet routed to.
-    private var starting: Set<Int> = []
+    /// Which partitions to take, serve and hand over (pure; this class performs its actions).
+    private var membership: MembershipStateMachine
+    /// The machine's `leave` was carried out: the member may end once its clients are answered.
+    private var left = false
     private var partitioning = Partitioning.single
     private var view: PGConnection?
     private var tickTimer: LoopEvent?
@@ -36,6 +38,8 @@ public final class ClusterMember {
     public init(configuration: ServiceConfiguration, log: @escaping (String) -> Void) {
         self.configuration = configuration
         self.log = log
+        membership = MembershipStateMachine(instance: configuration.instanceName ?? "\(HeraldService.hostName):\(configuration.port)",
+                                            ttlMilliseconds: configuration.leaseTTLMilliseconds)
         unretained.object = self
     }
 
@@ -87,7 +91,8 @@ public final class ClusterMember {
             signal(SIGPIPE, SIG_IGN)
         }
         tickTimer = loop.timer { [unretained] in unretained.object?.tick() }
-        tick()
+        quickTimer = loop.timer { [unretained] in unretained.object?.quickRound() }
+        perform(membership.startRequested(now: ClientConnection.monotonicMilliseconds()))
         log("listening on \(configuration.host):\(port) as instance \(instance) (advertised \(advertised)), \(partitioning.count) partition(s)")
         return port
     }
@@ -108,93 +113,108 @@ public final class ClusterMember {
 
     // MARK: Leases
 
-    private var tickArmed = false
-
-    /// Reads left at a short interval: an owner just went away (a link lost, a request refused),
-    /// and its partitions are taken the moment its leases are released or expire.
-    private var quickReads = 0
+    /// Reads the cluster view now and then (a link was lost or a request refused): the router
+    /// learns new owners at once, and a round plans the takes when the machine allows one.
+    private var lastQuickRound: Int64 = 0
 
     private func tickSoon() {
-        quickReads = 20
-        guard !tickArmed else { return }
-        tickArmed = true
-        tickTimer?.arm(afterMilliseconds: 50)
+        let now = ClientConnection.monotonicMilliseconds()
+        guard now - lastQuickRound >= 100 else { return }
+        lastQuickRound = now
+        quickTimer?.arm(afterMilliseconds: 20)
     }
 
-    /// Reads the leases; takes this member's share of what is free; publishes the owners.
-    private func tick() {
-        tickArmed = false
-        defer {
-            if !tickArmed {
-                tickArmed = true
-                let regular = max(configuration.leaseTTLMilliseconds / 3, 50)
-                if quickReads > 0 { quickReads -= 1 }
-                tickTimer?.arm(afterMilliseconds: quickReads > 0 ? min(200, regular) : regular)
+    private var quickTimer: LoopEvent?
+
+    private func quickRound() {
+        readView(planning: false)
+        perform(membership.tickDue(now: ClientConnection.monotonicMilliseconds()))
+    }
+
+    /// Carries the membership machine's actions out (blocking statements on the member's own
+    /// connection: a round is a few short statements every third of the TTL).
+    private func perform(_ actions: [MembershipStateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .heartbeat:
+                var ok = true
+                do { try ClusterSQL.heartbeat(connection(), instance: instance, address: advertised, ttlMilliseconds: configuration.leaseTTLMilliseconds) }
+                catch { ok = false; connectionFailed(error, "write the heartbeat") }
+                perform(membership.heartbeatCompleted(ok: ok))
+            case .readView:
+                readView(planning: true)
+            case .take(let p, let expected):
+                var epoch: Int64?
+                do {
+                    epoch = try ClusterSQL.take(connection(), partition: p, instance: instance, address: advertised,
+                                                ttlMilliseconds: configuration.leaseTTLMilliseconds, expectedEpoch: expected)
+                } catch {
+                    connectionFailed(error, "take partition \(p)")
+                }
+                perform(membership.takeCompleted(partition: p, epoch: epoch))
+            case .startServing(let p, let epoch):
+                log("took partition \(p) at epoch \(epoch); restoring it")
+                startHost(p, epoch: epoch)
+            case .release(let p, let epoch):
+                _ = try? connection().execute(LeaseSQL.release, [String(p), String(epoch)])
+            case .handOver(let p):
+                log("handing partition \(p) over")
+                if let host = hosts[p] { host.stop() } else { perform(membership.handOverCompleted(partition: p)) }
+            case .leave:
+                _ = try? ClusterSQL.leave(connection(), instance: instance)
+                left = true
+                stopStep()
+            case .armTick(let ms):
+                tickTimer?.arm(afterMilliseconds: ms)
             }
         }
-        guard let conn = view else { return }
-        let rows: PGResult
+    }
+
+    private func tick() {
+        perform(membership.tickDue(now: ClientConnection.monotonicMilliseconds()))
+        if stopping {
+            // Requests still owed to clients wait for the partitions' new owners: keep learning them.
+            readView(planning: false)
+            stopStep()
+        }
+    }
+
+    /// Reads the cluster view; tells the router each partition's owner; with `planning`, hands the
+    /// view to the machine to plan the round.
+    private func readView(planning: Bool) {
+        let view: ClusterView
         do {
-            rows = try conn.execute("""
-                SELECT partition, epoch, owner, address, coalesce(lease_expires > now(), false) FROM partitions ORDER BY partition
-                """)
+            view = try ClusterSQL.view(connection())
         } catch {
-            log("warning: could not read the partitions' leases (\(error)); serving on with what is known")
-            if conn.isBad, let fresh = try? PGConnection.connect(configuration.databaseURL) {
-                conn.close()
-                view = fresh
-                do { try InstanceLock.takeShared(fresh) } catch { log("warning: \(error)") }
-            }
+            connectionFailed(error, "read the cluster view")
+            if planning { perform(membership.viewReadFailed()) }
             return
         }
         var owners = Owners(partitions: partitioning.count)
-        var free: [(partition: Int, epoch: Int64)] = []
-        var liveOwners: Set<String> = [instance]
-        for i in 0..<rows.rowCount {
-            guard let p = rows.int64(i, 0).map(Int.init), let epoch = rows.int64(i, 1) else { continue }
-            let live = rows.string(i, 4) == "t"
-            if let host = hosts[p], !starting.contains(p) {
-                owners[p] = Owner(instance: instance, address: advertised, epoch: host.epoch)
-            } else if live, let owner = rows.string(i, 2), owner != instance || hosts[p] != nil {
-                owners[p] = Owner(instance: owner, address: rows.string(i, 3) ?? "", epoch: epoch)
-                liveOwners.insert(owner)
-            } else if hosts[p] == nil {
-                free.append((p, epoch))
-            }
-        }
-        if !stopping {
-            let members = liveOwners.sorted()
-            let index = members.firstIndex(of: instance) ?? 0
-            let share = partitioning.count / members.count + (index < partitioning.count % members.count ? 1 : 0)
-            // Partitions "preferred" by this member first (p mod N = its index), so members starting
-            // together do not all race for the same ones.
-            let ordered = free.filter { $0.partition % members.count == index } + free.filter { $0.partition % members.count != index }
-            for candidate in ordered where hosts.count < share {
-                take(candidate.partition, expectedEpoch: candidate.epoch, conn)
+        for row in view.partitions where row.partition < partitioning.count {
+            if router?.local[row.partition] != nil, let epoch = hosts[row.partition]?.epoch {
+                owners[row.partition] = Owner(instance: instance, address: advertised, epoch: epoch)
+            } else if row.leaseLive, let owner = row.owner, owner != instance, let address = row.address {
+                owners[row.partition] = Owner(instance: owner, address: address, epoch: row.epoch)
             }
         }
         router?.ownersChanged(owners)
-        if stopping { stopStep() }
+        if planning { perform(membership.viewRead(view)) }
     }
 
-    /// Takes partition `p` if it is still free at `expectedEpoch`, then starts its service.
-    private func take(_ p: Int, expectedEpoch: Int64, _ conn: PGConnection) {
-        let taken: Int64?
-        do {
-            taken = try conn.execute("""
-                UPDATE partitions SET epoch = epoch + 1, owner = $2, address = $3,
-                       lease_expires = now() + $4::bigint * interval '1 millisecond'
-                WHERE partition = $1::integer AND epoch = $5::bigint
-                  AND (owner IS NULL OR lease_expires IS NULL OR lease_expires <= now())
-                RETURNING epoch
-                """, [String(p), instance, advertised, String(configuration.leaseTTLMilliseconds), String(expectedEpoch)]).int64(0, 0)
-        } catch {
-            log("warning: could not take partition \(p): \(error)")
-            return
-        }
-        guard let epoch = taken else { return }
-        log("took partition \(p) at epoch \(epoch); restoring it")
-        startHost(p, epoch: epoch)
+    /// The member's connection, connected again (with its share of the instance lock) when lost.
+    private func connection() throws(StoreError) -> PGConnection {
+        if let view, !view.isBad { return view }
+        view?.close()
+        let fresh = try PGConnection.connect(configuration.databaseURL)
+        do { try InstanceLock.takeShared(fresh) } catch { log("warning: \(error)") }
+        view = fresh
+        return fresh
+    }
+
+    private func connectionFailed(_ error: StoreError, _ what: String) {
+        log("warning: could not \(what) (\(error)); serving on with what is known")
+        if view?.isBad == true { view?.close(); view = nil }
     }
 
     private func startHost(_ p: Int, epoch: Int64) {
@@ -213,7 +233,6 @@ public final class ClusterMember {
         config.advertise = advertised
         let host = PartitionHost(partition: p, epoch: epoch)
         hosts[p] = host
-        starting.insert(p)
         let queue = postQueue
         let trigger = postTrigger
         let member = unretained
@@ -222,20 +241,26 @@ public final class ClusterMember {
             trigger?.fire()
         }, started: { port in
             guard let self = member.object else { return }
-            self.starting.remove(p)
             self.router?.local[p] = "127.0.0.1:\(port)"
             self.log("serving partition \(p) at epoch \(epoch)")
-            self.tickSoon()
+            self.perform(self.membership.partitionStarted(partition: p))
+            self.readView(planning: false)
         }, failed: { why in
             guard let self = member.object else { return }
             self.log("warning: partition \(p) could not start: \(why)")
         }, stopped: {
             guard let self = member.object else { return }
-            self.starting.remove(p)
             self.hosts[p] = nil
             self.router?.local[p] = nil
             self.log("partition \(p) stopped")
+            // Handed over (its lease released by the service's stop), or lost (another took it).
+            if self.membership.handingOver[p] != nil {
+                self.perform(self.membership.handOverCompleted(partition: p))
+            } else {
+                self.perform(self.membership.partitionLost(partition: p))
+            }
             self.tickSoon()
+            if self.stopping { self.stopStep() }
         })
     }
 
@@ -253,15 +278,19 @@ public final class ClusterMember {
         stopDeadline = ClientConnection.monotonicMilliseconds() + 60_000
         log("shutting down: goodbye to clients; handing partitions \(hosts.keys.sorted()) over")
         router?.beginDrain()
-        for host in hosts.values { host.stop() }
-        tickSoon()
+        perform(membership.stopRequested())
+        tickTimer?.arm(afterMilliseconds: 100)
     }
 
+    /// Ends the loop once every partition is handed over, the member has left, and its clients
+    /// have their replies (or at the deadline).
     private func stopStep() {
         let open = router?.openConnections ?? 0
-        if (hosts.isEmpty && open == 0) || ClientConnection.monotonicMilliseconds() > stopDeadline {
+        if (left && hosts.isEmpty && open == 0) || ClientConnection.monotonicMilliseconds() > stopDeadline {
             router?.closeAll()
             loop.stop()
+        } else {
+            tickTimer?.arm(afterMilliseconds: 50)
         }
     }
 

@@ -39,6 +39,8 @@ final class PartitionHost: @unchecked Sendable {
                 self.port = port
                 callbacks.post { callbacks.started(port) }
                 service.run()
+                // Its listener closes with it: a connect from then on is refused, not left in a backlog.
+                self.service = nil
             } catch {
                 let why = "\(error)"
                 callbacks.post { callbacks.failed(why) }

@@ -151,6 +151,15 @@ final class Router: ConnectionDelegate {
         guard var line = request.line else { preconditionFailure("a router's session keeps every line") }
         line.append(0x0A)
         let direct = request.body["route"]?.stringValue == "direct"
+        // From another instance: for one partition, which must be this instance's (never forwarded again).
+        if let p = request.body["route"]?["partition"]?.intValue.map(Int.init), request.op != .subscribe {
+            if local[p] != nil {
+                if request.op == .ack, let stream = streams[connection.id] { stream.ack(line, partition: p, reply) } else { forward(line, to: p, reply) }
+            } else {
+                reply(Self.bytes(notOwner(partition: p, rid: request.rid)))
+            }
+            return
+        }
         switch RequestRoute.of(request.op, body: request.body, partitioning: partitioning) {
         case .router:
             reply(Self.bytes(WireReply.ok(rid: request.rid, stats())))
@@ -193,7 +202,7 @@ final class Router: ConnectionDelegate {
         forwarded += 1
         let remote = local[p] == nil
         if remote { forwardedRemote += 1 }
-        let out = remote ? Self.directed(line) : line
+        let out = remote ? Self.directed(line, partition: p) : line
         link.send(out, tag: p) { [unretained] answer in
             // An owner that lost the partition meanwhile (fenced, or not the owner any more): the
             // request was not stored; it waits for the new owner.
@@ -373,15 +382,19 @@ final class Router: ConnectionDelegate {
         line.last == 0x0A ? Array(line.dropLast()) : line
     }
 
-    /// The line marked `"route":"direct"` (sent to another instance: it must not forward it again).
-    static func directed(_ line: [UInt8]) -> [UInt8] {
-        guard line.first == UInt8(ascii: "{"), !line.starts(with: Array(#"{"route":"direct","#.utf8)) else { return line }
-        return Array(#"{"route":"direct","#.utf8) + line.dropFirst()
+    /// The line marked for partition `p` (`"route":{"partition":p}`), as sent to another instance:
+    /// it serves it there or answers `not_owner`, and never forwards it again.
+    static func directed(_ line: [UInt8], partition p: Int) -> [UInt8] {
+        let line = undirected(line)
+        guard line.first == UInt8(ascii: "{") else { return line }
+        return Array(#"{"route":{"partition":\#(p)},"#.utf8) + line.dropFirst()
     }
 
     static func undirected(_ line: [UInt8]) -> [UInt8] {
-        let mark = Array(#"{"route":"direct","#.utf8)
-        return line.starts(with: mark) ? [UInt8(ascii: "{")] + line.dropFirst(mark.count) : line
+        let mark = Array(#"{"route":{"partition":"#.utf8)
+        guard line.starts(with: mark), let close = line[mark.count...].firstIndex(of: UInt8(ascii: "}")),
+              close + 1 < line.count, line[close + 1] == UInt8(ascii: ",") else { return line }
+        return [UInt8(ascii: "{")] + line[(close + 2)...]
     }
 
     static func isNotOwner(_ line: [UInt8]) -> Bool {

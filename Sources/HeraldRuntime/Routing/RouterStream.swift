@@ -79,7 +79,7 @@ final class RouterStream {
             o["from"] = durable ? "committed" : lastCursor[p].map { .int($0) } ?? o["from"]
         }
         var line = WireReply.line(.object(o))
-        if remote { line = Router.directed(line) }
+        if remote { line = Router.directed(line, partition: p) }
         links[p] = link
         link.onLine = { [weak self] line in self?.relay(line, partition: p) }
         link.onLost = { [weak self] _, why in self?.lost(p, why) }
@@ -114,7 +114,7 @@ final class RouterStream {
             unretainedRouter.object?.forward(line, to: p, reply)
             return
         }
-        link.send(link.address == unretainedRouter.object?.local[p] ? line : Router.directed(line), tag: p, reply)
+        link.send(link.address == unretainedRouter.object?.local[p] ? line : Router.directed(line, partition: p), tag: p, reply)
     }
 
     private func lost(_ p: Int, _ why: String) {

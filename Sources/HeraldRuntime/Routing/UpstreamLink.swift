@@ -47,6 +47,7 @@ final class UpstreamLink {
         if let token { hello["token"] = .string(token) }
         pending.append(Pending(line: WireReply.line(.object(hello)), tag: -1, handler: { [unretained] line in
             guard let self = unretained.object else { return }
+            self.helloAnswered = true
             if (try? JSONValue.parse(line))?["ok"] != .bool(true) {
                 self.fail("the owner at \(address) refused the router's hello: \(String(decoding: line, as: UTF8.self))")
             }
@@ -76,7 +77,18 @@ final class UpstreamLink {
         }
         let line = pending[0].line
         _ = line.withUnsafeBytes { bufferevent_write(made, $0.baseAddress, $0.count) }
+        // An owner that accepts nothing (a listener being closed keeps completing handshakes into its
+        // backlog) would hold every request sent here: without a hello reply in time, the link fails.
+        helloTimer = loop.timer { [unretained] in
+            guard let self = unretained.object, !self.helloAnswered else { return }
+            self.fail("the owner at \(address) did not answer hello within \(Self.helloMilliseconds) ms")
+        }
+        helloTimer?.arm(afterMilliseconds: Self.helloMilliseconds)
     }
+
+    static let helloMilliseconds: Int64 = 2_000
+    private var helloTimer: LoopEvent?
+    private var helloAnswered = false
 
     deinit {
         unretained.object = nil
