@@ -39,11 +39,13 @@ $$;
 CREATE FUNCTION herald_take_partition(p_partition integer, p_instance text, p_address text, p_ttl_ms bigint,
                                       p_expected_epoch bigint) RETURNS bigint
 LANGUAGE sql AS $$
+    -- clock_timestamp(), not now(): the UPDATE may wait for the row while a paused owner's append
+    -- holds it, and a lease counted from when the statement began would be expired on arrival.
     UPDATE partitions
     SET epoch = epoch + 1, owner = p_instance, address = p_address,
-        lease_expires = now() + p_ttl_ms * interval '1 millisecond'
+        lease_expires = clock_timestamp() + p_ttl_ms * interval '1 millisecond'
     WHERE partition = p_partition AND epoch = p_expected_epoch
-      AND (owner IS NULL OR lease_expires IS NULL OR lease_expires < now())
+      AND (owner IS NULL OR lease_expires IS NULL OR lease_expires < clock_timestamp())
     RETURNING epoch;
 $$;
 

@@ -238,7 +238,7 @@ final class Router: ConnectionDelegate {
     private func link(for p: Int) -> UpstreamLink? {
         let address: String
         let token: String?
-        if let mine = local[p] {
+        if let mine = local[p], links[mine].map({ !$0.saidGoodbye }) ?? true {
             address = mine
             token = settings.internalToken
         } else if let owner = owners[p], owner.address != advertised {
@@ -257,6 +257,9 @@ final class Router: ConnectionDelegate {
     /// A link ended: what it had not answered waits for the partition's (new) owner.
     private func linkLost(_ address: String, _ lost: [UpstreamLink.Pending], _ why: String) {
         if links[address]?.isClosed == true || links[address]?.saidGoodbye == true { links[address] = nil }
+        // A local service that said goodbye or stopped answering is going away (handed over, or its
+        // lease lost): its partitions' owners come from the leases from now on.
+        for (p, local) in local where local == address { self.local[p] = nil }
         wantsRoutes?()
         guard !lost.isEmpty else { return }
         log("notice: \(lost.count) request(s) to \(address) unanswered (\(why)); sent again to the partition's owner")

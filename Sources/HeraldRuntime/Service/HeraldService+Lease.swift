@@ -109,6 +109,7 @@ extension HeraldService {
     /// The partition is no longer ours: the writers' epoch check refuses every append from now
     /// on, so this instance stops (a graceful stop: goodbye to every connection).
     func leaseLost(epoch: Int64, why: String) {
+        fencedOut = true
         log("lost partition \(partition) (epoch \(epoch)): \(why); stopping")
         beginShutdown()
     }

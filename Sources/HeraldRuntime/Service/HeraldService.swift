@@ -87,6 +87,8 @@ public final class HeraldService: ConnectionDelegate {
     /// Lease renewals that committed, and those that could not reach PostgreSQL (`/metrics`).
     var leaseRenewals = 0
     var leaseRenewalFailures = 0
+    /// The lease was taken by another instance: this service only stops now.
+    var fencedOut = false
 
     /// Engine time: the manual clock, or the wall clock never allowed to go backwards.
     var engineClock: EngineClock
@@ -509,8 +511,10 @@ public final class HeraldService: ConnectionDelegate {
         // Timers and events waiting for lean content wait for PostgreSQL: while it cannot be read, do
         // not wait for them (they are in the log; the next start decides them).
         let waiting = (dueUsers.isEmpty && restart.content.heldFolds.isEmpty) || restart.content.failingSince != nil
-        let idle = (store.writer?.isIdle ?? true) && deliveryStores.allSatisfy { $0.writer?.isIdle ?? true }
-            && deliveryAppends.unsent.isEmpty && !deliveriesInFlight && waiting
+        // Fenced (the partition is another instance's now), nothing more can be stored here: the
+        // deliveries still unsent are its new owner's to derive, and no commit is worth waiting for.
+        let idle = fencedOut || ((store.writer?.isIdle ?? true) && deliveryStores.allSatisfy { $0.writer?.isIdle ?? true }
+            && deliveryAppends.unsent.isEmpty && !deliveriesInFlight && waiting)
         let step = lifecycle.drainChecked(idle: idle, writersReady: store.isReady && deliveryLinks.allSatisfy(\.isReady),
                                           storeReady: store.isReady, openConnections: connections.count,
                                           now: ClientConnection.monotonicMilliseconds())
@@ -527,7 +531,8 @@ public final class HeraldService: ConnectionDelegate {
             for c in connections.open.values { c.close(reason: "server shutting down") }
             shutdownStep()
         case .writeFinalSnapshot?:
-            perform(lifecycle.finalSnapshotStepped(moreToDo: shutdownSnapshotStep()))
+            // Fenced: the partition is another instance's, which snapshots it; nothing here can be stored.
+            perform(lifecycle.finalSnapshotStepped(moreToDo: fencedOut ? false : shutdownSnapshotStep()))
         case .stop?:
             stopSnapshots()
             releaseLease()
