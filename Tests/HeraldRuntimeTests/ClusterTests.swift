@@ -12,6 +12,8 @@ final class TestCluster {
     let partitions: Partitioning
     var members: [String: ServeProcess] = [:]
     let ttlSeconds: Double
+    /// Environment given to the members started from now on.
+    var environment: [String: String] = [:]
 
     init(partitions: Int, ttlSeconds: Double = 1) throws {
         url = try TestPostgres.freshDatabase()
@@ -28,6 +30,7 @@ final class TestCluster {
         let log = FileManager.default.temporaryDirectory.path + "/herald-cluster-\(getpid())-\(name)-\(UInt32.random(in: 0...UInt32.max)).log"
         let member = try ServeProcess(databaseURL: url, logPath: log,
                                       extraArguments: ["--instance", name, "--lease-ttl", String(ttlSeconds)] + extra)
+        for (k, v) in environment { member.environmentChanges[k] = v }
         try member.start()
         members[name] = member
         return member

@@ -74,6 +74,10 @@ public final class ClusterMember {
         settings.internalToken = internalToken
         settings.peerToken = peerToken
         settings.parkMilliseconds = max(30_000, 3 * configuration.leaseTTLMilliseconds)
+        if let n = ProcessInfo.processInfo.environment["HERALD_UNSAFE_ROUTER_ACKS_FOR_TESTING"].flatMap(Int.init), n > 0 {
+            settings.acknowledgeEveryNthUnsentForTesting = n
+            log("WARNING: HERALD_UNSAFE_ROUTER_ACKS_FOR_TESTING=\(n): every \(n)th submit is acknowledged and never stored. Only for testing the cluster checker.")
+        }
         let router = Router(loop: loop, settings: settings, partitioning: partitioning, advertised: "", log: log)
         let port = try router.listen()
         advertised = configuration.advertise ?? "\(configuration.host == "0.0.0.0" ? HeraldService.hostName : configuration.host):\(port)"

@@ -29,6 +29,9 @@ final class Router: ConnectionDelegate {
         var peerToken: String?
         /// How long a request waits for its partition to have an owner before it is refused.
         var parkMilliseconds: Int64 = 30_000
+        /// The experiments' negative control (`HERALD_UNSAFE_ROUTER_ACKS_FOR_TESTING=N`): every Nth
+        /// submit is acknowledged by the router itself and never forwarded. Never in production.
+        var acknowledgeEveryNthUnsentForTesting = 0
     }
 
     let loop: EventLoop
@@ -59,6 +62,7 @@ final class Router: ConnectionDelegate {
     private(set) var forwarded = 0
     private(set) var forwardedRemote = 0
     private(set) var draining = false
+    private var unsentForTesting = 0
 
     struct Parked {
         var partition: Int
@@ -164,6 +168,13 @@ final class Router: ConnectionDelegate {
         case .router:
             reply(Self.bytes(WireReply.ok(rid: request.rid, stats())))
         case .partition(let p):
+            if settings.acknowledgeEveryNthUnsentForTesting > 0, request.op == .submit {
+                unsentForTesting += 1
+                if unsentForTesting % settings.acknowledgeEveryNthUnsentForTesting == 0 {
+                    reply(Self.bytes(WireReply.ok(rid: request.rid, ["partition": .int(Int64(p)), "seq": .int(0), "warnings": .array([])])))
+                    return
+                }
+            }
             if direct, local[p] == nil {
                 reply(Self.bytes(notOwner(partition: p, rid: request.rid)))
                 return
