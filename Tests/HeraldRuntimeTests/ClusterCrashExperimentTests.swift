@@ -18,13 +18,14 @@ import Testing
         var stats: ClusterLoad.Stats
         var replays: [Int32]
         var duplicatesAgreed: Bool
+        var handoverSeconds: Double?
     }
 
     /// Runs the load on three members; kills one with SIGKILL once a fifth is sent, and pauses
     /// another with SIGSTOP for three lease TTLs (a zombie) once half is; then fires the deferred
     /// submits' timers with the clock op and checks the database.
-    static func run(unsafeRouterAcks: Bool = false) throws -> Outcome {
-        let ttl = 1.0
+    static func run(unsafeRouterAcks: Bool = false, gracefulStop: Bool = false) throws -> Outcome {
+        let ttl = gracefulStop ? 5.0 : 1.0
         let cluster = try TestCluster(partitions: partitions, ttlSeconds: ttl)
         cluster.environment = unsafeRouterAcks ? ["HERALD_UNSAFE_ROUTER_ACKS_FOR_TESTING": "97"] : [:]
         let extra: [String] = []
@@ -53,16 +54,27 @@ import Testing
             }
             done.signal()
         }
-        // a owns every partition (it started alone): killing it makes b and c take them all over.
-        usleep(700_000)
-        a.kill9()
-        print("cluster experiment: killed a (kill -9)")
-        usleep(2_500_000)
-        kill(b.pid, SIGSTOP)
-        print("cluster experiment: paused b (SIGSTOP) for \(3 * ttl) s")
-        usleep(UInt32(3 * ttl * 1_000_000))
-        kill(b.pid, SIGCONT)
-        print("cluster experiment: resumed b (SIGCONT)")
+        var handover: Double?
+        if gracefulStop {
+            // A lame-duck stop of a under load: its partitions move at once, not after the 5 s lease.
+            usleep(2_000_000)
+            let stopped = Date()
+            _ = a.terminate()
+            try cluster.waitUntilEveryPartitionIsServed(via: c, seconds: 30) { routes in routes.allSatisfy { $0 != "127.0.0.1:\(a.port)" } }
+            handover = Date().timeIntervalSince(stopped)
+            print("cluster experiment: stopped a (SIGTERM); every partition served elsewhere \(Int(handover! * 1000)) ms later")
+        } else {
+            // Killing a member makes the others take its partitions over once its leases expire.
+            usleep(700_000)
+            a.kill9()
+            print("cluster experiment: killed a (kill -9)")
+            usleep(2_500_000)
+            kill(b.pid, SIGSTOP)
+            print("cluster experiment: paused b (SIGSTOP) for \(3 * ttl) s")
+            usleep(UInt32(3 * ttl * 1_000_000))
+            kill(b.pid, SIGCONT)
+            print("cluster experiment: resumed b (SIGCONT)")
+        }
         done.wait()
         guard let (acks, stats) = result.withLock({ $0 }) else { throw ExperimentError(failure.withLock { $0 } ?? "no result") }
         // Timers: the clock op moves every partition; its reply comes after all have fired.
@@ -89,7 +101,7 @@ import Testing
         }
         print("cluster experiment (\(partitions) partitions, \(load.events) submits): \(stats)\n  \(report)\n  replays: \(replays)")
         for m in [b, c] { _ = m.terminate() }
-        return Outcome(report: report, stats: stats, replays: replays, duplicatesAgreed: agreed)
+        return Outcome(report: report, stats: stats, replays: replays, duplicatesAgreed: agreed, handoverSeconds: handover)
     }
 
     @Test func aKilledMemberAndAZombieLoseNothingAndDecideEachNotificationOnce() throws {
@@ -99,6 +111,17 @@ import Testing
         #expect(outcome.report.timersFired == Self.events / 10)
         #expect(outcome.replays.allSatisfy { $0 == 0 }, "replay exit codes by partition: \(outcome.replays)")
         #expect(outcome.duplicatesAgreed)
+    }
+
+    /// Experiment 4: a graceful stop under load — producers see nothing but `goodbye` (no refusal),
+    /// nothing acknowledged is lost, and the partitions move without waiting for their leases.
+    @Test func aGracefulStopUnderLoadLosesNothingAndHandsOverBeforeTheLeasesExpire() throws {
+        let outcome = try Self.run(gracefulStop: true)
+        #expect(outcome.report.ok, "\(outcome.report)")
+        #expect(outcome.stats.refusedRetried == 0, "\(outcome.stats)")
+        #expect(outcome.replays.allSatisfy { $0 == 0 })
+        #expect(outcome.duplicatesAgreed)
+        #expect((outcome.handoverSeconds ?? 99) < 5, "handover took \(outcome.handoverSeconds ?? -1) s; the lease is 5 s")
     }
 
     /// The control: members whose routers acknowledge some submits without forwarding them (a
