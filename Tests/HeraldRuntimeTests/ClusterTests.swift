@@ -217,4 +217,34 @@ final class TestCluster {
         }
         print("graceful handover of 4 partitions: \(Int(took * 1000)) ms from SIGTERM to every route on the survivor")
     }
+
+    /// SPEC §9, operators across partitions: replay covers each partition alone, explain, state and
+    /// pending find a user in whichever partition it lives, and export refuses a partitioned log
+    /// with a clear error instead of half exporting it.
+    @Test func operatorCommandsCoverEveryPartition() throws {
+        let cluster = try TestCluster(partitions: 4)
+        let a = try cluster.start("a")
+        try cluster.waitUntilEveryPartitionIsServed(via: a)
+        let users = (0..<8).map { "op-\($0)" }
+        let c = try WireClient(port: a.port)
+        _ = try c.request(#"{"op":"hello"}"#)
+        try TestCluster.prepared(c, users: users)
+        for (i, u) in users.enumerated() {
+            #expect(try c.request(#"{"op":"submit","app":"com.example.cluster","id":"o\#(i)","user":"\#(u)","title":"t","deliverAt":"2026-03-27T09:00:00Z"}"#)["ok"] == true)
+        }
+        let far = users.first { cluster.partitions.partition(of: $0) != 0 }!
+        let farIndex = users.firstIndex(of: far)!
+        let replay = try HeraldCommandTests.herald(["replay", "--database-url", cluster.url])
+        #expect(replay.status == 0 && replay.stdout.contains("partition 3:"), "\(replay)")
+        let one = try HeraldCommandTests.herald(["replay", "--database-url", cluster.url, "--partition", "9"])
+        #expect(one.status != 0 && one.stderr.contains("--partition 9"), "\(one)")
+        let explain = try HeraldCommandTests.herald(["explain", "--database-url", cluster.url, "com.example.cluster", "o\(farIndex)"])
+        #expect(explain.status == 0 && explain.stdout.contains(far), "\(explain)")
+        let state = try HeraldCommandTests.herald(["state", "--database-url", cluster.url, far, "--json"])
+        #expect(state.status == 0 && state.stdout.contains("o\(farIndex)"), "\(state)")
+        let pending = try HeraldCommandTests.herald(["pending", "--database-url", cluster.url])
+        #expect(pending.status == 0 && users.allSatisfy { pending.stdout.contains($0) }, "\(pending)")
+        let export = try HeraldCommandTests.herald(["export", "--database-url", cluster.url])
+        #expect(export.status != 0 && export.stderr.contains("one partition") && export.stdout.isEmpty, "\(export)")
+    }
 }

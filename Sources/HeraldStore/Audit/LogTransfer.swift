@@ -11,6 +11,7 @@ public enum LogTransfer {
     /// Writes the log as of one snapshot (a read-only repeatable-read transaction): a service
     /// appending meanwhile adds nothing half-way, and every delivery's cause is in the export.
     public static func export(_ connection: PGConnection, write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
+        try requireOnePartition(connection, "export")
         try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         do {
             let counts = try exportRows(connection, write: write)
@@ -118,6 +119,7 @@ public enum LogTransfer {
         do { try InstanceLock.take(connection, waitMilliseconds: 0) } catch { throw .store(error) }
         defer { _ = try? connection.execute("SELECT pg_advisory_unlock($1)", [String(InstanceLock.key)]) }
         do {
+            do { try requireOnePartition(connection, "import") } catch { throw ImportError.store(error) }
             guard try EventReader.head(connection) == 0 else { throw ImportError.notEmpty }
             try connection.execute("BEGIN")
             // A start-up on the empty target recorded its own version: the imported log's replace it.
@@ -198,6 +200,16 @@ public enum LogTransfer {
         } catch {
             _ = try? connection.execute("ROLLBACK")
             throw .badLine(0, "\(error)")
+        }
+    }
+
+    /// Export and import carry one log (one partition's positions); a partitioned database is
+    /// refused with a clear error rather than half exported.
+    static func requireOnePartition(_ connection: PGConnection, _ what: String) throws(StoreError) {
+        let count = try EventReader.partitioning(connection).count
+        guard count == 1 else {
+            throw .configuration("herald \(what) handles a database of one partition; this one has \(count). Back a partitioned "
+                + "database up with pg_dump (docs/operations.md, \"Backup and restore\"); replay, explain, state and pending cover every partition.")
         }
     }
 }

@@ -8,8 +8,10 @@ public enum UserHistory {
     /// version instead of those `rules_versions` records.
     public static func fold(_ connection: PGConnection, user: String, limit: Replayer.Limit,
                             rulesVersion: String? = nil) throws(StoreError) -> (state: UserState, apps: AppRegistry, at: Instant?, deliveries: [Delivery]) {
+        // The user's events are in its partition's log (SPEC §9), which decides it alone.
+        let partition = try EventReader.partitioning(connection).partition(of: user)
         // By the rules versions the log records (or the one asked for), as replay decides.
-        let engine = try Engine(rules: RulesVersionStore.deciding(connection, only: rulesVersion))
+        let engine = try Engine(rules: RulesVersionStore.deciding(connection, partition: partition, only: rulesVersion))
         var state = UserState(user: user)
         var apps = AppRegistry()
         var last: Instant?
@@ -18,7 +20,7 @@ public enum UserHistory {
         // Sealed content opened with the user's keys (the erased form where they are gone).
         let keys = try KeyRing.load(connection, user: user)
         scan: while true {
-            let page = try EventReader.events(connection, user: user, after: after)
+            let page = try EventReader.events(connection, partition: partition, user: user, after: after)
             if page.isEmpty { break }
             for var e in page {
                 e.row.bodyBytes = keys.readable(e.row.bodyBytes, user: e.row.user)
@@ -45,8 +47,8 @@ public enum UserHistory {
         case .time(let t): reached = t
         case .seq(let s):
             // (Not `??`: its autoclosure would throw an untyped error.)
-            if let next = try LogStream.engineTime(ofSeq: s + 1, connection) { reached = next } else { reached = try latestInstant(connection, user: user) }
-        case .everything: reached = try latestInstant(connection, user: user)
+            if let next = try LogStream.engineTime(ofSeq: s + 1, partition: partition, connection) { reached = next } else { reached = try latestInstant(connection, partition: partition, user: user) }
+        case .everything: reached = try latestInstant(connection, partition: partition, user: user)
         }
         if let reached { last = max(last ?? reached, reached) }
         if let horizon = last {
@@ -58,11 +60,11 @@ public enum UserHistory {
     /// The latest instant the log shows the service reached, as far as `user` is concerned: the
     /// newest event's engine time (engine times never go back along the log) or the user's
     /// latest delivery (by the per-user index). Nil for an empty log.
-    static func latestInstant(_ connection: PGConnection, user: String) throws(StoreError) -> Instant? {
+    static func latestInstant(_ connection: PGConnection, partition: Int, user: String) throws(StoreError) -> Instant? {
         let r = try connection.execute("""
-            SELECT (extract(epoch FROM greatest((SELECT engine_time FROM events ORDER BY seq DESC LIMIT 1),
-                                                (SELECT max(at) FROM deliveries WHERE user_id = $1))) * 1000)::bigint
-            """, [user])
+            SELECT (extract(epoch FROM greatest((SELECT engine_time FROM events WHERE partition = $2 ORDER BY seq DESC LIMIT 1),
+                                                (SELECT max(at) FROM deliveries WHERE partition = $2 AND user_id = $1))) * 1000)::bigint
+            """, [user, String(partition)])
         return r.int64(0, 0).map(Instant.init(millisecondsSinceEpoch:))
     }
 
