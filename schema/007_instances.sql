@@ -36,16 +36,25 @@ $$;
 -- free: never owned, released, or its lease expired. Returns the new epoch, or NULL when the
 -- partition was not takeable. Two instances racing for one partition: the second's UPDATE waits
 -- for the first's row lock, re-reads the row, finds the epoch moved on and takes nothing.
+-- The database's clock when called: clock_timestamp(), not now(). A take or a renewal may wait for
+-- the partition's row while an append (a paused owner's, say) holds it; a lease counted from when
+-- the statement began would be expired on arrival. Declared STABLE so that Citus accepts it in an
+-- UPDATE of a distributed table (it then evaluates it on the coordinator); PL/pgSQL, so that it is
+-- never inlined into clock_timestamp() itself.
+CREATE FUNCTION herald_clock() RETURNS timestamptz LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN clock_timestamp();
+END;
+$$;
+
 CREATE FUNCTION herald_take_partition(p_partition integer, p_instance text, p_address text, p_ttl_ms bigint,
                                       p_expected_epoch bigint) RETURNS bigint
 LANGUAGE sql AS $$
-    -- clock_timestamp(), not now(): the UPDATE may wait for the row while a paused owner's append
-    -- holds it, and a lease counted from when the statement began would be expired on arrival.
     UPDATE partitions
     SET epoch = epoch + 1, owner = p_instance, address = p_address,
-        lease_expires = clock_timestamp() + p_ttl_ms * interval '1 millisecond'
+        lease_expires = herald_clock() + p_ttl_ms * interval '1 millisecond'
     WHERE partition = p_partition AND epoch = p_expected_epoch
-      AND (owner IS NULL OR lease_expires IS NULL OR lease_expires < clock_timestamp())
+      AND (owner IS NULL OR lease_expires IS NULL OR lease_expires < herald_clock())
     RETURNING epoch;
 $$;
 

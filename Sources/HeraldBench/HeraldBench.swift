@@ -10,7 +10,7 @@ struct HeraldBench: ParsableCommand {
         commandName: "herald-bench",
         abstract: "Benchmarks, each beside its baseline in the same run.",
         subcommands: [StoreBench.self, IngestBench.self, LatencyBench.self, StormBench.self, RestartBench.self,
-                      ReplayBench.self, PeerBench.self, SuiteBench.self, ClientBench.self, MetricsCostBench.self, ConsumerBench.self, BridgeBench.self])
+                      ReplayBench.self, PeerBench.self, SuiteBench.self, ClientBench.self, MetricsCostBench.self, ConsumerBench.self, BridgeBench.self, ClusterBench.self])
 
     static func main() { runCommandLine(HeraldBench.self) }
 }

@@ -17,6 +17,8 @@ public struct ClusterLoad: Sendable {
     public var window = 64
     public var users = 300
     public var app = "com.example.cluster"
+    /// Prefix of the submits' ids (several loads on one database use several).
+    public var idPrefix = "c"
     /// Every `deferEvery`-th submit is deferred by `deferSeconds` of engine time (a timer).
     public var deferEvery = 10
     public var deferSeconds = 3_600
@@ -42,7 +44,7 @@ public struct ClusterLoad: Sendable {
     }
 
     public func user(_ i: Int) -> String { "user-\(i % users)" }
-    public func id(_ i: Int) -> String { "c-\(i)" }
+    public func id(_ i: Int) -> String { "\(idPrefix)-\(i)" }
     public func isDeferred(_ i: Int) -> Bool { deferEvery > 0 && i % deferEvery == 0 }
 
     public func line(_ i: Int) -> String {

@@ -127,7 +127,7 @@ import Testing
         #expect(herald.hello.partitions == 4 && Set(herald.hello.routes.map(\.address)) == addresses)
         _ = try await herald.registerApp(ClientTestServer.mail)
         let cases = try PartitionFixtureTests.fixture().compactMap { c -> (String, Int)? in
-            guard let user = c["user"]?.stringValue, !user.isEmpty, user.precomposedStringWithCanonicalMapping == user,
+            guard let user = c["user"]?.stringValue, !user.isEmpty, Array(user.precomposedStringWithCanonicalMapping.utf8) == Array(user.utf8),
                   let p = c["partitions"]?["4"]?.intValue else { return nil }
             return (user, Int(p))
         }

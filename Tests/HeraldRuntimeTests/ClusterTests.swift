@@ -15,10 +15,16 @@ final class TestCluster {
     /// Environment given to the members started from now on.
     var environment: [String: String] = [:]
 
-    init(partitions: Int, ttlSeconds: Double = 1) throws {
-        url = try TestPostgres.freshDatabase()
-        let set = try HeraldCommandTests.herald(["migrate", "--database-url", url, "--partitions", String(partitions)])
-        guard set.status == 0 else { throw ExperimentError("migrate --partitions failed: \(set)") }
+    /// A fresh database of `partitions` partitions: on plain PostgreSQL, or (`citus`) distributed
+    /// over a Citus coordinator and two workers.
+    init(partitions: Int, ttlSeconds: Double = 1, citus: Bool = false) throws {
+        if citus {
+            url = try TestCitus.freshDatabase(migrated: true, partitions: partitions)
+        } else {
+            url = try TestPostgres.freshDatabase()
+            let set = try HeraldCommandTests.herald(["migrate", "--database-url", url, "--partitions", String(partitions)])
+            guard set.status == 0 else { throw ExperimentError("migrate --partitions failed: \(set)") }
+        }
         self.partitions = Partitioning(count: partitions)
         self.ttlSeconds = ttlSeconds
     }

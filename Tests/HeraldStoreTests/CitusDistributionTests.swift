@@ -122,7 +122,7 @@ struct CitusDistributionTests {
         let conn = try PGConnection.connect(url)
         defer { conn.close() }
         for sql in [SnapshotStore.beginSQL, SnapshotStore.completeSQL, SnapshotStore.abandonSQL] {
-            let parameters: [String?] = sql == SnapshotStore.beginSQL ? ["1", "1", "00"]
+            let parameters: [String?] = sql == SnapshotStore.beginSQL ? ["1", "1", "00", "3"]
                 : sql == SnapshotStore.completeSQL ? ["1", "1", "1", "1", nil] : ["1"]
             let plan = try Self.explain(conn, sql, parameters)
             #expect(!plan.contains("Citus"), "a snapshot statement runs on the coordinator alone:\n\(plan)")

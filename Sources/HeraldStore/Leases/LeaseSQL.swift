@@ -13,9 +13,9 @@ public enum LeaseSQL {
 
     /// Renews partition $1 held at epoch $2 for $3 milliseconds, publishing address $4 (the
     /// listener's port is known only once it is bound): one row while it is still ours. From
-    /// `clock_timestamp()`: a renewal waits for the row while an append holds it.
+    /// `herald_clock()`, the time it is done: a renewal waits for the row while an append holds it.
     public static let renew = """
-        UPDATE partitions SET lease_expires = clock_timestamp() + $3::bigint * interval '1 millisecond', address = $4
+        UPDATE partitions SET lease_expires = herald_clock() + $3::bigint * interval '1 millisecond', address = $4
         WHERE partition = $1::integer AND epoch = $2::bigint
         RETURNING epoch
         """
