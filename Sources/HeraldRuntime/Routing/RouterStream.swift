@@ -89,6 +89,15 @@ final class RouterStream {
 
     private func relay(_ line: UnsafeRawBufferPointer, partition p: Int) {
         guard !closed, let connection = connectionRef.object, !connection.isClosing else { return }
+        // The stream's end as a single instance ends it: the name subscribed on another connection
+        // (the newest subscriber streams), or an operator deleted it. Not subscribed again.
+        if Self.contains(line, #""code":"subscribed_elsewhere""#) || Self.contains(line, #""code":"consumer_deleted""#) {
+            close()
+            var bytes = Array(line)
+            bytes.append(0x0A)
+            connection.closeAfterReplies(bytes, reason: "consumer stream ended by its partition's owner")
+            return
+        }
         if let cursor = Self.cursor(of: line) { lastCursor[p] = cursor }
         if held != nil {
             held!.append(contentsOf: line)
@@ -150,5 +159,14 @@ final class RouterStream {
         var i = head.count, n: Int64 = 0, digits = 0
         while i < line.count, line[i] >= 0x30 && line[i] <= 0x39 { n = n * 10 + Int64(line[i] - 0x30); i += 1; digits += 1 }
         return digits > 0 ? n : nil
+    }
+
+    static func contains(_ line: UnsafeRawBufferPointer, _ text: String) -> Bool {
+        let needle = Array(text.utf8)
+        guard line.count >= needle.count else { return false }
+        for i in 0...(line.count - needle.count) where line[i] == needle[0] {
+            if line[i..<(i + needle.count)].elementsEqual(needle) { return true }
+        }
+        return false
     }
 }
