@@ -73,6 +73,14 @@ final class TestCluster {
         return (try c.request(#"{"op":"stats"}"#)["served"]?.arrayValue ?? []).compactMap(\.intValue).map(Int.init)
     }
 
+    /// A client of `member` that said hello, with the app registered and `users` authorized.
+    func producer(via member: ServeProcess, users: [String]) throws -> WireClient {
+        let c = try WireClient(port: member.port)
+        _ = try c.request(#"{"op":"hello"}"#)
+        try Self.prepared(c, users: users)
+        return c
+    }
+
     static func prepared(_ c: WireClient, users: [String]) throws {
         #expect(try c.request(#"{"op":"registerApp","app":"com.example.cluster","entitlements":[]}"#)["ok"] == true)
         for u in users {
@@ -112,9 +120,7 @@ final class TestCluster {
         let a = try cluster.start("a")
         try cluster.waitUntilEveryPartitionIsServed(via: a)
         let users = (0..<12).map { "fan-\($0)" }
-        let c = try WireClient(port: a.port)
-        _ = try c.request(#"{"op":"hello"}"#)
-        try TestCluster.prepared(c, users: users)
+        let c = try cluster.producer(via: a, users: users)
         let list = users.map { "\"\($0)\"" }.joined(separator: ",")
         let ack = try c.request(#"{"rid":5,"op":"submit","app":"com.example.cluster","id":"fan","users":[\#(list)],"title":"All"}"#)
         #expect(ack["ok"] == true && ack["rid"] == 5 && ack["events"] == 12 && ack["appended"] == 12, "\(ack)")
@@ -147,9 +153,7 @@ final class TestCluster {
         let user = "direct-user"
         let ownerPort = Int(routes[cluster.partitions.partition(of: user)]!.split(separator: ":").last!)!
         let (other, owning) = ownerPort == a.port ? (b, a) : (a, b)
-        let c = try WireClient(port: other.port)
-        _ = try c.request(#"{"op":"hello"}"#)
-        try TestCluster.prepared(c, users: [user])
+        let c = try cluster.producer(via: other, users: [user])
         let refused = try c.request(#"{"rid":1,"op":"submit","app":"com.example.cluster","id":"d1","user":"\#(user)","title":"x","route":"direct"}"#)
         #expect(refused["error"]?["code"] == "not_owner" && refused["rid"] == 1, "\(refused)")
         #expect(refused["error"]?["address"]?.stringValue == routes[cluster.partitions.partition(of: user)], "\(refused)")
@@ -165,11 +169,12 @@ final class TestCluster {
         let a = try cluster.start("a")
         try cluster.waitUntilEveryPartitionIsServed(via: a)
         let b = try cluster.start("b")
-        try cluster.waitUntilEveryPartitionIsServed(via: b)
+        // Balanced (two partitions each), so that no partition moves while the stream is checked.
+        try cluster.waitUntilEveryPartitionIsServed(via: b) { routes in
+            Dictionary(grouping: routes.compactMap { $0 }, by: { $0 }).values.map(\.count).sorted() == [2, 2]
+        }
         let users = (0..<20).map { "sub-\($0)" }
-        let p = try WireClient(port: a.port)
-        _ = try p.request(#"{"op":"hello"}"#)
-        try TestCluster.prepared(p, users: users)
+        let p = try cluster.producer(via: a, users: users)
         for (i, u) in users.enumerated() {
             #expect(try p.request(#"{"op":"submit","app":"com.example.cluster","id":"s\#(i)","user":"\#(u)","title":"t"}"#)["ok"] == true)
         }
@@ -209,9 +214,7 @@ final class TestCluster {
         let b = try cluster.start("b")
         try cluster.waitUntilEveryPartitionIsServed(via: b)
         let users = (0..<8).map { "handover-\($0)" }
-        let c = try WireClient(port: b.port)
-        _ = try c.request(#"{"op":"hello"}"#)
-        try TestCluster.prepared(c, users: users)
+        let c = try cluster.producer(via: b, users: users)
         let stopped = Date()
         #expect(a.terminate())
         try cluster.waitUntilEveryPartitionIsServed(via: b, seconds: 4) { routes in routes.allSatisfy { $0 == "127.0.0.1:\(b.port)" } }
@@ -232,9 +235,7 @@ final class TestCluster {
         let a = try cluster.start("a")
         try cluster.waitUntilEveryPartitionIsServed(via: a)
         let users = (0..<8).map { "op-\($0)" }
-        let c = try WireClient(port: a.port)
-        _ = try c.request(#"{"op":"hello"}"#)
-        try TestCluster.prepared(c, users: users)
+        let c = try cluster.producer(via: a, users: users)
         for (i, u) in users.enumerated() {
             #expect(try c.request(#"{"op":"submit","app":"com.example.cluster","id":"o\#(i)","user":"\#(u)","title":"t","deliverAt":"2026-03-27T09:00:00Z"}"#)["ok"] == true)
         }
