@@ -5,11 +5,13 @@ import HeraldCore
 import HeraldStore
 
 /// A cluster member: a router on `--listen` for every client, and a partition service for each
-/// partition it holds the lease of. Every third of the lease TTL it reads the leases (the
-/// database's clock judges them), takes free or expired partitions up to its share, starts their
-/// services, and tells the router who owns what. A graceful stop tells clients goodbye, stops its
-/// services (each releases its lease, so other members take the partitions at their next read),
-/// relays what its clients were still owed, then ends.
+/// partition it holds the lease of. Every third of the lease TTL it writes its heartbeat and reads
+/// the leases and live members (the database's clock judges both); its `MembershipStateMachine`
+/// then takes free or expired partitions up to its share and hands one over when it holds more,
+/// and the member starts or stops their services and tells the router who owns what. A graceful
+/// stop tells clients goodbye, hands every partition over (each service releases its lease, so
+/// other members take them at their next read), relays what its clients were still owed, leaves,
+/// then ends.
 public final class ClusterMember {
     public let configuration: ServiceConfiguration
     /// The token other instances accept (`--peer-token-file`); nil: they run in dev mode.
@@ -35,17 +37,18 @@ public final class ClusterMember {
     private var postTrigger: LoopTrigger?
     private var advertised = ""
 
+    /// This member's name (`--instance`).
+    let instance: String
+
     public init(configuration: ServiceConfiguration, log: @escaping (String) -> Void) {
         self.configuration = configuration
         self.log = log
-        membership = MembershipStateMachine(instance: configuration.instanceName ?? "\(HeraldService.hostName):\(configuration.port)",
-                                            ttlMilliseconds: configuration.leaseTTLMilliseconds)
+        instance = configuration.instanceName ?? "\(HeraldService.hostName):\(configuration.port)"
+        membership = MembershipStateMachine(instance: instance, ttlMilliseconds: configuration.leaseTTLMilliseconds)
         unretained.object = self
     }
 
     deinit { unretained.object = nil }
-
-    var instance: String { configuration.instanceName ?? "\(HeraldService.hostName):\(configuration.port)" }
 
     /// Migrates, binds the router, takes this member's share of the free partitions and starts
     /// their services (restores run in the background); returns the router's port.
