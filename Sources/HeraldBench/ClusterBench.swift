@@ -94,12 +94,12 @@ struct ClusterBench: ParsableCommand {
         load.idPrefix = name
         Log.info("\(name): \(members) \(cluster ? "member(s)" : "instance"), P = \(partitions): preparing \(users) users")
         try load.prepare(ports: ports)
-        let cpuBefore = processes.map { Self.cpuSeconds(pid: $0.pid) }.reduce(0, +)
+        let cpuBefore = processes.map { BenchMachine.cpuSeconds(pid: String($0.pid)) }.reduce(0, +)
         let started = Date()
         Log.info("\(name): \(events) submits")
         let (acks, _) = try load.run(ports: ports)
         let seconds = Date().timeIntervalSince(started)
-        let cpu = processes.map { Self.cpuSeconds(pid: $0.pid) }.reduce(0, +) - cpuBefore
+        let cpu = processes.map { BenchMachine.cpuSeconds(pid: String($0.pid)) }.reduce(0, +) - cpuBefore
         let run = Run(acksPerSecond: Double(acks.count) / seconds, cpuMicrosecondsPerSubmit: cpu / Double(acks.count) * 1e6)
         var failoverSeconds: Double?
         if failover, processes.count > 1 {
@@ -149,14 +149,5 @@ struct ClusterBench: ParsableCommand {
     static func routes(port: Int) throws -> [String?] {
         let c = try WireClient(port: port)
         return (try c.request(#"{"op":"hello"}"#)["routes"]?.arrayValue ?? []).map { $0["address"]?.stringValue }
-    }
-
-    /// User + system CPU seconds of a process and its threads (/proc/PID/stat).
-    static func cpuSeconds(pid: pid_t) -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return 0 }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 }

@@ -412,12 +412,7 @@ final class Router: ConnectionDelegate {
     }
 
     static func isNotOwner(_ line: [UInt8]) -> Bool {
-        let needle = Array(#""code":"not_owner""#.utf8)
-        guard line.count >= needle.count else { return false }
-        for i in 0...(line.count - needle.count) where line[i] == needle[0] {
-            if line[i..<(i + needle.count)].elementsEqual(needle) { return true }
-        }
-        return false
+        line.withUnsafeBytes { RouterStream.contains($0, #""code":"not_owner""#) }
     }
 
     static func rid(of line: [UInt8]) -> JSONValue? {
