@@ -60,6 +60,21 @@ import Testing
         #expect(try conn.execute("SELECT lease_expires <= now() FROM partitions WHERE partition = 0").string(0, 0) == "t")
     }
 
+    /// A renewal that reaches the database after its owner released the partition (it was in
+    /// flight on another connection at the stop) extends nothing: the partition stays free.
+    @Test func aRenewalAfterTheReleaseDoesNotExtendTheLease() throws {
+        let url = try TestPostgres.freshDatabase()
+        _ = try HeraldCommandTests.herald(["migrate", "--database-url", url])
+        let conn = try PGConnection.connect(url)
+        defer { conn.close() }
+        let epoch = try #require(try LeaseSQL.takeOver(conn, partition: 0, instance: "a", address: "127.0.0.1:1",
+                                                       ttlMilliseconds: 5000) as Int64?)
+        try conn.execute(LeaseSQL.release, ["0", String(epoch)])
+        let late = try conn.execute(LeaseSQL.renew, ["0", String(epoch), "5000", "127.0.0.1:1"])
+        #expect(late.rowCount == 0)
+        #expect(try conn.execute("SELECT lease_expires <= now() AND owner IS NULL FROM partitions WHERE partition = 0").string(0, 0) == "t")
+    }
+
     @Test func migrateFixesPartitionsOnAnEmptyLogOnlyAndServeRefusesMoreThanOne() throws {
         let url = try TestPostgres.freshDatabase()
         let migrated = try HeraldCommandTests.herald(["migrate", "--database-url", url, "--partitions", "4"])

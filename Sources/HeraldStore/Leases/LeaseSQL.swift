@@ -14,16 +14,19 @@ public enum LeaseSQL {
     /// Renews partition $1 held at epoch $2 for $3 milliseconds, publishing address $4 (the
     /// listener's port is known only once it is bound): one row while it is still ours. From
     /// `herald_clock()`, the time it is done: a renewal waits for the row while an append holds it.
+    /// A released partition has no owner: a renewal still in flight when its owner released it
+    /// must not extend the lease again.
     public static let renew = """
         UPDATE partitions SET lease_expires = herald_clock() + $3::bigint * interval '1 millisecond', address = $4
-        WHERE partition = $1::integer AND epoch = $2::bigint
+        WHERE partition = $1::integer AND epoch = $2::bigint AND owner IS NOT NULL
         RETURNING epoch
         """
 
     /// Gives partition $1 held at epoch $2 up at once (a graceful stop): another instance may take
-    /// it without waiting for expiry.
+    /// it without waiting for expiry. Clearing the owner also refuses any renewal of that epoch
+    /// that reaches the database after the release (see `renew`).
     public static let release = """
-        UPDATE partitions SET lease_expires = now() - interval '1 millisecond'
+        UPDATE partitions SET owner = NULL, lease_expires = now() - interval '1 millisecond'
         WHERE partition = $1::integer AND epoch = $2::bigint
         """
 
