@@ -1,4 +1,4 @@
-// The consumer registry: one stream per name, a subscribe elsewhere takes the name over, a closing connection's streams end.
+// The consumer registry: a name's connections form a group, one streams, a closing connection leaves it.
 import Glibc
 import HeraldCore
 @testable import HeraldRuntime
@@ -26,42 +26,34 @@ import Testing
         deinit { for fd in farEnds { close(fd) } }
     }
 
-    @Test func aNameStreamsOnOneConnectionAtATime() {
+    @Test func aSecondConnectionJoinsTheGroupAndTheNewestStreamsTheOnlyPartition() {
         let connections = Connections()
         let (a, b) = (connections.make(), connections.make())
         var registry = ConsumerRegistry()
-        let first = ConsumerStream(name: "push", connection: a, position: 0)
-        #expect(registry.subscribed(first) == nil)
-        #expect(registry.isSubscribed("push") && registry.isCurrent(first) && registry.count == 1)
-        // A subscribe of the same name elsewhere takes it over; the first is cut off, its connection returned.
-        let second = ConsumerStream(name: "push", connection: b, position: 5)
-        #expect(registry.subscribed(second) === a)
-        #expect(first.connection == nil && registry.isCurrent(second) && !registry.isCurrent(first) && registry.count == 1)
-        // The replaced stream, woken late, does not unregister its successor.
-        registry.streamEnded(first)
-        #expect(registry.isCurrent(second))
-        registry.streamEnded(second)
-        #expect(!registry.isSubscribed("push") && registry.count == 0)
+        let (group, first) = registry.joined("push", member: "001-x-1", connection: a, filter: nil, partition: 0, partitionCount: 1, acked: 7)
+        #expect(first == .init(revoked: nil, assigned: "001-x-1", generation: 1))
+        let stream = ConsumerStream(name: "push", connection: a, position: 7)
+        registry.streaming(stream)
+        let (same, second) = registry.joined("push", member: "002-x-2", connection: b, filter: nil, partition: 0, partitionCount: 1, acked: 5)
+        #expect(same === group && group.acked == 7, "one group a name; its acknowledged cursor never goes back")
+        #expect(second == .init(revoked: "001-x-1", assigned: "002-x-2", generation: 2))
+        registry.stopStreaming("push")
+        #expect(stream.connection == nil && !registry.isCurrent(stream) && registry.isSubscribed("push") && registry.count == 1)
+        // The revoked stream, woken late, unregisters nothing.
+        registry.streamEnded(stream)
+        #expect(registry.isSubscribed("push"))
     }
 
-    @Test func aSubscribeAgainOnTheSameConnectionDisplacesNothing() {
+    @Test func aClosingConnectionLeavesOnlyItsOwnGroupAndHandsItsPartitionOn() {
         let connections = Connections()
-        let a = connections.make()
+        let (a, b, c) = (connections.make(), connections.make(), connections.make())
         var registry = ConsumerRegistry()
-        let first = ConsumerStream(name: "push", connection: a, position: 0)
-        _ = registry.subscribed(first)
-        let again = ConsumerStream(name: "push", connection: a, position: 3)
-        #expect(registry.subscribed(again) == nil)
-        #expect(first.connection === a && registry.isCurrent(again))
-    }
-
-    @Test func aClosingConnectionEndsOnlyItsOwnStreams() {
-        let connections = Connections()
-        let (a, b) = (connections.make(), connections.make())
-        var registry = ConsumerRegistry()
-        _ = registry.subscribed(ConsumerStream(name: "push", connection: a, position: 0))
-        _ = registry.subscribed(ConsumerStream(name: "mail", connection: b, position: 0))
-        registry.connectionClosing(a)
+        _ = registry.joined("push", member: "001-x-1", connection: a, filter: nil, partition: 0, partitionCount: 1, acked: 0)
+        _ = registry.joined("push", member: "002-x-2", connection: b, filter: nil, partition: 0, partitionCount: 1, acked: 0)
+        _ = registry.joined("mail", member: "003-x-3", connection: c, filter: nil, partition: 0, partitionCount: 1, acked: 0)
+        let left = registry.connectionClosing(b)
+        #expect(left?.name == "push" && left?.handover == .init(revoked: "002-x-2", assigned: "001-x-1", generation: 3))
+        #expect(registry.connectionClosing(a)?.handover.assigned == nil)
         #expect(!registry.isSubscribed("push") && registry.isSubscribed("mail") && registry.count == 1)
         #expect(registry.maxQueuedBytes == 0)
     }

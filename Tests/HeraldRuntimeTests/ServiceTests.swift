@@ -216,28 +216,43 @@ import Testing
         #expect(try conn.execute("SELECT name FROM consumers ORDER BY name").rowCount == 1, "no consumer “psuh”")
     }
 
-    /// A consumer name streams on one connection at a time: a second subscribe takes it over, and
-    /// the first connection is told so in a last error line (`subscribed_elsewhere`) before it is
-    /// closed (it got a bare close, which reads as a network fault). The new stream keeps
-    /// receiving what is committed later.
-    @Test func aSecondSubscribeOfOneNameTellsTheFirstConnectionWhyItIsClosed() throws {
+    /// SPEC §9: connections subscribing under one name form a group. On one partition the newest
+    /// streams (a consumer that reconnects takes over at once); the older one stays a member,
+    /// streams nothing, and its acks are refused (`partition_reassigned`: fenced), so what it did
+    /// not acknowledge goes to the streamer. When the streamer leaves, the partition goes back
+    /// from the acknowledged cursor: nothing skipped, duplicates only after the last ack.
+    @Test func connectionsOfOneNameFormAGroupWhoseNewestMemberStreamsAndWhoseOthersAreFenced() throws {
         let server = try TestServer()
         defer { server.stop() }
         let c = try server.client()
         try Self.setUpAlice(c)
         _ = try c.call(Self.submit("n1"))
         let first = try server.client()
-        _ = try first.call(["op": "subscribe", "consumer": "push", "from": "earliest"])
+        let joined = try first.call(["op": "subscribe", "consumer": "push", "from": "earliest"])
+        #expect(joined["member"]?.stringValue?.isEmpty == false, "\(joined)")
         #expect(try first.deliveries(1)[0]["notification"] == "n1")
-        let second = try server.client()
-        _ = try second.call(["op": "subscribe", "consumer": "push", "from": "earliest"])
-        let last = try first.readJSON()
-        #expect(last["ok"] == false && last["error"]?["code"] == "subscribed_elsewhere", "\(last)")
-        #expect(last["error"]?["title"]?.stringValue?.contains("push") == true)
-        #expect(throws: WireClient.Failure.self) { _ = try first.readLine(timeoutMilliseconds: 5_000) }
-        #expect(try second.deliveries(1)[0]["notification"] == "n1")
+        #expect(try first.call(["op": "ack", "consumer": "push", "cursor": 1])["ok"] == true)
         _ = try c.call(Self.submit("n2"))
-        #expect(try second.deliveries(1)[0]["notification"] == "n2", "the new stream is still woken")
+        #expect(try first.deliveries(1)[0]["notification"] == "n2", "sent, not acknowledged")
+
+        let second = try server.client()
+        _ = try second.call(["op": "subscribe", "consumer": "push"])
+        #expect(try second.deliveries(1)[0]["notification"] == "n2", "from the acknowledged cursor")
+        let fenced = try first.call(["op": "ack", "consumer": "push", "cursor": 2])
+        #expect(fenced["error"]?["code"] == "partition_reassigned", "\(fenced)")
+        _ = try c.call(Self.submit("n3"))
+        #expect(try second.deliveries(1)[0]["notification"] == "n3")
+        #expect(try first.readLine(timeoutMilliseconds: 300) == nil, "the older member streams nothing")
+
+        let listed = try c.call(["op": "consumers"])
+        let members = listed["consumers"]?.arrayValue?.first?["members"]?.arrayValue ?? []
+        #expect(members.count == 2 && members[0]["partitions"] == .array([.int(0)]) && members[1]["partitions"] == .array([]),
+                "\(listed.canonicalString)")
+
+        #expect(try second.call(["op": "ack", "consumer": "push", "cursor": 2])["ok"] == true)
+        second.close()
+        #expect(try first.deliveries(1)[0]["notification"] == "n3", "back to the first, after the last ack")
+        #expect(try first.call(["op": "ack", "consumer": "push", "cursor": 3])["ok"] == true)
     }
 
     /// One consumer stream a connection: delivery lines do not name their consumer, so a second

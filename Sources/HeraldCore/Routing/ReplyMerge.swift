@@ -65,7 +65,7 @@ public enum ReplyMerge {
                 if var known = byName[name] {
                     known["partitions"] = .array((known["partitions"]?.arrayValue ?? []) + (o["partitions"]?.arrayValue ?? []))
                     known["lag"] = .int((known["lag"]?.intValue ?? 0) + (o["lag"]?.intValue ?? 0))
-                    known["members"] = .array((known["members"]?.arrayValue ?? []) + (o["members"]?.arrayValue ?? []))
+                    known["members"] = .array(mergeMembers((known["members"]?.arrayValue ?? []) + (o["members"]?.arrayValue ?? [])))
                     if let a = o["ackedAt"]?.stringValue, a > (known["ackedAt"]?.stringValue ?? "") { known["ackedAt"] = .string(a) }
                     byName[name] = known
                 } else {
@@ -75,6 +75,24 @@ public enum ReplyMerge {
             }
         }
         return order.sorted().map { .object(byName[$0]!) }
+    }
+
+    /// A group member once, with the partitions it streams from every partition's reply (each
+    /// partition's service reports the members it knows, all of them, and which one it streams
+    /// to). What each partition knows of the member's link (connection, positions) is dropped.
+    static func mergeMembers(_ members: [JSONValue]) -> [JSONValue] {
+        var order: [String] = []
+        var byID: [String: [String: JSONValue]] = [:]
+        for m in members {
+            guard case .object(let o) = m, let id = o["member"]?.stringValue else { continue }
+            var merged = byID[id] ?? ["member": .string(id), "partitions": .array([])]
+            if byID[id] == nil { order.append(id) }
+            if let filter = o["filter"] { merged["filter"] = filter }
+            let partitions = (merged["partitions"]?.arrayValue ?? []) + (o["partitions"]?.arrayValue ?? [])
+            merged["partitions"] = .array(partitions.sorted { ($0.intValue ?? 0) < ($1.intValue ?? 0) })
+            byID[id] = merged
+        }
+        return order.sorted(by: >).map { .object(byID[$0]!) }
     }
 
     public static func with(rid: JSONValue?, _ reply: JSONValue) -> JSONValue {

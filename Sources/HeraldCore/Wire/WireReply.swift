@@ -117,12 +117,6 @@ extension RequestError {
         code: "grant_revoked", title: "This connection's access was changed by the operator",
         detail: "The tokens file was reloaded and no longer grants this connection what its hello did. Reconnect and hello again with a current token or certificate.")
 
-    /// The last line of a connection whose consumer name was subscribed on another connection.
-    public static func subscribedElsewhere(_ name: String) -> RequestError {
-        RequestError(code: "subscribed_elsewhere", title: "Consumer “\(clipped(name))” subscribed again on another connection",
-                     detail: "One connection streams a consumer name at a time, so this one is closed; the new one resumes from the acknowledged cursor. If two processes share the name, give each its own; if this process reconnected, nothing is lost.")
-    }
-
     public static func forbidden(op: String, role: String) -> RequestError {
         RequestError(code: "forbidden", title: "This connection may not send “\(op)” requests",
                      detail: "\(op) needs the \(role) role, which your token does not grant. Ask the operator for a token with it.")

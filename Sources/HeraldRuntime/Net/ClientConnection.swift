@@ -47,6 +47,9 @@ public final class ClientConnection {
     /// The consumer name a subscribe on this connection took (from the request on, so a second
     /// subscribe pipelined behind it is refused too): one stream a connection.
     var consumerName: String?
+    /// Its member id in that consumer's group (SPEC §9): given by the router that forwarded the
+    /// subscribe, or made here.
+    var consumerMember: String?
 
     /// Bound on unanswered requests before we stop reading from this client (backpressure).
     public static let maxOutstanding = 4096

@@ -13,7 +13,6 @@ extension HeraldService {
     /// Closes every client sees in ordinary operation: logged at debug, not as news.
     static func isOrdinaryClose(_ reason: String) -> Bool {
         reason == "client closed the connection" || reason.hasPrefix("server shutting down")
-            || (reason.hasPrefix("consumer ") && reason.hasSuffix("subscribed again on another connection"))
     }
 
     func logConnectionClosing(_ connection: ClientConnection, reason: String) {

@@ -55,6 +55,8 @@ final class Router: ConnectionDelegate {
     private var links: [String: UpstreamLink] = [:]
     /// Subscriptions by client connection id.
     private var streams: [UInt64: RouterStream] = [:]
+    /// Numbers the consumer group members that subscribe here.
+    private var memberSerial: UInt64 = 0
     /// Requests waiting for their partition's owner.
     private var parked: Deque<Parked> = []
     private var parkTimer: LoopEvent?
@@ -328,7 +330,10 @@ final class Router: ConnectionDelegate {
             let set = Set(only.compactMap(\.intValue).map(Int.init))
             wanted = wanted.filter(set.contains)
         }
-        let stream = RouterStream(router: self, connection: connection, request: request, partitions: wanted)
+        memberSerial += 1
+        let member = ConsumerGroupStateMachine.memberID(joinedAtMilliseconds: WheelDriver.systemNow().millisecondsSinceEpoch,
+                                                        instance: settings.instance, serial: memberSerial)
+        let stream = RouterStream(router: self, connection: connection, request: request, partitions: wanted, member: member)
         streams[connection.id] = stream
         stream.start(reply)
     }

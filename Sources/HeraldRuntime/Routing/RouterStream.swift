@@ -7,6 +7,10 @@ import HeraldCore
 /// they name. A link lost with its owner (a handover, a crash) subscribes again at the partition's
 /// new owner: a durable consumer from its acknowledged cursor ("committed": at least once), an
 /// ephemeral stream after the last cursor it relayed.
+///
+/// A durable subscription is one member of its consumer's group, under one member id at every
+/// partition (`ConsumerGroupStateMachine`): each partition's service streams to one member of the
+/// group and refuses the others' acks, so a member connected here may get only some partitions.
 final class RouterStream {
     private let unretainedRouter: Unretained<Router>
     private let connectionRef: Unretained<ClientConnection>
@@ -14,6 +18,8 @@ final class RouterStream {
     private let durable: Bool
     private let rid: JSONValue?
     let partitions: [Int]
+    /// This subscription's id in its consumer's group.
+    let member: String
     private var links: [Int: UpstreamLink] = [:]
     /// The last cursor relayed per partition.
     private var lastCursor: [Int: Int64] = [:]
@@ -25,7 +31,8 @@ final class RouterStream {
     /// Links being replaced: not subscribed again until the router has an owner for them.
     private var missing: Set<Int> = []
 
-    init(router: Router, connection: ClientConnection, request: ClientSession.Request, partitions: [Int]) {
+    init(router: Router, connection: ClientConnection, request: ClientSession.Request, partitions: [Int], member: String) {
+        self.member = member
         unretainedRouter = Unretained()
         unretainedRouter.object = router
         connectionRef = connection.unretained
@@ -54,6 +61,7 @@ final class RouterStream {
             if case .object(let first)? = sorted.first(where: { $0.reply["ok"] == .bool(true) })?.reply { fields = first }
             fields["rid"] = nil
             fields["partitions"] = .array(sorted.map { .int(Int64($0.partition)) })
+            if self.durable { fields["member"] = .string(self.member) }
             reply(Router.bytes(WireReply.ok(rid: rid, fields)))
             self.connectionRef.object?.whenReplySent(ticket: self.ticket) { [weak self] in self?.releaseHeld() }
         }
@@ -75,6 +83,7 @@ final class RouterStream {
         o["op"] = "subscribe"
         o["partitions"] = remote ? .array([.int(Int64(p))]) : nil
         o["rid"] = nil
+        if durable { o["member"] = .string(member) }
         if resumed {
             o["from"] = durable ? "committed" : lastCursor[p].map { .int($0) } ?? o["from"]
         }
@@ -89,9 +98,9 @@ final class RouterStream {
 
     private func relay(_ line: UnsafeRawBufferPointer, partition p: Int) {
         guard !closed, let connection = connectionRef.object, !connection.isClosing else { return }
-        // The stream's end as a single instance ends it: the name subscribed on another connection
-        // (the newest subscriber streams), or an operator deleted it. Not subscribed again.
-        if Self.contains(line, #""code":"subscribed_elsewhere""#) || Self.contains(line, #""code":"consumer_deleted""#) {
+        // The stream's end as a single instance ends it: an operator deleted the consumer. Not
+        // subscribed again.
+        if Self.contains(line, #""code":"consumer_deleted""#) {
             close()
             var bytes = Array(line)
             bytes.append(0x0A)
@@ -119,8 +128,14 @@ final class RouterStream {
     /// The client acks partition `p`: on the link that streams it (its owner's service keeps the cursor).
     func ack(_ line: [UInt8], partition p: Int, _ reply: @escaping UpstreamLink.ReplyHandler) {
         guard let link = links[p], !link.isClosed else {
-            // Between owners: the ack is kept by the partition's service all the same (acks are not fenced).
-            unretainedRouter.object?.forward(line, to: p, reply)
+            // Between owners: the ack goes to the partition's service all the same, naming this
+            // member so that the group's fence applies.
+            var named = line
+            if case .object(var o)? = try? JSONValue.parse(line) {
+                o["member"] = .string(member)
+                named = WireReply.line(.object(o))
+            }
+            unretainedRouter.object?.forward(named, to: p, reply)
             return
         }
         link.send(link.address == unretainedRouter.object?.local[p] ? line : Router.directed(line, partition: p), tag: p, reply)

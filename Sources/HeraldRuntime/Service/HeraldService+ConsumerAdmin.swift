@@ -32,7 +32,7 @@ extension HeraldService {
                     "filter": filter,
                     "ackedAt": r.string(i, 3).map(JSONValue.string) ?? .null,
                     "createdAt": r.string(i, 4).map(JSONValue.string) ?? .null,
-                    "members": .array(self.consumers.members(of: name).map(Self.memberJSON)),
+                    "members": .array(self.groupMembersJSON(name)),
                 ]))
             }
             reply(WireReply.ok(rid: rid, [
@@ -43,7 +43,30 @@ extension HeraldService {
         }
     }
 
-    /// One live stream: its connection, the peer's address and the last cursor it was sent.
+    /// The members of `name`'s group here, newest first: each its member id, connection and peer,
+    /// and the partitions it streams (this one, or none) under the group's generation.
+    private func groupMembersJSON(_ name: String) -> [JSONValue] {
+        guard let group = consumers.groups[name] else { return [] }
+        return group.machine.members.compactMap { id in
+            guard let member = group.members[id], let connection = member.connection.object else { return nil }
+            var o: [String: JSONValue] = [
+                "member": .string(id),
+                "connection": .int(Int64(connection.id)),
+                "peer": .string(connection.peer),
+                "partitions": .array(group.machine.streamer == id ? [.int(Int64(partition))] : []),
+                "generation": .int(group.machine.generation),
+            ]
+            if let filter = member.filter { o["filter"] = filter.json }
+            if group.machine.streamer == id, let stream = consumers.streams[name] {
+                o["sent"] = .int(stream.lastSent)
+                o["position"] = .int(stream.position)
+                o["queuedBytes"] = .int(Int64(connection.outputBytes))
+            }
+            return .object(o)
+        }
+    }
+
+    /// One ephemeral stream: its connection, the peer's address and the last cursor it was sent.
     private static func memberJSON(_ stream: ConsumerStream) -> JSONValue {
         var o: [String: JSONValue] = [
             "connection": .int(Int64(stream.connection?.id ?? 0)),

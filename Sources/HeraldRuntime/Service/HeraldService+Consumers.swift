@@ -68,6 +68,8 @@ extension HeraldService {
             return
         }
         let rid = request.rid
+        // A router names the member (one id for the client's connection across every partition).
+        let member = request.body["member"]?.stringValue.flatMap { Self.isConsumerName($0) ? $0 : nil }
         if !ephemeral, let name, consumers.deleting.contains(name) {
             reply(WireReply.error(rid: rid, .consumerBeingDeleted(name)))
             return
@@ -114,10 +116,10 @@ extension HeraldService {
                     guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
                     switch result {
                     case .success where filterText == nil:
-                        self.startStream(name, on: connection, at: start, filter: nil, ephemeral: false, durable: start, rid: rid, reply: reply)
+                        self.startStream(name, on: connection, at: start, filter: nil, ephemeral: false, durable: start, member: member, rid: rid, reply: reply)
                     case .success:
                         self.storeFilter(filterText, of: name, on: connection, refuse: refuse) {
-                            self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: start, rid: rid, reply: reply)
+                            self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: start, member: member, rid: rid, reply: reply)
                         }
                     case .failure(let error): refuse(connection, self.requestError(error))
                     }
@@ -126,11 +128,11 @@ extension HeraldService {
                 return
             }
             guard storedFilter != filterText else {
-                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, rid: rid, reply: reply)
+                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, member: member, rid: rid, reply: reply)
                 return
             }
             self.storeFilter(filterText, of: name, on: connection, refuse: refuse) {
-                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, rid: rid, reply: reply)
+                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, member: member, rid: rid, reply: reply)
             }
         }
     }
@@ -148,25 +150,64 @@ extension HeraldService {
         }
     }
 
-    /// Answers a subscribe and streams from `start` (another connection of the same name is closed).
+    /// Answers a subscribe. An ephemeral stream starts at `start`; a durable one joins its name's
+    /// group, and streams (from `start`) if the group's rule gives it this partition.
     private func startStream(_ name: String, on connection: ClientConnection, at start: Int64, filter: ConsumerFilter?,
-                             ephemeral: Bool, durable: Int64?, rid: JSONValue?, reply: Reply) {
-        let stream = ConsumerStream(name: name, connection: connection, position: start, filter: filter,
-                                    ephemeral: ephemeral, durableAcked: durable)
+                             ephemeral: Bool, durable: Int64?, member requested: String? = nil, rid: JSONValue?, reply: Reply) {
         var fields: [String: JSONValue] = ["op": "subscribe", "cursor": .int(start)]
         if !name.isEmpty { fields["consumer"] = .string(name) }
         if let filter { fields["filter"] = filter.json }
         if ephemeral {
+            let stream = ConsumerStream(name: name, connection: connection, position: start, filter: filter, ephemeral: true)
             fields["ephemeral"] = true
             consumers.subscribedEphemeral(stream)
-        } else if let displaced = consumers.subscribed(stream) {
-            // Said to it, after the replies it is owed (a bare close looked like a network fault).
-            displaced.closeAfterReplies(WireReply.error(rid: nil, .subscribedElsewhere(name)),
-                                        reason: "consumer \(name) subscribed again on another connection")
+            reply(WireReply.ok(rid: rid, fields))
+            begin(stream, afterReply: reply.ticket, on: connection)
+            return
         }
+        let member = requested ?? newMemberID()
+        let (_, handover) = consumers.joined(name, member: member, connection: connection, filter: filter,
+                                             partition: partition, partitionCount: partitioning.count, acked: durable ?? start)
+        fields["member"] = .string(member)
         reply(WireReply.ok(rid: rid, fields))
-        // The reply waits for the connection's earlier replies; the lines wait for the reply.
-        connection.whenReplySent(ticket: reply.ticket) { [unretained, weak stream] in
+        if let handover { handOver(name, handover, joining: (member, start, reply.ticket)) }
+    }
+
+    /// A member id for a connection that subscribed here directly.
+    private func newMemberID() -> String {
+        memberSerial += 1
+        return ConsumerGroupStateMachine.memberID(joinedAtMilliseconds: WheelDriver.systemNow().millisecondsSinceEpoch,
+                                                  instance: instanceName, serial: memberSerial)
+    }
+
+    /// Carries out a change of the member that streams `name`: the revoked one's stream stops (its
+    /// connection stays, a member still), the assigned one's starts from the acknowledged cursor —
+    /// or, for a member joining with this change, from where its subscribe asked, once its reply
+    /// has gone out.
+    func handOver(_ name: String, _ handover: ConsumerGroupStateMachine.Handover,
+                  joining: (member: String, start: Int64, ticket: UInt64)? = nil) {
+        if handover.revoked != nil { consumers.stopStreaming(name) }
+        guard let assigned = handover.assigned, let group = consumers.groups[name],
+              let member = group.members[assigned], let connection = member.connection.object, !connection.isClosing else { return }
+        let joined = joining?.member == assigned ? joining : nil
+        let start = joined?.start ?? group.acked
+        let stream = ConsumerStream(name: name, connection: connection, position: start, filter: member.filter,
+                                    ephemeral: false, durableAcked: group.acked)
+        consumers.streaming(stream)
+        if handover.revoked != nil || joined == nil {
+            log("consumer \(name): partition \(partition) streams to member \(assigned) from cursor \(start) (generation \(handover.generation))")
+        }
+        if let joined {
+            begin(stream, afterReply: joined.ticket, on: connection)
+        } else {
+            stream.started = true
+            pump(stream)
+        }
+    }
+
+    /// The reply waits for the connection's earlier replies; the lines wait for the reply.
+    private func begin(_ stream: ConsumerStream, afterReply ticket: UInt64, on connection: ClientConnection) {
+        connection.whenReplySent(ticket: ticket) { [unretained, weak stream] in
             guard let self = unretained.object, let stream else { return }
             stream.started = true
             self.pump(stream)
@@ -176,7 +217,7 @@ extension HeraldService {
     /// A durable consumer name: 1–200 bytes (what `subscribe` and `ack` both take).
     static func isConsumerName(_ name: String) -> Bool { !name.isEmpty && name.utf8.count <= 200 }
 
-    func ack(_ request: ClientSession.Request, reply: Reply) {
+    func ack(_ request: ClientSession.Request, connection: ClientConnection, reply: Reply) {
         guard let name = request.body["consumer"]?.stringValue, let cursor = request.body["cursor"]?.intValue else {
             reply(WireReply.error(rid: request.rid, RequestError(code: "invalid_field", title: "ack needs consumer and cursor",
                 detail: "Send {\"op\":\"ack\",\"consumer\":\"<name>\",\"cursor\":<last cursor processed>}: a string and an integer.")))
@@ -206,6 +247,12 @@ extension HeraldService {
             return
         }
         let rid = request.rid
+        // Fenced by the group: only the member streaming the partition moves its cursor.
+        let member = request.body["member"]?.stringValue ?? (connection.consumerName == name ? connection.consumerMember : nil)
+        if let group = consumers.groups[name], case .refuse(let streamer, let generation) = group.machine.ackReceived(from: member) {
+            reply(WireReply.error(rid: rid, .partitionReassigned(name, partition: partition, streamer: streamer, generation: generation)))
+            return
+        }
         // Subscribed here now: known. Otherwise the name must be durable already (a subscribe made
         // it): an ack of a mistyped name created a consumer that never caught up, for good, in
         // `herald_consumer_lag`.
@@ -236,7 +283,7 @@ extension HeraldService {
         var target = cursor
         // A filtered consumer that acknowledged every line it was sent also passes the lines its
         // filter left out after them: it is never held behind lines it does not want.
-        let stream = consumers.members(of: name).first { $0.filter != nil }
+        let stream = consumers.streams[name].flatMap { $0.filter != nil ? $0 : nil }
         if let stream {
             stream.clientAcked = max(stream.clientAcked, cursor)
             if cursor >= stream.lastSent { target = max(cursor, stream.position) }
@@ -246,6 +293,7 @@ extension HeraldService {
             switch result {
             case .success(let acked):
                 if let stream { stream.durableAcked = max(stream.durableAcked, acked) }
+                if let group = self.consumers.groups[name] { group.acked = max(group.acked, acked) }
                 reply(WireReply.ok(rid: rid, ["cursor": .int(acked)]))
             case .failure(let error): reply(WireReply.error(rid: rid, self.requestError(error)))
             }
@@ -327,6 +375,7 @@ extension HeraldService {
             stream.advancing = false
             guard case .success(let acked) = result else { return }
             stream.durableAcked = max(stream.durableAcked, acked)
+            if let group = self.consumers.groups[stream.name] { group.acked = max(group.acked, acked) }
             if self.consumers.isCurrent(stream), stream.mayAdvanceOverSkipped { self.advanceOverSkipped(stream) }
         }
         store.kick()
@@ -426,5 +475,14 @@ extension HeraldService {
         stream.pageNext = i
         if i >= page.rowCount { stream.page = nil }
         if lineScratch.sink.count > 0 { connection.send(lineScratch.sink.bytes) }
+    }
+}
+
+extension RequestError {
+    /// An ack from a group member that no longer streams the partition (SPEC §9: fenced).
+    static func partitionReassigned(_ name: String, partition: Int, streamer: String?, generation: Int64) -> RequestError {
+        RequestError(code: "partition_reassigned",
+                     title: "Partition \(partition) of consumer “\(clipped(name))” streams to another member now (generation \(generation))",
+                     detail: "A member joined or left the group, and the partition moved to member \(streamer ?? "none"). This ack was not stored: the deliveries after the last acknowledged cursor go to that member, so none is skipped.")
     }
 }

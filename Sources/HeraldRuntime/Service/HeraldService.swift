@@ -127,8 +127,10 @@ public final class HeraldService: ConnectionDelegate {
     var ring: DeliveryRing
     /// The newest committed delivery's cursor.
     var deliveryHead: Int64 { ring.head }
-    /// The subscribed consumers' streams, by name.
+    /// The subscribed consumers' groups and streams, by name.
     var consumers = ConsumerRegistry()
+    /// Numbers the group members that subscribe here directly (not through a router).
+    var memberSerial: UInt64 = 0
     /// Where fired timers' deliveries spend their time (reported by `stats`).
     var phases = FiringPhases()
     /// Tests only: called on the loop right after a consumer's catch-up read is sent, to wake the
@@ -343,7 +345,7 @@ public final class HeraldService: ConnectionDelegate {
 
     func connectionClosing(_ connection: ClientConnection, reason: String) {
         logConnectionClosing(connection, reason: reason)
-        consumers.connectionClosing(connection)
+        if let (name, handover) = consumers.connectionClosing(connection) { handOver(name, handover) }
     }
 
     func connectionWarning(_ connection: ClientConnection, _ message: String) {
@@ -381,7 +383,7 @@ public final class HeraldService: ConnectionDelegate {
         switch request.op {
         case .stats: reply(WireReply.ok(rid: request.rid, stats()))
         case .subscribe: subscribe(request, connection: connection, reply: reply)
-        case .ack: ack(request, reply: reply)
+        case .ack: ack(request, connection: connection, reply: reply)
         case .consumers: listConsumers(request, reply: reply)
         case .deleteConsumer: deleteConsumer(request, reply: reply)
         case .clock: clock(request, reply: reply)
