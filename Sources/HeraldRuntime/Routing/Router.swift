@@ -330,9 +330,12 @@ final class Router: ConnectionDelegate {
             let set = Set(only.compactMap(\.intValue).map(Int.init))
             wanted = wanted.filter(set.contains)
         }
-        memberSerial += 1
-        let member = ConsumerGroupStateMachine.memberID(joinedAtMilliseconds: WheelDriver.systemNow().millisecondsSinceEpoch,
-                                                        instance: settings.instance, serial: memberSerial)
+        // A subscription forwarded by another member's router keeps the id that router gave it.
+        let member = request.body["member"]?.stringValue ?? {
+            memberSerial += 1
+            return ConsumerGroupStateMachine.memberID(joinedAtMilliseconds: WheelDriver.systemNow().millisecondsSinceEpoch,
+                                                      instance: settings.instance, serial: memberSerial)
+        }()
         let stream = RouterStream(router: self, connection: connection, request: request, partitions: wanted, member: member)
         streams[connection.id] = stream
         stream.start(reply)

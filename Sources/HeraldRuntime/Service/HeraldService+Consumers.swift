@@ -128,11 +128,11 @@ extension HeraldService {
                 return
             }
             guard storedFilter != filterText else {
-                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, member: member, rid: rid, reply: reply)
+                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, member: member, committed: explicit == nil, rid: rid, reply: reply)
                 return
             }
             self.storeFilter(filterText, of: name, on: connection, refuse: refuse) {
-                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, member: member, rid: rid, reply: reply)
+                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, member: member, committed: explicit == nil, rid: rid, reply: reply)
             }
         }
     }
@@ -153,7 +153,8 @@ extension HeraldService {
     /// Answers a subscribe. An ephemeral stream starts at `start`; a durable one joins its name's
     /// group, and streams (from `start`) if the group's rule gives it this partition.
     private func startStream(_ name: String, on connection: ClientConnection, at start: Int64, filter: ConsumerFilter?,
-                             ephemeral: Bool, durable: Int64?, member requested: String? = nil, rid: JSONValue?, reply: Reply) {
+                             ephemeral: Bool, durable: Int64?, member requested: String? = nil, committed: Bool = false,
+                             rid: JSONValue?, reply: Reply) {
         var fields: [String: JSONValue] = ["op": "subscribe", "cursor": .int(start)]
         if !name.isEmpty { fields["consumer"] = .string(name) }
         if let filter { fields["filter"] = filter.json }
@@ -166,6 +167,10 @@ extension HeraldService {
             return
         }
         let member = requested ?? newMemberID()
+        // From the cursor acknowledged: the group here may know a later one than the database
+        // told this subscribe (an ack accepted and not yet stored, or stored meanwhile).
+        var start = start
+        if committed, let known = consumers.groups[name]?.acked, known > start { start = known; fields["cursor"] = .int(start) }
         let (_, handover) = consumers.joined(name, member: member, connection: connection, filter: filter,
                                              partition: partition, partitionCount: partitioning.count, acked: durable ?? start)
         fields["member"] = .string(member)
@@ -288,6 +293,9 @@ extension HeraldService {
             stream.clientAcked = max(stream.clientAcked, cursor)
             if cursor >= stream.lastSent { target = max(cursor, stream.position) }
         }
+        // A new streamer starts after an ack accepted here, even before it is stored: the member
+        // that sent it processed those lines, and its ack is not refused once the partition moves.
+        if let group = consumers.groups[name] { group.acked = max(group.acked, min(target, deliveryHead)) }
         writer.ack(consumer: name, partition: Int32(partition), cursor: min(target, deliveryHead)) { [unretained, weak stream] result in
             guard let self = unretained.object else { return }
             switch result {
