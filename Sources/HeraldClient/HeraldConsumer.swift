@@ -6,7 +6,7 @@ import Synchronization
 /// `ackEvery` lines or `ackIntervalMilliseconds`, and on `close()`. After a dropped connection or
 /// a goodbye it reconnects and resumes after the last line it received: nothing skipped, nothing
 /// twice. The sequence ends (nil) after `close()`, and throws the `HeraldError` that ended it
-/// otherwise (`subscribed_elsewhere`, `grant_revoked`, a refused hello, giving up reconnecting).
+/// otherwise (`grant_revoked`, a refused hello, giving up reconnecting).
 public final class HeraldConsumer: AsyncSequence, SessionHandler {
     public typealias Element = Delivery
     typealias State = SubscriptionState<UnsafeContinuation<Result<Delivery?, HeraldError>, Never>>

@@ -39,7 +39,7 @@ public struct HeraldError: Error, Sendable, Hashable, CustomStringConvertible {
         case "forbidden", "forbidden_app", "forbidden_consumer": return .forbidden
         case "unknown_notification", "unknown_consumer": return .notFound
         case "store_unavailable": return .retryable
-        case "grant_revoked", "busy", "evicted_before_hello", "subscribed_elsewhere", "line_too_long", "not_owner": return .connection
+        case "grant_revoked", "busy", "evicted_before_hello", "partition_reassigned", "line_too_long", "not_owner": return .connection
         case "client_closed", "unreachable", "connect_failed", "tls_failed", "malformed_reply", "timeout", "concurrent_next", "invalid_address": return .client
         default: return .validation
         }
@@ -47,7 +47,7 @@ public struct HeraldError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// Errors after which the client does not reconnect: the same hello would be refused again.
     var isFinal: Bool {
-        kind == .authentication || code == "grant_revoked" || code == "subscribed_elsewhere"
+        kind == .authentication || code == "grant_revoked"
     }
 
     public var description: String { detail.isEmpty ? "\(code): \(title)" : "\(code): \(title) — \(detail)" }

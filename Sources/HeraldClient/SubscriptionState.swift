@@ -182,7 +182,7 @@ struct SubscriptionState<Reader> {
         guard json["ok"] != nil else { return nil }
         let ok = json["ok"]?.boolValue == true
         guard json["rid"] != nil, !owed.isEmpty else {
-            // The server's own error about the connection (`subscribed_elsewhere`, `grant_revoked`, …).
+            // The server's own error about the connection (`grant_revoked`, …).
             let error = HeraldError(reply: json)
             return ok || !error.isFinal ? nil : error
         }

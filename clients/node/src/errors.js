@@ -38,5 +38,4 @@ export const FATAL_CONNECTION_CODES = new Set([
   'too_many_refused_hellos',
   'grant_revoked',
   'forbidden_consumer',
-  'subscribed_elsewhere',
 ]);

@@ -155,6 +155,10 @@ export class Subscription {
         const stored = typeof reply.cursor === 'number' ? reply.cursor : cursor;
         if (stored > (this._ackedBy.get(partition) ?? -1)) this._ackedBy.set(partition, stored);
       });
+      // An ack refused (`partition_reassigned`: its partition moved to another member of the
+      // group) is not an error of the reader's: the lines go to that member. Only the last ack's
+      // promise is awaited; the earlier ones must not reject unheard.
+      this._lastAck.catch(() => {});
     }
     return this._lastAck;
   }

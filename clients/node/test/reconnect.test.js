@@ -85,6 +85,30 @@ test('a consumer resumes after its last ack with nothing skipped', async (t) => 
   await client.close();
 });
 
+test('two subscriptions of one name form a group: the newer streams, the older goes on after the last ack when it closes', async (t) => {
+  const client = await connect(t);
+  const app = 'com.example.group';
+  const user = 'group-gina';
+  await client.registerApp({ app });
+  await client.authorization({ user, app, status: 'authorized', options: ['alert'] });
+  const submit = (id) => client.submit({ app, id, user, title: 'G', hiddenPreviewsBodyPlaceholder: 'x' });
+  const first = client.subscribe({ consumer: 'group', from: 'committed', ackEvery: 1 });
+  t.after(() => first.close());
+  await first.ready();
+  await submit('g-1');
+  const one = (await first.next()).value;
+  const second = client.subscribe({ consumer: 'group', from: 'committed', ackEvery: 1 });
+  // Nothing was acknowledged yet: a delivery counts as processed once the next is asked for.
+  assert.equal((await second.next()).value.cursor, one.cursor);
+  await submit('g-2');
+  const two = (await second.next()).value;
+  await second.close(); // acks the last one handed out
+  assert.equal(second.ackedCursor, two.cursor);
+  await submit('g-3');
+  assert.equal((await first.next()).value.cursor, two.cursor + 1, 'the older member streams again, after the last ack');
+  await client.close();
+});
+
 for (const [how, slug, restart] of [
   ['a SIGKILL', 'kill', () => server.restart()],
   ['a goodbye (SIGTERM)', 'goodbye', async () => { await server.kill('SIGTERM'); await server.start(false); }],

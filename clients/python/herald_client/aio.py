@@ -221,7 +221,7 @@ class _Connection:
                     _settle(p.future, error=error)
             elif not obj["ok"]:
                 err = error_from_reply(obj)
-                if err.code in ("grant_revoked", "subscribed_elsewhere"):
+                if err.code == "grant_revoked":
                     self.fatal = err
             return
         op = obj.get("op")
@@ -641,6 +641,7 @@ class AsyncSubscription:
         self.named: set[int] = set()
         self.unacked_lines = 0
         self.last_yielded: Delivery | None = None
+        self.last_ack: asyncio.Future[Any] | None = None
         self.started: asyncio.Future[int] | None = None
         self.c: _Connection
         self.timer: asyncio.Task[None] | None = None
@@ -764,6 +765,7 @@ class AsyncSubscription:
     def _ack_request(self, partition: int, cursor: int) -> tuple[AckCursor, asyncio.Future[Any]]:
         self.ack_sent[partition] = cursor
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.last_ack = future
 
         def done(f: asyncio.Future[Any]) -> None:
             if not f.cancelled() and f.exception() is None:
@@ -800,12 +802,16 @@ class AsyncSubscription:
         if self.last_yielded is not None:
             self.ack(self.last_yielded)
             self.last_yielded = None
-        future = self.flush()
-        if future is not None:
+        # The newest ack sent, whether this flush or an earlier one (a batch that filled) sent it.
+        self.flush()
+        future = self.last_ack
+        if future is not None and not future.done():
             try:
                 await asyncio.wait_for(future, 10)
             except (HeraldError, asyncio.TimeoutError):
                 pass
+        # The acks' done callbacks (which record `acknowledged`) run on the loop's next turn.
+        await asyncio.sleep(0)
         self.closed = True
         if self.timer is not None:
             self.timer.cancel()

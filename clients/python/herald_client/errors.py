@@ -65,7 +65,7 @@ _BY_CODE: dict[str, type[HeraldError]] = {
     "grant_revoked": ConnectionError_,
     "busy": ConnectionError_,
     "evicted_before_hello": ConnectionError_,
-    "subscribed_elsewhere": ConnectionError_,
+    "partition_reassigned": ConnectionError_,
     "line_too_long": ConnectionError_,
     "not_owner": ConnectionError_,
     "unknown_notification": NotFoundError,

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 
 from conftest import ADMIN_TOKEN, HeraldServer
 
-from herald_client import AsyncClient, Authorization, Client, ConnectionError_, Delivery, Submit
+from herald_client import AsyncClient, Authorization, Client, Delivery, Submit
 
 APP = "com.example.consumer"
 
@@ -65,12 +64,23 @@ def test_batched_acks_go_out_on_the_timer_without_a_close(server: HeraldServer) 
     asyncio.run(run())
 
 
-def test_a_subscription_taken_over_elsewhere_raises_the_typed_error(server: HeraldServer) -> None:
+def test_two_subscriptions_of_one_name_form_a_group_and_the_older_goes_on_when_the_newer_closes(server: HeraldServer) -> None:
+    """SPEC §9: one name's connections form a group; on one partition the newest streams, the older
+    waits without an error, and goes on after the last ack when the newer closes."""
     with Client.connect(server.host, server.port, token=ADMIN_TOKEN) as c:
-        first = c.subscribe("taken-over")
-        second = c.subscribe("taken-over")
-        with pytest.raises(ConnectionError_) as caught:
-            first.next(10)
-        assert caught.value.code == "subscribed_elsewhere"
-        second.close()
+        c.register_app(APP)
+        c.authorization(Authorization(user="gina", app=APP, status="authorized", options=["alert"]))
+        first = c.subscribe("group-test", ack_every=1)
+        submit_many(c, "gina", "group-a", 1)
+        one = first.next(10)
+        second = c.subscribe("group-test", ack_every=1)
+        # Nothing was acknowledged yet (a delivery counts as processed once the next is asked for).
+        assert second.next(10).cursor == one.cursor
+        submit_many(c, "gina", "group-b", 1)
+        two = second.next(10)
+        second.close()  # acks the last one handed out
+        assert second.acked == two.cursor
+        submit_many(c, "gina", "group-c", 1)
+        # The older member streams again, after the last ack.
+        assert first.next(10).cursor == two.cursor + 1
         first.close()
