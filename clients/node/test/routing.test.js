@@ -120,8 +120,6 @@ test('with four partitions on two instances each user is acked in its partition'
     // Users of partitions owned by b went on a connection to b.
     assert.deepEqual([...client._owners.keys()], [b.address]);
 
-    // Consumer groups (partitions divided among the connections of one name) are not served yet
-    // (STATUS.md, issue 41): a second subscription of a name replaces the first.
     await client.close();
   } finally {
     for (const s of servers) await s.stop();

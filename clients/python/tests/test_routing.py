@@ -17,10 +17,12 @@ from herald_client import (
     Authorization,
     Backoff,
     Client,
+    Delivery,
     HelloReply,
     Route,
     RoutingTable,
     Submit,
+    Subscription,
     Withdraw,
     fnv1a64,
     partition_of,
@@ -114,6 +116,17 @@ def test_with_one_partition_the_routes_name_the_connected_instance_and_no_other_
         assert c.refresh_routes().routes == c.hello.routes
 
 
+def drain(subscription: Subscription, quiet: float = 1.5) -> list[Delivery]:
+    """Every delivery that comes until none has for `quiet` seconds (the first waited for up to 30 s)."""
+    lines: list[Delivery] = []
+    try:
+        lines.append(subscription.next(30))
+        while True:
+            lines.append(subscription.next(quiet))
+    except TimeoutError:
+        return lines
+
+
 class PartitionedDeployment:
     """`herald migrate --partitions 4`, then two `herald serve` instances on it (skips while serve refuses P > 1)."""
 
@@ -166,8 +179,35 @@ def test_with_four_partitions_on_two_instances_each_user_is_acked_in_its_partiti
             # Users of partitions owned by b went on a connection to b.
             assert set(c._a._owners) == {b.addr} and c._a._owners[b.addr] is not None
 
-            # Consumer groups (partitions divided among the connections of one name) are not served
-            # yet (STATUS.md, issue 41): a second subscription of a name replaces the first.
+            # A consumer group across the two instances: each subscription streams its share of the
+            # partitions, none twice; when one closes, the other streams every partition.
+            # Balanced first (two partitions each), so that no partition moves while the group streams.
+            deadline = time.monotonic() + 30
+            while sorted([r.address for r in c.refresh_routes().routes].count(x) for x in (a.addr, b.addr)) != [2, 2]:
+                assert time.monotonic() < deadline, c.hello.routes
+                time.sleep(0.2)
+            with Client.connect(b.host, b.port, token=ADMIN_TOKEN) as d:
+                members = [c.subscribe("across", ack_every=1), d.subscribe("across", ack_every=1)]
+                submitted = [c.submit(Submit(id=f"g-{i}", app=APP, user=case["user"], title="Hi", hidden_previews_body_placeholder="Hi"))
+                             for i, case in enumerate(cases)]
+                for f in submitted:
+                    f.result(60)
+                got = [drain(m) for m in members]
+                shares = [{x.partition for x in lines} for lines in got]
+                assert not shares[0] & shares[1] and shares[0] and shares[1], shares
+                # (A new consumer starts at each partition's head: earlier submits' deliveries committed
+                # after it subscribed come too.)
+                ours = sorted(x.notification for lines in got for x in lines if (x.notification or "").startswith("g-"))
+                assert ours == sorted(f"g-{i}" for i in range(len(cases)))
+                members[1].close()
+                submitted = [c.submit(Submit(id=f"h-{i}", app=APP, user=case["user"], title="Hi", hidden_previews_body_placeholder="Hi"))
+                             for i, case in enumerate(cases)]
+                for f in submitted:
+                    f.result(60)
+                rest = drain(members[0])
+                assert {x.notification for x in rest} >= {f"h-{i}" for i in range(len(cases))}
+                assert {x.partition for x in rest} == set(range(4))
+                members[0].close()
     finally:
         deployment.stop()
 
