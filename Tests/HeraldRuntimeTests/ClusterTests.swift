@@ -251,7 +251,25 @@ final class TestCluster {
         #expect(state.status == 0 && state.stdout.contains("o\(farIndex)"), "\(state)")
         let pending = try HeraldCommandTests.herald(["pending", "--database-url", cluster.url])
         #expect(pending.status == 0 && users.allSatisfy { pending.stdout.contains($0) }, "\(pending)")
+        // Export and import carry every partition: the copy (a fresh database of one partition
+        // takes the export's four) replays each partition and exports the same bytes.
         let export = try HeraldCommandTests.herald(["export", "--database-url", cluster.url])
-        #expect(export.status != 0 && export.stderr.contains("one partition") && export.stdout.isEmpty, "\(export)")
+        #expect(export.status == 0 && export.stdout.hasPrefix(#"{"partitions":{"count":4,"hash":"fnv1a64"}}"#), "\(export.stderr)")
+        let copy = try TestPostgres.freshDatabase()
+        let imported = try HeraldCommandTests.herald(["import", "--database-url", copy], input: export.stdout)
+        #expect(imported.status == 0, "\(imported)")
+        for p in 0..<4 {
+            let replayed = try HeraldCommandTests.herald(["replay", "--database-url", copy, "--partition", String(p)])
+            #expect(replayed.status == 0, "partition \(p): \(replayed)")
+        }
+        let again = try HeraldCommandTests.herald(["export", "--database-url", copy])
+        #expect(again.status == 0 && again.stdout == export.stdout, "the copy exports the same bytes")
+        let two = try HeraldCommandTests.herald(["export", "--database-url", cluster.url, "--partition", "2"])
+        let lines = two.stdout.split(separator: "\n").dropFirst().dropLast()
+        #expect(two.status == 0 && !lines.isEmpty && lines.allSatisfy { $0.contains(#""partition":2"#) }, "\(two)")
+        let nine = try HeraldCommandTests.herald(["export", "--database-url", cluster.url, "--partition", "9"])
+        #expect(nine.status != 0 && nine.stderr.contains("--partition 9") && nine.stdout.isEmpty, "\(nine)")
+        let into = try HeraldCommandTests.herald(["import", "--database-url", copy], input: export.stdout)
+        #expect(into.status != 0 && into.stderr.contains("already holds events"), "\(into)")
     }
 }

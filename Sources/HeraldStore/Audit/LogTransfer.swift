@@ -7,14 +7,34 @@ import HeraldCore
 /// with `body` and `trace` as the exact stored text, and last `{"end":{"events":N,"deliveries":M}}`,
 /// which an export cut after any whole line — even right after its last event — lacks. Import
 /// restores positions and bytes, so replay on the copy gives the same result as on the original.
+///
+/// A database of P > 1 partitions (SPEC §9) is exported partition after partition: a first line
+/// `{"partitions":{"count":P,"hash":"fnv1a64"}}`, then each partition's rules, events and
+/// deliveries, each naming its `partition` (events also their `recipientIndex`, counted per
+/// partition). A database of one partition is exported as before, without either.
 public enum LogTransfer {
     /// Writes the log as of one snapshot (a read-only repeatable-read transaction): a service
     /// appending meanwhile adds nothing half-way, and every delivery's cause is in the export.
-    public static func export(_ connection: PGConnection, write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
-        try requireOnePartition(connection, "export")
+    /// `only`: one partition of a partitioned database (`herald export --partition N`).
+    public static func export(_ connection: PGConnection, only: Int? = nil, write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
         try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        do {
-            let counts = try exportRows(connection, write: write)
+        do throws(StoreError) {
+            let partitioning = try EventReader.partitioning(connection)
+            if let only, only < 0 || only >= partitioning.count {
+                throw StoreError.configuration("--partition \(only) is not one of this database's \(partitioning.count) partitions (0 … \(partitioning.count - 1))")
+            }
+            var counts = (events: 0, deliveries: 0)
+            if partitioning.count == 1 {
+                counts = try exportRows(connection, partition: nil, write: write)
+            } else {
+                write(JSONValue.object(["partitions": .object(["count": .int(Int64(partitioning.count)),
+                                                               "hash": .string(Partitioning.hashName)])]).canonicalString)
+                for p in (only.map { [$0] } ?? Array(partitioning.all)) {
+                    let c = try exportRows(connection, partition: p, write: write)
+                    counts.events += c.events
+                    counts.deliveries += c.deliveries
+                }
+            }
             write(JSONValue.object(["end": .object(["events": .int(Int64(counts.events)),
                                                     "deliveries": .int(Int64(counts.deliveries))])]).canonicalString)
             try connection.execute("COMMIT")
@@ -25,17 +45,21 @@ public enum LogTransfer {
         }
     }
 
-    private static func exportRows(_ connection: PGConnection, write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
+    /// One partition's rows (`partition` nil: the single log of a one-partition database, whose
+    /// lines name no partition).
+    private static func exportRows(_ connection: PGConnection, partition: Int?, write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
         var after: Int64 = 0, events = 0, deliveries = 0
+        let p = partition ?? 0
         // Bodies are exported opened (`ContentSeal`): the content in clear where its key exists,
         // the erased form where it was erased. No key leaves the database.
         let keys = try KeyRing.load(connection)
-        for c in try RulesVersionStore.history(connection).changes {
-            write(JSONValue.object(["rules": .object(["fromSeq": .int(c.fromSeq), "at": .string(c.at.rfc3339),
-                                                      "version": .string(c.version)])]).canonicalString)
+        for c in try RulesVersionStore.history(connection, partition: p).changes {
+            var o: [String: JSONValue] = ["fromSeq": .int(c.fromSeq), "at": .string(c.at.rfc3339), "version": .string(c.version)]
+            if let partition { o["partition"] = .int(Int64(partition)) }
+            write(JSONValue.object(["rules": .object(o)]).canonicalString)
         }
         while true {
-            let page = try EventReader.events(connection, after: after, limit: 10_000)
+            let page = try EventReader.events(connection, partition: p, after: after, limit: 10_000)
             if page.isEmpty { break }
             for e in page {
                 after = e.seq
@@ -47,12 +71,16 @@ public enum LogTransfer {
                 if let a = e.row.app { o["app"] = .string(a) }
                 if let n = e.row.notificationId { o["notificationId"] = .string(n) }
                 if body != e.row.bodyBytes { o["sealed"] = true }  // stored sealed: import seals it again
+                if let partition {
+                    o["partition"] = .int(Int64(partition))
+                    o["recipientIndex"] = .int(Int64(e.row.recipientIndex))
+                }
                 write(JSONValue.object(["event": .object(o)]).canonicalString)
             }
         }
         after = 0
         while true {
-            let page = try EventReader.deliveries(connection, after: after, limit: 10_000)
+            let page = try EventReader.deliveries(connection, partition: p, after: after, limit: 10_000)
             if page.isEmpty { break }
             for d in page {
                 after = d.cursor
@@ -67,6 +95,7 @@ public enum LogTransfer {
                 if body != r.bodyBytes { o["sealed"] = true }
                 if let a = r.app { o["app"] = .string(a) }
                 if let n = r.notificationId { o["notificationId"] = .string(n) }
+                if let partition { o["partition"] = .int(Int64(partition)) }
                 write(JSONValue.object(["delivery": .object(o)]).canonicalString)
             }
         }
@@ -119,14 +148,25 @@ public enum LogTransfer {
         do { try InstanceLock.take(connection, waitMilliseconds: 0) } catch { throw .store(error) }
         defer { _ = try? connection.execute("SELECT pg_advisory_unlock($1)", [String(InstanceLock.key)]) }
         do {
-            do { try requireOnePartition(connection, "import") } catch { throw ImportError.store(error) }
-            guard try EventReader.head(connection) == 0 else { throw ImportError.notEmpty }
+            guard try connection.execute("SELECT EXISTS (SELECT 1 FROM events) OR EXISTS (SELECT 1 FROM deliveries)").string(0, 0) == "f"
+            else { throw ImportError.notEmpty }
+            var partitions = try EventReader.partitioning(connection).count
             try connection.execute("BEGIN")
             // A start-up on the empty target recorded its own version: the imported log's replace it.
             try connection.execute("DELETE FROM rules_versions")
             var events = 0, deliveries = 0, number = 0
-            // Export writes events in seq order from 1, then deliveries in cursor order from 1.
-            var lastSeq: Int64 = 0, lastCursor: Int64 = 0
+            // Export writes each partition's events in seq order from 1, then its deliveries in
+            // cursor order from 1.
+            var lastSeq: [Int: Int64] = [:], lastCursor: [Int: Int64] = [:]
+            var header = false
+            /// The partition a line names (0 when it names none), one of the target's.
+            func partitionOf(_ o: JSONValue, _ number: Int) throws(ImportError) -> Int {
+                guard let named = o["partition"] else { return 0 }
+                guard let p = named.intValue, p >= 0, p < Int64(partitions) else {
+                    throw ImportError.badLine(number, "partition \(named.canonicalString) is not one of the \(partitions) partitions the export declares")
+                }
+                return Int(p)
+            }
             var ended = false
             // Content is sealed again, under keys of this database (`ImportSealing`).
             var sealing = ImportSealing(connection)
@@ -135,7 +175,18 @@ public enum LogTransfer {
                 if line.isEmpty { continue }
                 guard let v = try? JSONValue.parse(line) else { throw ImportError.badLine(number, "not JSON") }
                 guard !ended else { throw ImportError.badLine(number, "a line after the end line; an export ends with it") }
-                if let end = v["end"] {
+                if let declared = v["partitions"] {
+                    guard number == 1 || (events == 0 && deliveries == 0 && !header),
+                          let count = declared["count"]?.intValue, count >= 1, count <= 1024,
+                          declared["hash"]?.stringValue == Partitioning.hashName
+                    else { throw ImportError.badLine(number, "a partitions line comes first, with a count of 1–1024 and hash \(Partitioning.hashName)") }
+                    header = true
+                    if Int(count) != partitions {
+                        // The target is empty: it takes the export's P (as `herald migrate --partitions` would).
+                        try connection.execute("SELECT herald_set_partitions($1::integer)", [String(count)])
+                        partitions = Int(count)
+                    }
+                } else if let end = v["end"] {
                     guard let e = end["events"]?.intValue, let d = end["deliveries"]?.intValue
                     else { throw ImportError.badLine(number, "an end line needs events and deliveries") }
                     guard e == Int64(events), d == Int64(deliveries) else {
@@ -145,50 +196,59 @@ public enum LogTransfer {
                 } else if let e = v["event"] {
                     guard let seq = e["seq"]?.intValue, let type = e["type"]?.stringValue, let body = e["body"]?.stringValue,
                           let at = e["engineTime"]?.stringValue else { throw ImportError.badLine(number, "an event needs seq, type, body, engineTime") }
-                    guard seq == lastSeq + 1 else {
-                        if seq > lastSeq + 1 { throw ImportError.gap(line: number, what: "event seq", expected: lastSeq + 1, found: seq) }
-                        throw ImportError.badLine(number, "event seq \(seq) comes after seq \(lastSeq); an export lists events in seq order, each once")
+                    let p = try partitionOf(e, number)
+                    let last = lastSeq[p] ?? 0
+                    guard seq == last + 1 else {
+                        if seq > last + 1 { throw ImportError.gap(line: number, what: "event seq", expected: last + 1, found: seq) }
+                        throw ImportError.badLine(number, "event seq \(seq) comes after seq \(last); an export lists events in seq order, each once")
                     }
-                    lastSeq = seq
+                    lastSeq[p] = seq
                     let sealedBody = try sealing.event(body, type: type, user: e["user"]?.stringValue, sealed: e["sealed"] == true)
-                    // The recipient index is not exported: it is the row's place among the rows of
-                    // its (app, id) in seq order (one request's recipients), so it is counted here.
+                    // The recipient index, where the export leaves it out (one partition), is the
+                    // row's place among the rows of its (app, id) in seq order (one request's
+                    // recipients), so it is counted here.
                     try connection.execute("""
                         INSERT INTO events (partition, seq, user_id, type, app, notification_id, body, engine_time, recipient_index)
-                        VALUES (0, $1, $2, $3, $4, $5, $6::json, $7,
-                                (SELECT count(*) FROM events WHERE app = $4 AND notification_id = $5))
-                        """, [String(seq), e["user"]?.stringValue, type, e["app"]?.stringValue, e["notificationId"]?.stringValue, sealedBody, at])
+                        VALUES ($8, $1, $2, $3, $4, $5, $6::json, $7,
+                                coalesce($9::integer, (SELECT count(*) FROM events WHERE partition = $8 AND app = $4 AND notification_id = $5)))
+                        """, [String(seq), e["user"]?.stringValue, type, e["app"]?.stringValue, e["notificationId"]?.stringValue, sealedBody, at,
+                              String(p), e["recipientIndex"]?.intValue.map { String($0) }])
                     events += 1
                 } else if let d = v["delivery"] {
                     guard let cursor = d["cursor"]?.intValue, let user = d["user"]?.stringValue, let index = d["userIndex"]?.intValue,
                           let cause = d["causeSeq"]?.intValue, let kind = d["kind"]?.stringValue, let reason = d["reason"]?.stringValue,
                           let at = d["at"]?.stringValue, let rules = d["rulesVersion"]?.stringValue, let trace = d["trace"]?.stringValue,
                           let body = d["body"]?.stringValue else { throw ImportError.badLine(number, "a delivery misses a field") }
-                    guard cursor == lastCursor + 1 else {
-                        if cursor > lastCursor + 1 { throw ImportError.gap(line: number, what: "delivery cursor", expected: lastCursor + 1, found: cursor) }
-                        throw ImportError.badLine(number, "delivery cursor \(cursor) comes after cursor \(lastCursor); an export lists deliveries in cursor order, each once")
+                    let p = try partitionOf(d, number)
+                    let last = lastCursor[p] ?? 0
+                    guard cursor == last + 1 else {
+                        if cursor > last + 1 { throw ImportError.gap(line: number, what: "delivery cursor", expected: last + 1, found: cursor) }
+                        throw ImportError.badLine(number, "delivery cursor \(cursor) comes after cursor \(last); an export lists deliveries in cursor order, each once")
                     }
-                    guard cause <= lastSeq else { throw ImportError.missingCause(line: number, cursor: cursor, causeSeq: cause, lastSeq: lastSeq) }
-                    lastCursor = cursor
+                    guard cause <= lastSeq[p] ?? 0 else {
+                        throw ImportError.missingCause(line: number, cursor: cursor, causeSeq: cause, lastSeq: lastSeq[p] ?? 0)
+                    }
+                    lastCursor[p] = cursor
                     let sealedBody = try sealing.delivery(body, user: user, sealed: d["sealed"] == true)
                     try connection.execute("""
                         INSERT INTO deliveries (partition, cursor, user_id, user_index, cause_seq, kind, app, notification_id, reason, at,
                                                 rules_version, trace, body)
-                        VALUES (0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12::json)
+                        VALUES ($13, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12::json)
                         """, [String(cursor), user, String(index), String(cause), kind, d["app"]?.stringValue,
-                              d["notificationId"]?.stringValue, reason, at, rules, trace, sealedBody])
+                              d["notificationId"]?.stringValue, reason, at, rules, trace, sealedBody, String(p)])
                     deliveries += 1
                 } else if let c = v["rules"] {
                     guard let from = c["fromSeq"]?.intValue, let at = c["at"]?.stringValue, let version = c["version"]?.stringValue
                     else { throw ImportError.badLine(number, "a rules line needs fromSeq, at, version") }
-                    try connection.execute("INSERT INTO rules_versions (partition, from_seq, at, version) VALUES (0, $1, $2, $3)", [String(from), at, version])
+                    try connection.execute("INSERT INTO rules_versions (partition, from_seq, at, version) VALUES ($4, $1, $2, $3)",
+                                           [String(from), at, version, String(try partitionOf(c, number))])
                 } else {
                     throw ImportError.badLine(number, "neither an event, a delivery, a rules version nor the end line")
                 }
             }
             guard ended || allowMissingEnd else { throw ImportError.noEnd(lines: number) }
-            try connection.execute("UPDATE partitions SET seq = (SELECT coalesce(max(seq), 0) FROM events WHERE partition = 0) WHERE partition = 0")
-            try connection.execute("UPDATE delivery_heads SET cursor = (SELECT coalesce(max(cursor), 0) FROM deliveries WHERE partition = 0) WHERE partition = 0")
+            for (p, seq) in lastSeq { try connection.execute("UPDATE partitions SET seq = $2 WHERE partition = $1", [String(p), String(seq)]) }
+            for (p, cursor) in lastCursor { try connection.execute("UPDATE delivery_heads SET cursor = $2 WHERE partition = $1", [String(p), String(cursor)]) }
             try connection.execute("COMMIT")
             return (events, deliveries)
         } catch let error as ImportError {
@@ -200,16 +260,6 @@ public enum LogTransfer {
         } catch {
             _ = try? connection.execute("ROLLBACK")
             throw .badLine(0, "\(error)")
-        }
-    }
-
-    /// Export and import carry one log (one partition's positions); a partitioned database is
-    /// refused with a clear error rather than half exported.
-    static func requireOnePartition(_ connection: PGConnection, _ what: String) throws(StoreError) {
-        let count = try EventReader.partitioning(connection).count
-        guard count == 1 else {
-            throw .configuration("herald \(what) handles a database of one partition; this one has \(count). Back a partitioned "
-                + "database up with pg_dump (docs/operations.md, \"Backup and restore\"); replay, explain, state and pending cover every partition.")
         }
     }
 }

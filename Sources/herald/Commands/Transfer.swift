@@ -7,6 +7,8 @@ import HeraldStore
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Write every event and delivery as NDJSON to stdout (stored bytes, sealed content opened; erased content stays erased).")
     @OptionGroup var database: DatabaseOptions
+    @Option(help: "Only this partition of a partitioned database (0 … P-1); every partition without it.")
+    var partition: Int?
 
     func run() throws {
         try reportingErrors {
@@ -14,10 +16,11 @@ struct Export: ParsableCommand {
             defer { location.close() }
             let conn = try PGConnection.connect(location.url)
             // Progress on a terminal: rows written of the events and deliveries there are.
-            let heads = try? conn.execute("SELECT (SELECT coalesce(max(seq), 0) FROM events) + (SELECT coalesce(max(cursor), 0) FROM deliveries)")
+            let only = partition.map { "WHERE partition = \($0)" } ?? ""
+            let heads = try? conn.execute("SELECT (SELECT coalesce(sum(seq), 0) FROM partitions \(only)) + (SELECT coalesce(sum(cursor), 0) FROM delivery_heads \(only))")
             let progress = TerminalProgress(label: "export", unit: "rows", total: heads.flatMap { $0.string(0, 0) }.flatMap { Int($0) })
             var rows = 0
-            let counts = try LogTransfer.export(conn) {
+            let counts = try LogTransfer.export(conn, only: partition) {
                 print($0)
                 rows += 1
                 if rows % 1024 == 0 { progress?.update(rows) }
@@ -29,7 +32,7 @@ struct Export: ParsableCommand {
 }
 
 struct Import: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Load an export from stdin into an empty database (migrated first).")
+    static let configuration = CommandConfiguration(abstract: "Load an export from stdin into an empty database (migrated first; it takes the export's partitions).")
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var fresh: FreshDatabaseOption
     @Flag(help: "Import an export that has no end line (an earlier Herald wrote none). Without it such an export is refused: it may have been cut.")
