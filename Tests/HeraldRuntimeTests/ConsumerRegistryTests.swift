@@ -44,6 +44,20 @@ import Testing
         #expect(registry.isSubscribed("push"))
     }
 
+    /// A router that lost its link subscribes the same member again, possibly before this service
+    /// saw the old link close: the member's stream moves to the new connection, and the old
+    /// connection's close later changes nothing.
+    @Test func aStreamingMemberSubscribingAgainOnANewConnectionStreamsThereAndTheOldCloseIsIgnored() {
+        let connections = Connections()
+        let (old, new) = (connections.make(), connections.make())
+        var registry = ConsumerRegistry()
+        _ = registry.joined("push", member: "001-x-1", connection: old, filter: nil, partition: 0, partitionCount: 1, acked: 0)
+        let (_, again) = registry.joined("push", member: "001-x-1", connection: new, filter: nil, partition: 0, partitionCount: 1, acked: 0)
+        #expect(again == .init(revoked: "001-x-1", assigned: "001-x-1", generation: 1))
+        #expect(registry.connectionClosing(old) == nil && registry.isSubscribed("push"))
+        #expect(registry.connectionClosing(new)?.handover.assigned == nil)
+    }
+
     @Test func aClosingConnectionLeavesOnlyItsOwnGroupAndHandsItsPartitionOn() {
         let connections = Connections()
         let (a, b, c) = (connections.make(), connections.make(), connections.make())

@@ -54,8 +54,15 @@ struct ConsumerRegistry {
         }
         connection.consumerName = name
         connection.consumerMember = member
+        let before = group.members[member]?.connection.object
         group.members[member] = ConsumerGroup.Member(connection: connection.unretained, filter: filter)
-        return (group, group.machine.memberJoined(member))
+        if let handover = group.machine.memberJoined(member) { return (group, handover) }
+        // A known member on a new connection (its router subscribed again before this service saw
+        // the old link close): if it streams, its stream moves to the new connection.
+        if before !== connection, group.machine.streamer == member {
+            return (group, .init(revoked: member, assigned: member, generation: group.machine.generation))
+        }
+        return (group, nil)
     }
 
     /// `deleteConsumer`: the name's group ends; its members' connections are returned, to be told
