@@ -11,4 +11,10 @@ public enum HTTPSide {
         try observability.start(host: host, port: port)
         return observability
     }
+
+    /// The same for a cluster member (`--instance`): its own series and its partitions'.
+    public static func start(_ member: ClusterMember, host: String, port: Int) throws(ServiceError) {
+        try member.startHTTP(host: host, port: port)
+        if let factory = member.metricsFactory { MetricsSystem.bootstrap(factory) }
+    }
 }

@@ -5,7 +5,7 @@ import Glibc
 import HeraldStore
 import Synchronization
 
-/// Citus is not packaged for Debian 12: it is built by hand (docs/operations.md, "On Citus").
+/// Citus is not packaged for Debian 12: it is built by hand (docs/citus.md, "On Citus").
 /// Tests that need it ask `TestCitus.isInstalled` (or call `cluster()`, which throws
 /// `TestCitus.missing` when it is not) and are skipped, with `missingReason` as the message, on a
 /// machine without it.
@@ -34,7 +34,7 @@ public enum TestCitus {
     public static let missingReason: String? = {
         guard let lib = libraryDirectory else { return "Citus tests skipped: PostgreSQL's server programs were not found" }
         guard FileManager.default.fileExists(atPath: lib + "/citus.so") else {
-            return "Citus tests skipped: citus.so is not in \(lib) (Citus is built by hand; docs/operations.md, \"On Citus\")"
+            return "Citus tests skipped: citus.so is not in \(lib) (Citus is built by hand; docs/citus.md, \"On Citus\")"
         }
         if let ext = extensionDirectory, !FileManager.default.fileExists(atPath: ext + "/citus.control") {
             return "Citus tests skipped: citus.so is in \(lib) but citus.control is not in \(ext) (run Citus's make install)"

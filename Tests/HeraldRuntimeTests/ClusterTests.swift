@@ -230,6 +230,57 @@ final class TestCluster {
     /// SPEC §9, operators across partitions: replay covers each partition alone, explain, state and
     /// pending find a user in whichever partition it lives, and export refuses a partitioned log
     /// with a clear error instead of half exporting it.
+    /// `--http` on a member: its own series (partitions held, forwarding, the process) and each
+    /// partition's, labelled `partition`; a handed-over partition's gauges leave with it; promtool
+    /// accepts the exposition.
+    @Test func aMemberServesMetricsForItselfAndEachPartitionItHolds() throws {
+        let cluster = try TestCluster(partitions: 4)
+        let httpPort = LocalClusterPort.free()
+        let a = try cluster.start("a", extra: ["--http", "127.0.0.1:\(httpPort)"])
+        try cluster.waitUntilEveryPartitionIsServed(via: a)
+        let users = (0..<12).map { "metrics-\($0)" }
+        let c = try cluster.producer(via: a, users: users)
+        for (i, u) in users.enumerated() {
+            #expect(try c.request(#"{"op":"submit","app":"com.example.cluster","id":"m\#(i)","user":"\#(u)","title":"t"}"#)["ok"] == true)
+        }
+        let ready = try MetricsEndpointTests.get(httpPort, "/readyz")
+        #expect(ready.status == 200 && ready.body == "ready\n", "\(ready)")
+        // Each partition publishes every second.
+        var text = ""
+        let deadline = Date().addingTimeInterval(10)
+        repeat {
+            usleep(200_000)
+            text = try MetricsEndpointTests.get(httpPort, "/metrics").body
+        } while (0..<4).map({ MetricsEndpointTests.sample(text, #"herald_events_appended_total{partition="\#($0)"}"#) ?? 0 }).reduce(0, +) < 12
+            && Date() < deadline
+        let perPartition = (0..<4).map { MetricsEndpointTests.sample(text, #"herald_events_appended_total{partition="\#($0)"}"#) ?? 0 }
+        // Each user's authorization and submit, plus the app's registration in every partition.
+        #expect(perPartition.reduce(0, +) == Double(2 * users.count + 4), "\(text)")
+        #expect(MetricsEndpointTests.sample(text, "herald_partitions_owned") == 4 && MetricsEndpointTests.sample(text, "herald_partitions") == 4)
+        #expect((MetricsEndpointTests.sample(text, "herald_router_forwarded_total") ?? 0) >= Double(2 * users.count), "\(text)")
+        #expect((MetricsEndpointTests.sample(text, #"herald_request_duration_seconds_count{op="submit"}"#) ?? 0) == Double(users.count))
+        #expect((MetricsEndpointTests.sample(text, #"herald_lease_epoch{partition="3"}"#) ?? 0) >= 1)
+        #expect(MetricsEndpointTests.sample(text, #"herald_ready{partition="0"}"#) == 1)
+        #expect(MetricsEndpointTests.sample(text, "process_open_fds") != nil)
+        if PrometheusScrapeTests.promtool != nil {
+            let lint = try PrometheusScrapeTests.promtool(["check", "metrics"], stdin: text)
+            #expect(lint.status == 0, "promtool check metrics: \(lint.stdout)\(lint.stderr)")
+        }
+
+        let b = try cluster.start("b")
+        try cluster.waitUntilEveryPartitionIsServed(via: b) { routes in
+            Dictionary(grouping: routes.compactMap { $0 }, by: { $0 }).values.map(\.count).sorted() == [2, 2]
+        }
+        let served = Set(try cluster.served(by: a))
+        let after = try MetricsEndpointTests.get(httpPort, "/metrics").body
+        #expect(MetricsEndpointTests.sample(after, "herald_partitions_owned") == 2)
+        for p in 0..<4 {
+            let gauge = MetricsEndpointTests.sample(after, #"herald_ready{partition="\#(p)"}"#)
+            #expect(served.contains(p) ? gauge == 1 : gauge == nil, "partition \(p): \(String(describing: gauge))")
+            #expect(MetricsEndpointTests.sample(after, #"herald_events_appended_total{partition="\#(p)"}"#) == perPartition[p], "counters stay")
+        }
+    }
+
     @Test func operatorCommandsCoverEveryPartition() throws {
         let cluster = try TestCluster(partitions: 4)
         let a = try cluster.start("a")

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import HeraldCore
 import HeraldStore
+import Prometheus
 
 /// A cluster member: a router on `--listen` for every client, and a partition service for each
 /// partition it holds the lease of. Every third of the lease TTL it writes its heartbeat and reads
@@ -36,6 +37,8 @@ public final class ClusterMember {
     private let postQueue = PostQueue()
     private var postTrigger: LoopTrigger?
     private var advertised = ""
+    /// `--http`: the member's metrics and probes, and its partitions' series.
+    private var observability: MemberObservability?
 
     /// This member's name (`--instance`).
     let instance: String
@@ -104,10 +107,33 @@ public final class ClusterMember {
         return port
     }
 
+    /// Serves /metrics, /healthz and /readyz on `host:port` (`--http`), before `start()` (the
+    /// loop runs once `run()` is called); returns the bound port. Partition services started from
+    /// now on publish their series into it.
+    @discardableResult
+    public func startHTTP(host: String, port: Int) throws(ServiceError) -> Int {
+        let observability = MemberObservability()
+        observability.state = { [unretained] in
+            guard let self = unretained.object, let router = self.router else { return (0, 0, 0, 0, 0, 0, 0, false) }
+            return (held: self.hosts.count, partitions: self.partitioning.count,
+                    unowned: router.owners.byPartition.filter { $0 == nil }.count, connections: router.openConnections,
+                    forwarded: router.forwarded, forwardedRemote: router.forwardedRemote, parked: router.parkedCount,
+                    stopping: self.stopping)
+        }
+        let bound = try observability.start(loop: loop, host: host, port: port)
+        self.observability = observability
+        log("HTTP on \(host):\(bound): /metrics, /healthz, /readyz")
+        return bound
+    }
+
+    /// The registry swift-metrics may report into (`--http`), nil without it.
+    public var metricsFactory: PrometheusMetricsFactory? { observability.map { PrometheusMetricsFactory(registry: $0.registry) } }
+
     /// Runs the loop until the stop has finished.
     public func run() {
         loop.run()
         for host in hosts.values { _ = host.wait(seconds: 30) }
+        observability?.stop()
         router?.closeAll()
         view?.close()
     }
@@ -243,7 +269,7 @@ public final class ClusterMember {
         let queue = postQueue
         let trigger = postTrigger
         let member = unretained
-        host.start(config, log: log, post: { work in
+        host.start(config, metrics: observability.map { ($0.registry, $0.durations) }, log: log, post: { work in
             queue.append(work)
             trigger?.fire()
         }, started: { port in

@@ -1,6 +1,7 @@
 // One partition's service inside a cluster member: a HeraldService on a thread of its own, reached on loopback.
 import Foundation
 import HeraldCore
+import Prometheus
 
 /// Runs the service of one partition (a `HeraldService` serving `configuration.partition` at the
 /// lease epoch the member took) on its own thread and event loop, listening on loopback for the
@@ -24,21 +25,31 @@ final class PartitionHost: @unchecked Sendable {
 
     /// Starts the service on a new thread. `started(port)` or `failed(error)`, then `stopped`,
     /// are called through `post` (onto the member's loop).
-    func start(_ configuration: ServiceConfiguration, log: @escaping (String) -> Void,
+    /// `metrics`: the member's registry and request durations (`--http`), which the service
+    /// publishes into every second from its loop.
+    func start(_ configuration: ServiceConfiguration, metrics: (registry: PrometheusCollectorRegistry, durations: MemberRequestDurations)?,
+               log: @escaping (String) -> Void,
                post: @escaping (@escaping () -> Void) -> Void,
                started: @escaping (Int) -> Void, failed: @escaping (String) -> Void, stopped: @escaping () -> Void) {
         let partition = self.partition
         // Why unchecked: `log` and `post` are thread-safe (the member's log and its locked queue);
         // the other closures run on the member's loop, through `post`.
         nonisolated(unsafe) let callbacks = (log: log, post: post, started: started, failed: failed, stopped: stopped)
+        // Why unchecked: the registry and the durations are thread-safe (locks inside).
+        nonisolated(unsafe) let metrics = metrics
         let thread = Thread { [self] in
             let service = HeraldService(configuration: configuration) { callbacks.log("partition \(partition): \($0)") }
             do {
                 let port = try service.start()
                 self.service = service
                 self.port = port
+                let observability = metrics.map { ServiceObservability(memberPartition: service, registry: $0.registry) }
+                if let observability, let durations = metrics?.durations {
+                    observability.startPublishing(everyMilliseconds: 1_000, durations: durations)
+                }
                 callbacks.post { callbacks.started(port) }
                 service.run()
+                observability?.stop()
                 // Its listener closes with it: a connect from then on is refused, not left in a backlog.
                 self.service = nil
             } catch {

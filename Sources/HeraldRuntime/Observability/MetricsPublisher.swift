@@ -11,7 +11,16 @@ final class MetricsPublisher {
     /// Gauges set during the current scrape (`forgetUnset` drops the others of a family).
     private var setThisScrape: Set<String> = []
 
+    /// Labels every series gets (a cluster member's partition service: its `partition`), before
+    /// its own; a series that names one of them itself keeps its own.
+    var constantLabels: [(String, String)] = []
+
     init(registry: PrometheusCollectorRegistry) { self.registry = registry }
+
+    private func labelled(_ labels: [(String, String)]) -> [(String, String)] {
+        guard !constantLabels.isEmpty else { return labels }
+        return constantLabels.filter { c in !labels.contains { $0.0 == c.0 } } + labels
+    }
 
     static func key(_ name: String, _ labels: [(String, String)]) -> String {
         labels.isEmpty ? name : name + "{" + labels.map { $0.0 + "=" + $0.1 }.joined(separator: ",") + "}"
@@ -23,6 +32,7 @@ final class MetricsPublisher {
 
     /// A counter at `value` (the service's running total).
     func count(_ name: String, _ help: String, _ labels: [(String, String)] = [], _ value: Int) {
+        let labels = labelled(labels)
         let key = Self.key(name, labels)
         var entry = counters[key] ?? (registry.makeCounter(descriptor: Self.descriptor(name, help), labels: labels), 0)
         let increase = value >= entry.published ? value - entry.published : value
@@ -33,6 +43,7 @@ final class MetricsPublisher {
 
     /// A counter in seconds (a float total, e.g. CPU time).
     func countSeconds(_ name: String, _ help: String, _ labels: [(String, String)] = [], milliseconds: Int64) {
+        let labels = labelled(labels)
         let key = Self.key(name, labels)
         var entry = counters[key] ?? (registry.makeCounter(descriptor: Self.descriptor(name, help), labels: labels), 0)
         let value = Int(milliseconds)
@@ -43,6 +54,7 @@ final class MetricsPublisher {
     }
 
     func gauge(_ name: String, _ help: String, _ labels: [(String, String)] = [], _ value: Double) {
+        let labels = labelled(labels)
         let key = Self.key(name, labels)
         let gauge = gauges[key] ?? registry.makeGauge(descriptor: Self.descriptor(name, help), labels: labels)
         gauges[key] = gauge
@@ -59,5 +71,12 @@ final class MetricsPublisher {
             registry.unregisterGauge(gauge)
             gauges[key] = nil
         }
+    }
+
+    /// Drops every gauge this publisher set (a partition service that stopped: its state is
+    /// another member's to show). Counters stay: they only ever grow.
+    func forgetAllGauges() {
+        for gauge in gauges.values { registry.unregisterGauge(gauge) }
+        gauges.removeAll()
     }
 }

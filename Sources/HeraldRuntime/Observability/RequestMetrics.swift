@@ -80,7 +80,11 @@ final class RequestMetrics {
 
     /// `herald_request_duration_seconds` in Prometheus' text format: one histogram per op that
     /// has replies timed.
-    func durationExposition() -> String {
+    func durationExposition() -> String { Self.durationExposition(counts: durationCounts, sums: durationSums) }
+
+    /// The same from counts and sums laid out as `durationCounts` and `durationSums` (a cluster
+    /// member's, summed over its partitions' services).
+    static func durationExposition(counts durationCounts: [Int], sums durationSums: [Int64]) -> String {
         var out = "# HELP herald_request_duration_seconds Seconds from reading a request to writing its reply, by op: for submits, the ack after COMMIT.\n"
             + "# TYPE herald_request_duration_seconds histogram\n"
         var any = false

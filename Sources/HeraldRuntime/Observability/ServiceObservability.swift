@@ -29,11 +29,45 @@ public final class ServiceObservability {
     /// Rows per committed transaction.
     static let batchBuckets: [Double] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
 
+    /// A cluster member's partition service: its series carry `partition`, and the member serves
+    /// them with its own (`MemberObservability`); what is the process's or the member's is left to it.
+    let ofMemberPartition: Bool
+    private var publishTimer: LoopEvent?
+
     public init(service: HeraldService, registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.service = service
         self.registry = registry
         self.factory = PrometheusMetricsFactory(registry: registry)
         self.publisher = MetricsPublisher(registry: registry)
+        ofMemberPartition = false
+    }
+
+    /// A cluster member's partition service publishing into the member's `registry`.
+    init(memberPartition service: HeraldService, registry: PrometheusCollectorRegistry) {
+        self.service = service
+        self.registry = registry
+        self.factory = PrometheusMetricsFactory(registry: registry)
+        self.publisher = MetricsPublisher(registry: registry)
+        publisher.constantLabels = [("partition", String(service.partition))]
+        ofMemberPartition = true
+    }
+
+    /// A member's partition service (on its loop, after `service.start()`): publishes its state
+    /// into the member's registry every `milliseconds`, and its request durations into
+    /// `durations`, so that the member's scrape, on another thread, reads them from there.
+    func startPublishing(everyMilliseconds milliseconds: Int64, durations: MemberRequestDurations) {
+        installRecorders()
+        loopProbe = service.loop.timer { [unowned self] in self.loopProbed() }
+        armLoopProbe()
+        let incarnation = ObjectIdentifier(self)
+        let partition = service.partition
+        publishTimer = service.loop.timer { [unowned self] in
+            self.publish()
+            durations.update(partition: partition, incarnation: incarnation,
+                             counts: self.service.requestMetrics.durationCounts, sums: self.service.requestMetrics.durationSums)
+            self.publishTimer?.arm(afterMilliseconds: milliseconds)
+        }
+        publishTimer?.arm(afterMilliseconds: 0)
     }
 
     /// Starts serving HTTP on `host:port` (after `service.start()`: the service's state is
@@ -50,10 +84,13 @@ public final class ServiceObservability {
         return endpoint.port
     }
 
-    /// Stops serving HTTP (before the loop goes).
+    /// Stops serving HTTP (before the loop goes). A member's partition service also takes its
+    /// gauges away: the partition's state is its next owner's to show.
     public func stop() {
         endpoint = nil
         loopProbe = nil
+        publishTimer = nil
+        if ofMemberPartition { publisher.forgetAllGauges() }
     }
 
     // MARK: Answers
@@ -138,7 +175,9 @@ public final class ServiceObservability {
         let s = service
         let p = publisher
         p.beginScrape()
-        p.gauge("herald_build_info", "Always 1; the version of this Herald.", [("version", HeraldVersion.number)], 1)
+        if !ofMemberPartition {
+            p.gauge("herald_build_info", "Always 1; the version of this Herald.", [("version", HeraldVersion.number)], 1)
+        }
         p.gauge("herald_ready", "1 while /readyz answers ready (restored, not stopping, PostgreSQL connected), else 0.", [], notReady() == nil ? 1 : 0)
 
         // Requests.
@@ -200,13 +239,15 @@ public final class ServiceObservability {
                     links.reduce(0) { $0 + ($1.writer?.transactionsCommitted ?? 0) })
         }
         p.gauge("herald_store_connected", "1 while the events writer's connection to PostgreSQL is up.", [], s.store.isReady ? 1 : 0)
-        p.gauge("herald_instance_lock_held", "1 while this service holds the database's instance lock (0: a second serve could start on it).", [],
-                s.instanceLockMissing ? 0 : 1)
+        if !ofMemberPartition {
+            p.gauge("herald_instance_lock_held", "1 while this service holds the database's instance lock (0: a second serve could start on it).", [],
+                    s.instanceLockMissing ? 0 : 1)
+            p.gauge("herald_partitions", "P: the database's number of partitions.", [], Double(s.partitioning.count))
+            p.gauge("herald_partitions_owned", "Partitions this instance holds the lease of.", [], s.lease.epoch == nil ? 0 : 1)
+        }
 
-        // Partitions and the lease (SPEC §9).
-        p.gauge("herald_partitions", "P: the database's number of partitions.", [], Double(s.partitioning.count))
-        p.gauge("herald_partitions_owned", "Partitions this instance holds the lease of.", [], s.lease.epoch == nil ? 0 : 1)
-        p.gauge("herald_lease_epoch", "The epoch of the lease this instance holds, by partition (0: none).", [("partition", "0")],
+        // The lease (SPEC §9).
+        p.gauge("herald_lease_epoch", "The epoch of the lease this instance holds, by partition (0: none).", [("partition", String(s.partition))],
                 Double(s.lease.epoch ?? 0))
         p.count("herald_lease_renewals_total", "Lease renewals that committed.", [], s.leaseRenewals)
         p.count("herald_lease_renewal_failures_total", "Lease renewals that could not reach PostgreSQL (the lease is kept: appends stay fenced by the epoch).", [],
@@ -227,6 +268,7 @@ public final class ServiceObservability {
         // Users and memory.
         p.gauge("herald_users", "Users with state in memory.", [], Double(s.users.count))
         p.gauge("herald_delivery_ring_bytes", "Bytes of recent delivery lines kept in memory for consumers.", [], Double(s.ring.bytes))
+        guard !ofMemberPartition else { return }
         p.count("herald_token_reloads_total", "Tokens file reloads on SIGHUP, by result.", [("result", "ok")], s.credentials.tokenReloads)
         p.count("herald_token_reloads_total", "Tokens file reloads on SIGHUP, by result.", [("result", "failed")], s.credentials.tokenReloadFailures)
         ProcessMetrics.publish(into: p, startedAt: startedAt)

@@ -143,6 +143,8 @@ final class Router: ConnectionDelegate {
     }
 
     var openConnections: Int { connections.count }
+    /// Requests waiting for their partition to have an owner.
+    var parkedCount: Int { parked.count }
 
     // MARK: Requests
 

@@ -85,7 +85,7 @@ public enum CitusDistribution {
             throw .configuration("""
                 The Citus coordinator has no worker nodes, so there is nowhere to put the shards. Add \
                 the workers first, on the coordinator in this database: SELECT citus_set_coordinator_host('<host>', <port>); \
-                SELECT citus_add_node('<worker host>', <port>); (docs/operations.md, "On Citus").
+                SELECT citus_add_node('<worker host>', <port>); (docs/citus.md, "On Citus").
                 """)
         }
         let existing = try distributionOf(connection)
@@ -222,7 +222,7 @@ public enum CitusDistribution {
         guard available else {
             throw .configuration("""
                 herald migrate --citus needs a Citus coordinator: this PostgreSQL has no citus extension \
-                (pg_available_extensions). Install Citus on every node (docs/operations.md, "On Citus"), or run \
+                (pg_available_extensions). Install Citus on every node (docs/citus.md, "On Citus"), or run \
                 herald migrate without --citus on one PostgreSQL.
                 """)
         }
@@ -233,7 +233,7 @@ public enum CitusDistribution {
                 herald migrate --citus could not create the citus extension in this database (\(error)). \
                 Citus must be in shared_preload_libraries, and CREATE EXTENSION citus needs a superuser: run it \
                 in this database on the coordinator and every worker, add the workers, then run herald migrate --citus again \
-                (docs/operations.md, "On Citus").
+                (docs/citus.md, "On Citus").
                 """)
         }
     }

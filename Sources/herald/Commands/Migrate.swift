@@ -14,7 +14,7 @@ struct Migrate: ParsableCommand {
                                valueName: "P"))
     var partitions: Int?
 
-    @Flag(help: ArgumentHelp("Distribute the database over the Citus cluster whose coordinator --database-url names: partitioned tables by partition, global ones as reference tables (a fresh database; docs/operations.md, \"On Citus\")."))
+    @Flag(help: ArgumentHelp("Distribute the database over the Citus cluster whose coordinator --database-url names: partitioned tables by partition, global ones as reference tables (a fresh database; docs/citus.md, \"On Citus\")."))
     var citus = false
 
     func validate() throws {

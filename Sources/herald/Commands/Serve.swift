@@ -159,10 +159,6 @@ struct Serve: ParsableCommand {
 
     /// `--instance`: a cluster member (a router and the services of the partitions it holds).
     private func serveAsMember(_ config: ServiceConfiguration, http: (host: String, port: Int)?) throws {
-        guard http == nil else {
-            Log.info("error: --http is not served by a cluster member (--instance) yet: leave it out, or serve a one-partition database without --instance")
-            throw ExitCode.error
-        }
         let member = ClusterMember(configuration: config, log: LogMessages.sink(Log.logger))
         if let peerTokenFile {
             guard let text = try? String(contentsOfFile: peerTokenFile, encoding: .utf8),
@@ -173,6 +169,8 @@ struct Serve: ParsableCommand {
             member.peerToken = token
         }
         do {
+            // Before the start, so that the partitions it takes publish their series from the first.
+            if let http { try HTTPSide.start(member, host: http.host, port: http.port) }
             try member.start()
         } catch let error as ServiceError {
             Log.info("error: \(error)")
