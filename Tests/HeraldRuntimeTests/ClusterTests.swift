@@ -281,6 +281,36 @@ final class TestCluster {
         }
     }
 
+    /// SIGHUP on a member reads its tokens file again: a removed token's connection is told
+    /// `grant_revoked` and closed, a new one is granted, and requests still reach every partition.
+    @Test func sighupOnAMemberReloadsItsTokens() throws {
+        let path = TokenReloadTests.tokensPath()
+        defer { unlink(path) }
+        let ops = TokenReloadTests.entry("ops", "ops-secret-token", roles: ["admin", "producer", "settings"], apps: ["com.example.cluster"])
+        let old = TokenReloadTests.entry("old", "old-secret-token", roles: ["producer"], apps: ["com.example.cluster"])
+        try TokenReloadTests.file([ops, old]).write(toFile: path, atomically: true, encoding: .utf8)
+        let cluster = try TestCluster(partitions: 4)
+        let a = try cluster.start("a", extra: ["--tokens", path])
+        let admin = try WireClient(port: a.port)
+        #expect(try admin.request(#"{"op":"hello","token":"ops-secret-token"}"#)["ok"] == true)
+        let deadline = Date().addingTimeInterval(30)
+        while try admin.request(#"{"op":"hello","token":"ops-secret-token"}"#)["routes"]?.arrayValue?.contains(where: { $0["address"] == .null }) != false,
+              Date() < deadline { usleep(50_000) }
+        let before = try WireClient(port: a.port)
+        #expect(try before.request(#"{"op":"hello","token":"old-secret-token"}"#)["ok"] == true)
+
+        let new = TokenReloadTests.entry("new", "new-secret-token", roles: ["producer"], apps: ["com.example.cluster"])
+        try TokenReloadTests.file([ops, new]).write(toFile: path, atomically: true, encoding: .utf8)
+        Glibc.kill(a.pid, SIGHUP)
+        #expect(try before.readJSON()["error"]?["code"] == "grant_revoked")
+        let after = try WireClient(port: a.port)
+        #expect(try after.request(#"{"op":"hello","token":"new-secret-token"}"#)["ok"] == true)
+        #expect(try admin.request(#"{"op":"registerApp","app":"com.example.cluster","entitlements":[]}"#)["ok"] == true,
+                "a fan-out to every partition through the internal token still works")
+        let refused = try WireClient(port: a.port)
+        #expect(try refused.request(#"{"op":"hello","token":"old-secret-token"}"#)["error"]?["code"] == "invalid_token")
+    }
+
     @Test func operatorCommandsCoverEveryPartition() throws {
         let cluster = try TestCluster(partitions: 4)
         let a = try cluster.start("a")

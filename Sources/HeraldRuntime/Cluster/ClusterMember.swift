@@ -100,6 +100,11 @@ public final class ClusterMember {
             }
             signal(SIGPIPE, SIG_IGN)
         }
+        if configuration.handleHangup ?? configuration.handleSignals {
+            let s = loop.signal(SIGHUP) { [unretained] in unretained.object?.reloadOnHangup() }
+            s.arm()
+            signals.append(s)
+        }
         tickTimer = loop.timer { [unretained] in unretained.object?.tick() }
         quickTimer = loop.timer { [unretained] in unretained.object?.quickRound() }
         perform(membership.startRequested(now: ClientConnection.monotonicMilliseconds()))
@@ -295,6 +300,35 @@ public final class ClusterMember {
             self.tickSoon()
             if self.stopping { self.stopStep() }
         })
+    }
+
+    // MARK: SIGHUP
+
+    /// Reads the tokens file and the TLS certificate and key again into the router (the partition
+    /// services take only the router's internal token, over loopback, without TLS). Files that do
+    /// not load change nothing; the error is logged.
+    func reloadOnHangup() {
+        guard let router else { return }
+        if let path = configuration.tokensFile {
+            do {
+                let table = try TokenFile.load(path)
+                let revoked = router.tokensReloaded(table)
+                log("SIGHUP: tokens reloaded from \(path): \(table.count) credential(s); \(revoked) connection(s) lost their grant and were closed")
+                if let warning = TokenFile.plainTokenWarning(table, path: path) { log(warning) }
+            } catch {
+                log("error: SIGHUP: \(error) The previous credentials stay in force; fix the file and send SIGHUP again.")
+            }
+        } else {
+            log("SIGHUP: no --tokens file to reload (dev mode stays on); nothing changed")
+        }
+        if let tls = configuration.tls {
+            do {
+                router.certificateReloaded(try TLSContext(tls))
+                log("SIGHUP: TLS certificate and key reloaded from \(tls.certificateFile) and \(tls.keyFile); new connections use them, open ones keep theirs")
+            } catch {
+                log("error: SIGHUP: \(error) The previous certificate, key and client CRL stay in use; fix the files and send SIGHUP again.")
+            }
+        }
     }
 
     // MARK: Posting from the partitions' threads

@@ -35,7 +35,8 @@ final class Router: ConnectionDelegate {
     }
 
     let loop: EventLoop
-    let settings: Settings
+    /// Its tokens and TLS context change on SIGHUP (`tokensReloaded`, `certificateReloaded`).
+    private(set) var settings: Settings
     var log: (String) -> Void
     var partitioning: Partitioning
     /// Each partition's owner, as the member last read the leases.
@@ -145,6 +146,24 @@ final class Router: ConnectionDelegate {
     var openConnections: Int { connections.count }
     /// Requests waiting for their partition to have an owner.
     var parkedCount: Int { parked.count }
+
+    /// SIGHUP read the tokens file again: later hellos are judged by `table`, and each open
+    /// connection whose grant it no longer gives is told `grant_revoked` and closed. Returns how
+    /// many lost their grant.
+    func tokensReloaded(_ table: TokenTable) -> Int {
+        settings.tokens = table
+        var revoked = 0
+        for connection in connections.open.values where !connection.isClosing {
+            let had = connection.session.grant != nil
+            connection.tokensReloaded(table)
+            if had && connection.session.grant == nil { revoked += 1 }
+        }
+        return revoked
+    }
+
+    /// SIGHUP read the certificate and key again: later connections use `context`; open ones
+    /// keep the session they negotiated.
+    func certificateReloaded(_ context: TLSContext) { settings.tls = context }
 
     // MARK: Requests
 
