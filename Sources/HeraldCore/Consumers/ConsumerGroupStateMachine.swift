@@ -79,9 +79,10 @@ public struct ConsumerGroupStateMachine: Sendable, Equatable {
     }
 
     /// A member id: the join time (milliseconds, fixed width so ids sort by it), then where it
-    /// joined, so that ids made by different instances never collide.
+    /// joined and a serial (fixed width too: two joins of one millisecond there sort by it), so
+    /// that ids made by different instances never collide.
     public static func memberID(joinedAtMilliseconds: Int64, instance: String, serial: UInt64) -> String {
-        let time = String(max(joinedAtMilliseconds, 0))
-        return String(repeating: "0", count: max(0, 15 - time.count)) + time + "-" + instance + "-" + String(serial)
+        func padded(_ n: String, _ width: Int) -> String { String(repeating: "0", count: max(0, width - n.count)) + n }
+        return padded(String(max(joinedAtMilliseconds, 0)), 15) + "-" + instance + "-" + padded(String(serial), 10)
     }
 }

@@ -46,5 +46,8 @@ import Testing
         let older = ConsumerGroupStateMachine.memberID(joinedAtMilliseconds: 999, instance: "zeta", serial: 9)
         let newer = ConsumerGroupStateMachine.memberID(joinedAtMilliseconds: 1_000, instance: "alpha", serial: 1)
         #expect(newer > older)
+        let ninth = ConsumerGroupStateMachine.memberID(joinedAtMilliseconds: 1_000, instance: "a", serial: 9)
+        let tenth = ConsumerGroupStateMachine.memberID(joinedAtMilliseconds: 1_000, instance: "a", serial: 10)
+        #expect(tenth > ninth, "within one millisecond, by serial")
     }
 }
