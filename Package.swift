@@ -87,12 +87,12 @@ let package = Package(
             ]
         ),
         // Downstream brokers: a Herald consumer that publishes to NATS JetStream (SPEC §13).
-        .target(name: "HeraldBridge", dependencies: ["HeraldCore", "HeraldClient", "CNats"]),
+        .target(name: "HeraldBridge", dependencies: ["HeraldCore", "HeraldWireTesting", "CNats"]),
         // The shipped executable: argument parsing only.
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldClient", "HeraldHTTPProbe", "HeraldCommandLine", "HeraldBridge",
+                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldClient", "HeraldHTTPProbe", "HeraldWireTesting", "HeraldCommandLine", "HeraldBridge",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
