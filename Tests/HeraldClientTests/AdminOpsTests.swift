@@ -24,6 +24,12 @@ import Testing
 
         // Closed (which acks the third line), else it would subscribe again after the delete and bring the name back.
         await consumer.close()
+        // The server sees the connection close a moment later: wait until the list has no member.
+        let closing = Date().addingTimeInterval(10)
+        while Date() < closing, try await herald.consumers().raw["consumers"]?.arrayValue?
+            .first(where: { $0["consumer"]?.stringValue == "gateway" })?["members"]?.arrayValue?.isEmpty == false {
+            try await Task.sleep(for: .milliseconds(20))
+        }
 
         let deleted = try await herald.deleteConsumer("gateway")
         #expect(deleted.raw["acked"]?.intValue == 3 && deleted.raw["closedConnections"]?.intValue == 0, "\(deleted.line)")
