@@ -63,8 +63,10 @@ let package = Package(
         .target(name: "HeraldClient", dependencies: ["COpenSSL"]),
         // The shortest example of the client, and its round trip: `herald-roundtrip`.
         .executableTarget(name: "HeraldRoundtrip", dependencies: ["HeraldClient"]),
-        // A blocking client of the line protocol (plain TCP or TLS) for tests, benches and `herald health`: raw lines, time-outs.
-        .target(name: "HeraldWireTesting", dependencies: ["HeraldCore", "CLibEventSSL"]),
+        // One blocking HTTP GET (`herald health --http`, the tests and benches of /metrics): no curl needed in the image.
+        .target(name: "HeraldHTTPProbe"),
+        // A blocking client of the line protocol (plain TCP or TLS) for tests, benches and `herald bridge nats`: raw lines, time-outs.
+        .target(name: "HeraldWireTesting", dependencies: ["HeraldCore", "HeraldHTTPProbe", "CLibEventSSL"]),
         // Shared by tests and benchmarks: private Postgres, manual clock, seeded RNG, load generators.
         .target(
             name: "HeraldTestSupport",
@@ -90,7 +92,8 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldClient", "HeraldWireTesting", "HeraldCommandLine", "HeraldBridge",
+                // HeraldWireTesting: only `bridge nats` (Bridge.swift, HeraldBridge) still reads Herald through it.
+                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldClient", "HeraldHTTPProbe", "HeraldWireTesting", "HeraldCommandLine", "HeraldBridge",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -88,6 +88,8 @@ public final class NatsBridge {
         log(state.created ? "created JetStream stream \(options.stream) (file storage, subjects \(subject), duplicate window \(options.duplicateWindowSeconds) s)"
             : "JetStream stream \(options.stream): \(state.messages) messages, newest \(stored.map { "\($0.key):\($0.value)" }.first ?? "none")")
 
+        // The raw-line client rather than HeraldClient's consumer: the bridge scans each line for
+        // its routing members only, where the consumer parses every line whole (BENCHMARKS.md).
         let herald = try WireClient(host: options.heraldHost, port: options.heraldPort, tls: options.tls)
         defer { herald.close() }
         let hello = try herald.request(#"{"op":"hello","token":\#(JSONValue.string(options.token ?? "").canonicalString)}"#)

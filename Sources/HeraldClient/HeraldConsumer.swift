@@ -27,11 +27,14 @@ public final class HeraldConsumer: AsyncSequence, SessionHandler {
     }
 
     /// Connects, says hello and subscribes; returns once the subscribe is answered (its refusal is thrown).
+    /// `manualAcks`: a delivery counts as processed only once `ack(_:)` says so, not when the next
+    /// is asked for (for a reader whose work completes later, e.g. a broker's confirmation).
     public static func subscribe(host: String = "127.0.0.1", port: Int = 7411, token: String? = nil, tls: TLSOptions? = nil,
                                  consumer: String, from start: SubscribeStart = .committed, filter: DeliveryFilter? = nil,
                                  ackEvery: Int = 256, ackIntervalMilliseconds: Int = 200,
-                                 backoff: Backoff = Backoff()) async throws(HeraldError) -> HeraldConsumer {
-        let state = State(consumer: consumer, start: start, filter: filter, ackEvery: ackEvery, ackIntervalMilliseconds: ackIntervalMilliseconds)
+                                 backoff: Backoff = Backoff(), manualAcks: Bool = false) async throws(HeraldError) -> HeraldConsumer {
+        let state = State(consumer: consumer, start: start, filter: filter, ackEvery: ackEvery, ackIntervalMilliseconds: ackIntervalMilliseconds,
+                          manualAcks: manualAcks)
         return try await started(Endpoint(host: host, port: port, token: token, tls: tls, backoff: backoff), state)
     }
 
@@ -75,6 +78,20 @@ public final class HeraldConsumer: AsyncSequence, SessionHandler {
         }
         return try result.get()
     }
+
+    /// With `manualAcks`: `delivery`, and every earlier one of its partition, is processed; the ack
+    /// goes out with the next batch (or `flushAcks()`, or `close()`).
+    public func ack(_ delivery: Delivery) { ack(partition: delivery.partition, cursor: delivery.cursor) }
+
+    /// With `manualAcks`: `partition`'s deliveries up to `cursor` are processed.
+    public func ack(partition: Int, cursor: Int64) {
+        var actions: [State.Action] = []
+        state.withLock { $0.ackRequested(partition: partition, cursor: cursor, now: monotonicMilliseconds(), actions: &actions) }
+        perform(actions)
+    }
+
+    /// The cursor the first subscribe's reply named: the stream starts after it.
+    public var subscribedAfter: Int64 { state.withLock { $0.startedAt ?? 0 } }
 
     /// Sends the acks of what was processed now, without waiting for their replies.
     public func flushAcks() {

@@ -297,6 +297,23 @@ public final class HeraldProducer: Sendable {
     public func ping() async throws(HeraldError) -> [String: HeraldJSON] { try await request(AnyRequest(op: "ping")).raw }
     /// The server's counters.
     public func stats() async throws(HeraldError) -> [String: HeraldJSON] { try await request(AnyRequest(op: "stats")).raw }
+    /// Admin: every durable consumer, in the reply's `raw["consumers"]` (each with its partitions'
+    /// acknowledged cursor and head, lag, filter, last ack and live `members`), and the live
+    /// ephemeral streams in `raw["ephemeral"]`.
+    public func consumers() async throws(HeraldError) -> Ack { try await request(AnyRequest(op: "consumers")) }
+    /// Admin: deletes a durable consumer: its live connections are closed (`consumer_deleted`), its
+    /// cursor removed. The reply's `raw` holds `acked` (the cursor it had) and `closedConnections`;
+    /// an unknown name throws `unknown_consumer`.
+    @discardableResult
+    public func deleteConsumer(_ consumer: String) async throws(HeraldError) -> Ack {
+        try await request(AnyRequest(op: "deleteConsumer", members: ["consumer": .string(consumer)]))
+    }
+    /// Admin: erases a user's notification content (their content keys are deleted); `seq` is the
+    /// erasure event's. The user's later notifications are stored under a new key.
+    @discardableResult
+    public func erase(user: String) async throws(HeraldError) -> Ack {
+        try await request(AnyRequest(op: "erase", members: ["user": .string(user)]))
+    }
 
     /// A consumer on a connection of its own (one stream per connection), to the same server with the same token.
     public func subscribe(consumer: String, from start: SubscribeStart = .committed, filter: DeliveryFilter? = nil,

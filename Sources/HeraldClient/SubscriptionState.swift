@@ -61,6 +61,9 @@ struct SubscriptionState<Reader> {
     let ephemeral: Bool
     let ackEvery: Int
     let ackIntervalMilliseconds: UInt64
+    /// Deliveries count as processed only when `ackRequested` says so (not when the next is asked
+    /// for, nor on close): for a reader whose work completes elsewhere, later and out of band.
+    let manualAcks: Bool
     /// Lines buffered for the reader before the socket stops being read.
     let bufferLimit: Int
 
@@ -81,13 +84,15 @@ struct SubscriptionState<Reader> {
     private var connected = false
     private var started = false
     private(set) var ended: HeraldError?
+    /// The first subscribe's reply: the cursor the stream started after.
+    private(set) var startedAt: Int64?
     private var closing = false
     private var yielded: Delivery?
     private var reader: (handle: Reader, deadline: UInt64?)?
 
     init(consumer: String, start: SubscribeStart, filter: DeliveryFilter?, ackEvery: Int, ackIntervalMilliseconds: Int,
-         bufferLimit: Int = 8192, ephemeral: Bool = false) {
-        self.consumer = consumer; self.start = start; self.filter = filter; self.ephemeral = ephemeral
+         bufferLimit: Int = 8192, ephemeral: Bool = false, manualAcks: Bool = false) {
+        self.consumer = consumer; self.start = start; self.filter = filter; self.ephemeral = ephemeral; self.manualAcks = manualAcks
         self.ackEvery = max(1, ackEvery); self.ackIntervalMilliseconds = UInt64(max(1, ackIntervalMilliseconds))
         self.bufferLimit = bufferLimit
     }
@@ -167,7 +172,8 @@ struct SubscriptionState<Reader> {
             if let last = lastReceived[d.partition], d.cursor <= last { return nil }
             lastReceived[d.partition] = d.cursor
             if let filter, !filter.admits(d) {
-                processedUpTo(d, actions: &actions)
+                // With manual acks a line left out moves no cursor: the reader's next ack covers it.
+                if !manualAcks { processedUpTo(d, actions: &actions) }
                 return nil
             }
             if let r = reader, head == buffer.count {
@@ -191,7 +197,8 @@ struct SubscriptionState<Reader> {
             if ok {
                 if !started {
                     started = true
-                    actions.append(.started(.success(json["cursor"]?.intValue ?? 0)))
+                    startedAt = json["cursor"]?.intValue ?? 0
+                    actions.append(.started(.success(startedAt!)))
                 }
             } else {
                 let error = HeraldError(reply: json)
@@ -225,7 +232,7 @@ struct SubscriptionState<Reader> {
             return
         }
         if let done = yielded {
-            processedUpTo(done, actions: &actions)
+            if !manualAcks { processedUpTo(done, actions: &actions) }
             yielded = nil
             if unackedLines >= ackEvery && connected { flushAcks(now: now, actions: &actions) }
         }
@@ -243,6 +250,15 @@ struct SubscriptionState<Reader> {
             return
         }
         reader = (handle, deadline)
+    }
+
+    /// With manual acks: the reader is done with `partition`'s deliveries up to `cursor`. The ack
+    /// goes out with the next batch (`ackEvery` lines, `ackIntervalMilliseconds`, a flush or the close).
+    mutating func ackRequested(partition: Int, cursor: Int64, now: UInt64, actions: inout [Action]) {
+        guard cursor > (processed[partition] ?? -1) else { return }
+        processed[partition] = cursor
+        unackedLines += 1
+        if unackedLines >= ackEvery && connected { flushAcks(now: now, actions: &actions) }
     }
 
     /// Acks the newest processed cursor of each partition that moved since its last ack.
@@ -272,7 +288,10 @@ struct SubscriptionState<Reader> {
     /// any ack is still unanswered (an `acksSettled` action follows).
     mutating func closeRequested(now: UInt64, actions: inout [Action]) -> Bool {
         closing = true
-        if let done = yielded { processedUpTo(done, actions: &actions); yielded = nil }
+        if let done = yielded {
+            if !manualAcks { processedUpTo(done, actions: &actions) }
+            yielded = nil
+        }
         if connected { flushAcks(now: now, actions: &actions) }
         return connected && owed.contains(where: { if case .ack = $0 { return true }; return false })
     }

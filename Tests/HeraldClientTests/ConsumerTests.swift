@@ -76,6 +76,28 @@ import Testing
         await herald.close()
     }
 
+    /// With manual acks, reading five lines and closing acks only the two the reader acked: the
+    /// next subscribe under the name starts at the third.
+    @Test func aConsumerWithManualAcksAcknowledgesOnlyWhatItIsTold() async throws {
+        let server = try ClientTestServer()
+        let herald = try await Self.producer(server)
+        try await Self.submit(herald, 0..<5)
+        let consumer = try await HeraldConsumer.subscribe(port: server.port, token: ClientTestServer.adminToken, consumer: "broker",
+                                                          from: .earliest, ackEvery: 1, manualAcks: true)
+        var read: [Delivery] = []
+        for _ in 0..<5 { if let d = try await consumer.next(timeoutMilliseconds: 10_000) { read.append(d) } }
+        #expect(read.map(\.cursor) == [1, 2, 3, 4, 5])
+        consumer.ack(read[1])
+        await consumer.close()
+        #expect(consumer.acknowledged[0] == 2, "\(consumer.acknowledged)")
+
+        let again = try await herald.subscribe(consumer: "broker")
+        let next = try await again.next(timeoutMilliseconds: 10_000)
+        #expect(next?.cursor == 3 && next?.notification == "c2", "\(String(describing: next))")
+        await again.close()
+        await herald.close()
+    }
+
     /// A filter leaves deliveries out of the loop; they still advance the cursor that is acked.
     @Test func aFilterLeavesDeliveriesOutButTheirCursorsAreAcked() async throws {
         let server = try ClientTestServer()

@@ -37,6 +37,24 @@ import Testing
         #expect(acks == [["op": "ack", "rid": 2, "consumer": "c", "cursor": 2, "partition": 3]], "after two processed lines")
     }
 
+    /// With manual acks, reading on acks nothing, nor does the close: only `ackRequested` moves
+    /// the cursor, and only forward.
+    @Test func withManualAcksOnlyAnAckRequestedMovesTheCursor() {
+        var s = State(consumer: "c", start: .earliest, filter: nil, ackEvery: 1, ackIntervalMilliseconds: 1_000, manualAcks: true)
+        Self.started(&s)
+        var actions: [State.Action] = []
+        for c in [Int64(1), 2, 3] { let d = Self.delivery(c); _ = s.lineReceived(d.line, d.json, actions: &actions) }
+        for reader in 0..<3 { s.nextRequested(reader: reader, deadline: nil, now: 10, actions: &actions) }
+        s.nextRequested(reader: 3, deadline: nil, now: 10, actions: &actions)
+        s.ticked(now: 5_000, actions: &actions)
+        #expect(Self.lines(s.takeOutbox()).isEmpty, "three lines read, none acked")
+        s.ackRequested(partition: 0, cursor: 2, now: 5_000, actions: &actions)
+        s.ackRequested(partition: 0, cursor: 1, now: 5_000, actions: &actions)
+        #expect(Self.lines(s.takeOutbox()) == [["op": "ack", "rid": 2, "consumer": "c", "cursor": 2]], "the newest, once")
+        #expect(s.closeRequested(now: 5_000, actions: &actions))
+        #expect(Self.lines(s.takeOutbox()).isEmpty, "the close acks nothing the reader did not")
+    }
+
     @Test func aReconnectResumesAfterTheLastLineReceivedAndDropsRepeats() {
         var s = State(consumer: "c", start: .committed, filter: nil, ackEvery: 100, ackIntervalMilliseconds: 1_000)
         Self.started(&s)

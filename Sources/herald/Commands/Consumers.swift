@@ -1,7 +1,7 @@
 // `herald consumers list|delete`: the admin ops `consumers` and `deleteConsumer` from the command line.
 import ArgumentParser
 import Foundation
-import HeraldWireTesting
+import HeraldClient
 import HeraldCommandLine
 import HeraldCore
 
@@ -18,7 +18,7 @@ struct Consumers: ParsableCommand {
         @Flag(help: "Print the op's JSON reply instead of a table.") var json = false
 
         func run() throws {
-            let reply = try adminRequest(server, #"{"op":"consumers"}"#)
+            let reply = try Consumers.reply(server.withProducer { producer throws(HeraldError) in try await producer.consumers() })
             if json {
                 print(reply.canonicalString)
                 return
@@ -34,9 +34,17 @@ struct Consumers: ParsableCommand {
         @Argument(help: "The consumer's name.") var name: String
 
         func run() throws {
-            let reply = try adminRequest(server, JSONValue.object(["op": "deleteConsumer", "consumer": .string(name)]).canonicalString)
+            let name = name
+            let reply = try Consumers.reply(server.withProducer { producer throws(HeraldError) in try await producer.deleteConsumer(name) })
             print("deleted consumer \(name) (acknowledged cursor \(reply["acked"]?.intValue ?? 0), \(reply["closedConnections"]?.intValue ?? 0) live connection(s) closed)")
         }
+    }
+
+    /// The reply as the server sent it, less the request number the client put on it.
+    static func reply(_ ack: Ack) throws -> JSONValue {
+        guard case .object(var members) = try JSONValue.parse(ack.line) else { return .object([:]) }
+        members["rid"] = nil
+        return .object(members)
     }
 
     /// The list as aligned columns: name, acked, head, lag, last ack, members, filter.
@@ -61,23 +69,5 @@ struct Consumers: ParsableCommand {
             out.append("ephemeral streams: " + ephemeral.map { "\($0["peer"]?.stringValue ?? "?") at \($0["position"]?.intValue ?? 0)" }.joined(separator: ", "))
         }
         return out.joined(separator: "\n")
-    }
-}
-
-/// Sends one admin request after the hello and returns its reply; a refusal ends the command (exit 1).
-func adminRequest(_ server: ServerConnectionOptions, _ line: String) throws -> JSONValue {
-    do {
-        let client = try server.connectAndHello()
-        defer { client.close() }
-        let reply = try client.request(line)
-        guard reply["ok"]?.boolValue == true else {
-            let error = reply["error"]
-            Log.info("error: \(error?["title"]?.stringValue ?? reply.canonicalString)\n\(error?["detail"]?.stringValue ?? "")")
-            throw ExitCode.error
-        }
-        return reply
-    } catch let error as WireClient.Failure {
-        Log.info("error: \(error)")
-        throw ExitCode.error
     }
 }

@@ -2,8 +2,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCommandLine
-import HeraldCore
-import HeraldWireTesting
+import HeraldClient
 
 struct Erase: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -25,33 +24,16 @@ struct Erase: ParsableCommand {
     @Option(name: .customLong("tls-key"), help: "With --tls-cert: its private key (PEM).") var tlsKey: String?
 
     func run() throws {
-        guard let (host, port) = hostAndPort(connect) else { throw ValidationError("--connect must be HOST:PORT") }
-        if token != nil && tokenFile != nil { throw ValidationError("Give --token or --token-file, not both.") }
-        var secret = token ?? ProcessInfo.processInfo.environment["HERALD_TOKEN"]
-        if let tokenFile {
-            guard let text = try? String(contentsOfFile: tokenFile, encoding: .utf8) else {
-                throw ValidationError("Cannot read --token-file \(tokenFile): check the path and that this user may read it.")
+        let token = try resolveToken(token: token, tokenFile: tokenFile)
+        let tls = tlsCA.map { TLSOptions(caFile: $0, certificateFile: tlsCert, keyFile: tlsKey) }
+        let (user, connect) = (user, connect)
+        let ack = try HeraldCommands.withProducer(connect: connect, token: token, tls: tls, failed: { error in
+            switch error.kind {
+            case .authentication: return "hello refused: \(error)"
+            case .client: return "error: \(connect): \(error)"
+            default: return "erase refused: \(error)"
             }
-            secret = text.split(separator: "\n", omittingEmptySubsequences: false).first.map { $0.trimmingCharacters(in: .whitespaces) }
-        }
-        do {
-            let tls = tlsCA.map { TLSClientOptions(caFile: $0, certificateFile: tlsCert, keyFile: tlsKey) }
-            let client = try WireClient(host: host, port: port, tls: tls)
-            defer { client.close() }
-            let hello = try client.request(#"{"op":"hello","token":\#(JSONValue.string(secret ?? "").canonicalString)}"#)
-            guard hello["ok"]?.boolValue == true else {
-                Log.info("hello refused: \(hello.canonicalString)")
-                throw ExitCode.error
-            }
-            let reply = try client.request(JSONValue.object(["op": "erase", "user": .string(user)]).canonicalString)
-            guard reply["ok"]?.boolValue == true else {
-                Log.info("erase refused: \(reply.canonicalString)")
-                throw ExitCode.error
-            }
-            print("erased the content of \(user) (event seq \(reply["seq"]?.intValue.map(String.init) ?? "?"))")
-        } catch let failure as WireClient.Failure {
-            Log.info("error: \(host):\(port): \(failure)")
-            throw ExitCode.error
-        }
+        }) { producer throws(HeraldError) in try await producer.erase(user: user) }
+        print("erased the content of \(user) (event seq \(ack.raw["seq"]?.intValue.map { String($0) } ?? "?"))")
     }
 }

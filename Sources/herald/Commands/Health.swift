@@ -2,7 +2,8 @@
 import ArgumentParser
 import Foundation
 import Glibc
-import HeraldWireTesting
+import HeraldClient
+import HeraldHTTPProbe
 import HeraldCommandLine
 import HeraldCore
 
@@ -26,8 +27,8 @@ struct Health: ParsableCommand {
     func run() throws {
         let (host, port) = http.flatMap(hostAndPort) ?? hostAndPort(connect)!  // checked in validate()
         let started = Date()
-        // The connect itself has no time-out of its own (a dropped SYN waits minutes): a watchdog
-        // bounds the whole probe, so a health check never outlives its limit.
+        // The probe's own time-outs are coarse (the connect's is whole seconds): a watchdog bounds
+        // the whole probe, so a health check never outlives its limit.
         let limit = timeout
         Thread.detachNewThread {
             Thread.sleep(forTimeInterval: limit)
@@ -38,30 +39,31 @@ struct Health: ParsableCommand {
             try probeHTTP(host: host, port: port, started: started)
             return
         }
-        do {
-            let client = try WireClient(host: host, port: port)
-            try client.send(#"{"op":"ping"}"#)
-            let left = max(1, Int32((limit - Date().timeIntervalSince(started)) * 1000))
-            guard let line = try client.readLine(timeoutMilliseconds: left) else {
-                throw WireClient.Failure.timeout
-            }
-            client.close()
-            let reply = try? JSONValue.parse(line)
-            guard reply?["ok"]?.boolValue == true, reply?["op"]?.stringValue == "pong" else {
-                Log.info("unhealthy: \(host):\(port) answered a ping with \(String(decoding: line.prefix(200), as: UTF8.self)), not a pong")
-                throw ExitCode.unhealthy
-            }
-            let milliseconds = Int(Date().timeIntervalSince(started) * 1000)
-            print("healthy: \(host):\(port) answered a ping in \(milliseconds) ms")
-        } catch let failure as WireClient.Failure {
-            if case .connect = failure {
-                Log.info("unhealthy: \(failure)")  // it names the address
-            } else {
-                Log.info("unhealthy: \(host):\(port): \(failure)")
+        let line: String
+        do throws(HeraldError) {
+            let left = max(1, Int((limit - Date().timeIntervalSince(started)) * 1000))
+            line = try HeraldProducer.probe(host: host, port: port, timeoutMilliseconds: left)
+        } catch {
+            switch error.code {
+            case "connect_failed" where error.title.hasPrefix(Self.cannotConnect):
+                Log.info("unhealthy: could not connect: \(error.title.dropFirst(Self.cannotConnect.count))")  // it names the address
+            case "timeout": Log.info("unhealthy: \(host):\(port): no reply in time")
+            case "client_closed": Log.info("unhealthy: \(host):\(port): the server closed the connection")
+            default: Log.info("unhealthy: \(host):\(port): \(error)")
             }
             throw ExitCode.unhealthy
         }
+        let reply = try? JSONValue.parse(line)
+        guard reply?["ok"]?.boolValue == true, reply?["op"]?.stringValue == "pong" else {
+            Log.info("unhealthy: \(host):\(port) answered a ping with \(line.prefix(200)), not a pong")
+            throw ExitCode.unhealthy
+        }
+        let milliseconds = Int(Date().timeIntervalSince(started) * 1000)
+        print("healthy: \(host):\(port) answered a ping in \(milliseconds) ms")
     }
+
+    /// How HeraldClient's refused connection begins ("Cannot connect to HOST:PORT: reason").
+    private static let cannotConnect = "Cannot connect to "
 }
 
 extension Health {

@@ -1,10 +1,8 @@
 // `herald tail`: a consumer (HeraldClient's) that prints deliveries as they come, acknowledging each.
 import ArgumentParser
-import Dispatch
 import Foundation
 import HeraldClient
 import HeraldCommandLine
-import Synchronization
 
 struct Tail: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Subscribe as a durable consumer and print deliveries (one JSON line each).")
@@ -36,9 +34,9 @@ struct Tail: ParsableCommand {
         }
         let filter = apps.isEmpty && kinds.isEmpty ? nil
             : DeliveryFilter(apps: apps.isEmpty ? nil : apps, kinds: kinds.isEmpty ? nil : kinds.map { DeliveryKind(rawValue: $0) })
-        let tls = server.tlsCA.map { TLSOptions(caFile: $0, certificateFile: server.tlsCert, keyFile: server.tlsKey) }
+        let tls = server.tls
         let (noAck, consumer, limit, idleExit) = (noAck, consumer, limit, idleExit)
-        let failure = Self.runBlocking { () async -> HeraldError? in
+        let failure = runBlocking { () async -> HeraldError? in
             do throws(HeraldError) {
                 let stream = noAck
                     ? try await HeraldConsumer.stream(host: host, port: port, token: token, tls: tls, consumer: consumer, from: start, filter: filter)
@@ -85,18 +83,5 @@ struct Tail: ParsableCommand {
             }
         }
         return failure
-    }
-
-    /// Runs `body` on the concurrency runtime and waits for it (the command itself is synchronous).
-    private static func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
-        let result = Mutex<T?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            let value = await body()
-            result.withLock { $0 = value }
-            done.signal()
-        }
-        done.wait()
-        return result.withLock { $0! }
     }
 }
