@@ -118,11 +118,10 @@ import Testing
     }
 
     /// Experiment 2: experiment 1 on Citus (a coordinator and two workers on loopback ports), where
-    /// Citus is installed — the kill, not yet the zombie (STATUS.md: a paused member stalls a
-    /// partition's appends on Citus).
+    /// Citus is installed.
     @Test(.enabled(if: TestCitus.isInstalled, Comment(rawValue: TestCitus.missingReason ?? "")))
-    func onCitusAKilledMemberLosesNothingAndDecidesEachNotificationOnce() throws {
-        let outcome = try Self.run(citus: true, zombie: false)
+    func onCitusAKilledMemberAndAZombieLoseNothingAndEachNotificationIsDecidedOnce() throws {
+        let outcome = try Self.run(citus: true, zombie: Self.zombie)
         #expect(outcome.report.ok, "\(outcome.report)")
         #expect(outcome.report.timersFired == Self.events / 10)
         #expect(outcome.replays.allSatisfy { $0 == 0 }, "replay exit codes by partition: \(outcome.replays)")
