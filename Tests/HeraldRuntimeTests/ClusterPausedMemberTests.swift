@@ -2,6 +2,7 @@
 import Foundation
 import Glibc
 import HeraldCore
+import HeraldStore
 import HeraldTestSupport
 import HeraldWireTesting
 import Testing
@@ -51,5 +52,32 @@ import Testing
         _ = try stats.request(#"{"op":"hello"}"#)
         let counts = try stats.request(#"{"op":"stats"}"#)
         #expect(counts["forwardedRemote"] == 0, "\(counts)")
+    }
+
+    /// A free partition whose row is locked, as by an owner paused in the middle of an append: the
+    /// member that takes it over gives the take up after a moment and serves everything else (its
+    /// loop, router included, does not wait for the lock), then takes it once the lock is gone.
+    @Test func aTakeWaitingOnAPausedOwnersLockDoesNotStopTheMember() throws {
+        let cluster = try TestCluster(partitions: 2, ttlSeconds: 1)
+        let zombie = try PGConnection.connect(cluster.url)
+        defer { zombie.close() }
+        try zombie.execute("BEGIN")
+        try zombie.execute("SELECT epoch FROM partitions WHERE partition = 1 FOR UPDATE")
+        // Started here rather than by `cluster.start`, to be told within seconds when its loop is held.
+        let log = FileManager.default.temporaryDirectory.path + "/herald-cluster-\(getpid())-locked-\(UInt32.random(in: 0...UInt32.max)).log"
+        let a = try ServeProcess(databaseURL: cluster.url, logPath: log, extraArguments: ["--instance", "a", "--lease-ttl", "1"])
+        defer { a.kill9() }
+        try a.start(timeoutSeconds: 10)
+        let user = try #require((0..<100).map { "locked-\($0)" }.first { cluster.partitions.partition(of: $0) == 0 })
+        let client = try WireClient(port: a.port)
+        #expect(try client.request(#"{"op":"hello"}"#, timeoutMilliseconds: 2_000)["ok"] == true)
+        #expect(try client.request(#"{"op":"authorization","user":"\#(user)","app":"com.example.cluster","status":"authorized","options":["alert"]}"#,
+                                   timeoutMilliseconds: 5_000)["ok"] == true)
+        let ack = try client.request(#"{"op":"submit","app":"com.example.cluster","id":"beside-a-lock","user":"\#(user)","title":"Served"}"#,
+                                     timeoutMilliseconds: 5_000)
+        #expect(ack["ok"] == true && ack["partition"] == 0, "\(ack)")
+        #expect(try cluster.served(by: a) == [0])
+        try zombie.execute("COMMIT")
+        try cluster.waitUntilEveryPartitionIsServed(via: a, seconds: 10)
     }
 }

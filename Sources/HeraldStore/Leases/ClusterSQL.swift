@@ -24,6 +24,16 @@ public enum ClusterSQL {
     /// Deletes instance $1's row (a graceful stop, after its partitions were released).
     public static let leave = "SELECT herald_leave($1)"
 
+    /// How long a member's statement waits for a row lock before it gives up. A take waits for the
+    /// partition's row while an append of its former owner holds it; an owner paused in the middle
+    /// of an append (a zombie) holds it as long as it sleeps, and a take waiting that long would
+    /// hold the taker's loop — its router with every client — with it. A take refused so is tried
+    /// again at the next round; the other statements wait for no other instance's lock.
+    public static let lockWaitMilliseconds = 250
+
+    /// Sets `lockWaitMilliseconds` on a member's connection (after its instance lock is taken).
+    public static let limitLockWaits = "SET lock_timeout = '\(lockWaitMilliseconds)ms'"
+
     public static func leaveParameters(instance: String) -> [String?] { [instance] }
 
     /// The cluster view in one statement (one now()): a row per partition (kind 'p': number,
