@@ -28,11 +28,19 @@ public enum ClusterSQL {
     /// partition's row while an append of its former owner holds it; an owner paused in the middle
     /// of an append (a zombie) holds it as long as it sleeps, and a take waiting that long would
     /// hold the taker's loop — its router with every client — with it. A take refused so is tried
-    /// again at the next round; the other statements wait for no other instance's lock.
-    public static let lockWaitMilliseconds = 250
+    /// again a tick later (`MembershipStateMachine.takeFoundRowLocked`); a racing take or a
+    /// release holds the row for a few milliseconds, and the other statements wait for no other
+    /// instance's lock.
+    public static let lockWaitMilliseconds = 50
 
     /// Sets `lockWaitMilliseconds` on a member's connection (after its instance lock is taken).
     public static let limitLockWaits = "SET lock_timeout = '\(lockWaitMilliseconds)ms'"
+
+    /// Whether `error` is a statement that gave up waiting for a lock (`limitLockWaits`).
+    public static func isLockWaitTimeout(_ error: StoreError) -> Bool {
+        if case .rejected(let sqlstate, _, _, _) = error { return sqlstate == "55P03" }
+        return false
+    }
 
     public static func leaveParameters(instance: String) -> [String?] { [instance] }
 
