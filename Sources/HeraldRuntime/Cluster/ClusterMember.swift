@@ -58,7 +58,6 @@ public final class ClusterMember {
         try DurabilityCheck.require(conn, allowUnsafe: configuration.allowUnsafeDurability, log: log)
         try Migrator.migrate(conn) { self.log($0) }
         try InstanceLock.takeShared(conn)
-        try conn.execute(ClusterSQL.limitLockWaits)
         partitioning = try EventReader.partitioning(conn)
         view = conn
         var settings = Router.Settings()
@@ -221,7 +220,6 @@ public final class ClusterMember {
         view?.close()
         let fresh = try PGConnection.connect(configuration.databaseURL)
         do { try InstanceLock.takeShared(fresh) } catch { log("warning: \(error)") }
-        do { try fresh.execute(ClusterSQL.limitLockWaits) } catch { fresh.close(); throw error }
         view = fresh
         return fresh
     }

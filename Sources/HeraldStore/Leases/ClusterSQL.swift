@@ -24,19 +24,15 @@ public enum ClusterSQL {
     /// Deletes instance $1's row (a graceful stop, after its partitions were released).
     public static let leave = "SELECT herald_leave($1)"
 
-    /// How long a member's statement waits for a row lock before it gives up. A take waits for the
-    /// partition's row while an append of its former owner holds it; an owner paused in the middle
-    /// of an append (a zombie) holds it as long as it sleeps, and a take waiting that long would
-    /// hold the taker's loop — its router with every client — with it. A take refused so is tried
-    /// again a tick later (`MembershipStateMachine.takeFoundRowLocked`); a racing take or a
-    /// release holds the row for a few milliseconds, and the other statements wait for no other
-    /// instance's lock.
-    public static let lockWaitMilliseconds = 50
+    /// How long a take waits for the partition's row lock before it gives up. A take waits for the
+    /// row while an append of the former owner holds it; an owner paused in the middle of an
+    /// append (a zombie) holds it as long as it sleeps, and a take waiting that long would hold the
+    /// taker's loop — its router with every client — with it. A take refused so is tried again a
+    /// tick later (`MembershipStateMachine.takeFoundRowLocked`); a racing take or a release holds
+    /// the row for a few milliseconds.
+    public static let takeLockWaitMilliseconds = 50
 
-    /// Sets `lockWaitMilliseconds` on a member's connection (after its instance lock is taken).
-    public static let limitLockWaits = "SET lock_timeout = '\(lockWaitMilliseconds)ms'"
-
-    /// Whether `error` is a statement that gave up waiting for a lock (`limitLockWaits`).
+    /// Whether `error` is a statement that gave up waiting for a lock (`take`'s lock wait).
     public static func isLockWaitTimeout(_ error: StoreError) -> Bool {
         if case .rejected(let sqlstate, _, _, _) = error { return sqlstate == "55P03" }
         return false
@@ -97,9 +93,12 @@ public enum ClusterSQL {
                                                                   ttlMilliseconds: ttlMilliseconds))
     }
 
+    /// Takes the partition (see `take`), waiting at most `takeLockWaitMilliseconds` for its row.
     public static func take(_ connection: PGConnection, partition: Int, instance: String, address: String,
                             ttlMilliseconds: Int64, expectedEpoch: Int64) throws(StoreError) -> Int64? {
-        takenEpoch(from: try connection.execute(take, takeParameters(
+        try connection.execute("SET lock_timeout = '\(takeLockWaitMilliseconds)ms'")
+        defer { _ = try? connection.execute("RESET lock_timeout") }
+        return takenEpoch(from: try connection.execute(take, takeParameters(
             partition: partition, instance: instance, address: address, ttlMilliseconds: ttlMilliseconds,
             expectedEpoch: expectedEpoch)))
     }
