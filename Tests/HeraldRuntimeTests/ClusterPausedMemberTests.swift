@@ -58,7 +58,17 @@ import Testing
     /// member that takes it over gives the take up after a moment and serves everything else (its
     /// loop, router included, does not wait for the lock), then takes it once the lock is gone.
     @Test func aTakeWaitingOnAPausedOwnersLockDoesNotStopTheMember() throws {
-        let cluster = try TestCluster(partitions: 2, ttlSeconds: 1)
+        try Self.takeWaitingOnALock(citus: false)
+    }
+
+    /// The same on Citus, where Citus is installed.
+    @Test(.enabled(if: TestCitus.isInstalled, Comment(rawValue: TestCitus.missingReason ?? "")))
+    func onCitusATakeWaitingOnAPausedOwnersLockDoesNotStopTheMember() throws {
+        try Self.takeWaitingOnALock(citus: true)
+    }
+
+    static func takeWaitingOnALock(citus: Bool) throws {
+        let cluster = try TestCluster(partitions: 2, ttlSeconds: 1, citus: citus)
         let zombie = try PGConnection.connect(cluster.url)
         defer { zombie.close() }
         try zombie.execute("BEGIN")
