@@ -1,4 +1,4 @@
-// SPEC §9 routing with a member paused (SIGSTOP) past its lease: what it was sent meanwhile is re-routed, never forwarded twice.
+// SPEC §9 with a member paused (SIGSTOP) past its lease: what it was sent is re-routed, never forwarded twice, and no take waits on its locks.
 import Foundation
 import Glibc
 import HeraldCore
