@@ -103,6 +103,13 @@ public struct ClusterLoad: Sendable {
 
     private func produce(_ p: Int, ports: [Int], deadline: Date, record: (Int, Ack) -> Void) throws -> Stats {
         var stats = Stats()
+        // What this producer saw last (connections, their ends, refusals): told with a failure.
+        var seen: [String] = []
+        func saw(_ what: String) {
+            if seen.count == 30 { seen.removeFirst() }
+            seen.append("\(String(format: "%.3f", Date().timeIntervalSince1970)) \(what)")
+        }
+        func lastSeen() -> String { "; producer \(p) saw last:\n  " + seen.joined(separator: "\n  ") }
         var queue: [Int] = Array(stride(from: p, to: events, by: producers)).reversed()
         var everSent = Set<Int>()
         var attempt = p
@@ -111,13 +118,17 @@ public struct ClusterLoad: Sendable {
         var paced = 0
         let perProducer = Double(ratePerSecond) / Double(producers)
         while !queue.isEmpty {
-            guard Date() < deadline else { throw ExperimentError("\(queue.count) submits still unacknowledged at the deadline") }
+            guard Date() < deadline else {
+                throw ExperimentError("\(queue.count) submits still unacknowledged at the deadline (next: \(queue.suffix(3).reversed()))" + lastSeen())
+            }
             attempt += 1
             let client: WireClient
             do {
                 client = try WireClient(port: ports[attempt % ports.count])
                 guard try client.request(#"{"op":"hello"}"#, timeoutMilliseconds: 2_000)["ok"] == true else { continue }
+                saw("connected to port \(ports[attempt % ports.count]), \(queue.count) to send")
             } catch {
+                saw("could not connect to port \(ports[attempt % ports.count]): \(error)")
                 usleep(50_000)
                 continue
             }
@@ -154,16 +165,18 @@ public struct ClusterLoad: Sendable {
                         record(i, ack)
                     } else if let code = reply["error"]?["code"]?.stringValue, ["store_unavailable", "partition_unavailable", "not_owner"].contains(code) {
                         stats.refusedRetried += 1
+                        saw("submit \(i) refused: \(code)")
                         queue.append(i)
                         pauseUntil = Date().addingTimeInterval(0.1)
                     } else {
-                        throw ExperimentError("submit \(i) refused: \(reply.canonicalString)")
+                        throw ExperimentError("submit \(i) refused: \(reply.canonicalString)" + lastSeen())
                     }
                 }
             } catch let e as ExperimentError {
                 throw e
             } catch {
                 // The member was killed, paused, or closed after its goodbye: re-send what has no reply.
+                saw("connection ended (\(error)) with \(outstanding.count - head) unanswered from submit \(head < outstanding.count ? outstanding[head] : -1)\(goodbye ? " after goodbye" : "")")
             }
             queue.append(contentsOf: outstanding[head...].reversed())
             client.close()

@@ -62,6 +62,9 @@ public struct MembershipStateMachine: Sendable, Equatable {
     private var roundStartedAt: Int64?
     /// Until when the last heartbeat written keeps this instance live, by its own clock.
     public private(set) var heartbeatValidUntil: Int64?
+    /// Partitions whose row was locked when this instance tried to take them, with when (by its
+    /// clock) a round may try again.
+    public private(set) var takesDeferred: [Int: Int64] = [:]
 
     public init(instance: String, ttlMilliseconds: Int64) {
         precondition(ttlMilliseconds > 0)
@@ -122,6 +125,7 @@ public struct MembershipStateMachine: Sendable, Equatable {
         plannedBy plan: (_ view: ClusterView, _ me: String, _ serving: Set<Int>, _ acquiring: Set<Int>, _ handingOver: Set<Int>) -> [BalanceAction]
     ) -> [Action] {
         guard state == .joining || state == .member else { return [] }
+        let roundStart = roundStartedAt
         roundStartedAt = nil
         state = .member
         let planned = plan(view, instance, Set(serving.keys), taking.union(starting.keys), Set(handingOver.keys))
@@ -130,6 +134,8 @@ public struct MembershipStateMachine: Sendable, Equatable {
             switch step {
             case .take(let partition, let expectedEpoch):
                 guard epoch(of: partition) == nil, !taking.contains(partition) else { continue }
+                if let until = takesDeferred[partition], let at = roundStart, at < until { continue }
+                takesDeferred[partition] = nil
                 taking.insert(partition)
                 actions.append(.take(partition: partition, expectedEpoch: expectedEpoch))
             case .handOver(let partition):
@@ -157,6 +163,16 @@ public struct MembershipStateMachine: Sendable, Equatable {
         }
         starting[partition] = epoch
         return [.startServing(partition: partition, epoch: epoch)]
+    }
+
+    /// The take of `partition`, sent at `now`, gave up waiting for the partition's row: another
+    /// session holds it, typically an owner paused in the middle of an append whose lease ran out
+    /// meanwhile (it may sleep for long). Nothing was taken; rounds do not try the partition again
+    /// for a tick, so that they do not spend their time waiting on that lock.
+    public mutating func takeFoundRowLocked(partition: Int, now: Int64) -> [Action] {
+        guard taking.contains(partition) else { return [] }
+        takesDeferred[partition] = now + tickMilliseconds
+        return takeCompleted(partition: partition, epoch: nil)
     }
 
     /// The service serves `partition` (rebuilt, its lease renewed from now on).

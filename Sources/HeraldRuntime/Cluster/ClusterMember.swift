@@ -183,9 +183,14 @@ public final class ClusterMember {
                 readView(planning: true)
             case .take(let p, let expected):
                 var epoch: Int64?
+                let sentAt = ClientConnection.monotonicMilliseconds()
                 do {
                     epoch = try ClusterSQL.take(connection(), partition: p, instance: instance, address: advertised,
                                                 ttlMilliseconds: configuration.leaseTTLMilliseconds, expectedEpoch: expected)
+                } catch where ClusterSQL.isLockWaitTimeout(error) {
+                    log("notice: partition \(p) is free but its row is locked (an owner paused in an append?); taking it later")
+                    perform(membership.takeFoundRowLocked(partition: p, now: sentAt))
+                    continue
                 } catch {
                     connectionFailed(error, "take partition \(p)")
                 }

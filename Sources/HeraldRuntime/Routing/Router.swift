@@ -7,11 +7,12 @@ import HeraldCore
 /// The door of `herald serve --instance` (SPEC §9, routing). Clients connect here; the session
 /// checks hello, roles and apps as on a single instance; each request then goes, as received, to
 /// the owner of its user's partition — a partition service of this process (on loopback, with the
-/// member's internal token) or another instance (with the peer token, marked `"route":"direct"` so
-/// it is never forwarded twice). Replies come back in each connection's request order (the
-/// connection orders them by ticket). A fan-out across partitions is split and answered once,
-/// after every partition answered (`ReplyMerge`). Requests whose partition has no reachable owner
-/// wait (`parked`) until the leases name one, or until `parkMilliseconds`.
+/// member's internal token) or another instance (with the peer token, marked
+/// `"route":{"partition":p}` so it is served there or refused, never forwarded twice). Replies come
+/// back in each connection's request order (the connection orders them by ticket). A fan-out
+/// across partitions is split and answered once, after every partition answered (`ReplyMerge`).
+/// A client's request whose partition has no reachable owner waits (`parked`) until the leases name
+/// one, or until `parkMilliseconds`; what becomes of each request is `ForwardedRequest`'s to decide.
 final class Router: ConnectionDelegate {
     struct Settings {
         var host = "127.0.0.1"
@@ -68,10 +69,8 @@ final class Router: ConnectionDelegate {
     private var unsentForTesting = 0
 
     struct Parked {
-        var partition: Int
+        var request: ForwardedRequest
         var line: [UInt8]
-        var direct: Bool
-        var since: Int64
         var handler: UpstreamLink.ReplyHandler
     }
 
@@ -178,12 +177,13 @@ final class Router: ConnectionDelegate {
         guard var line = request.line else { preconditionFailure("a router's session keeps every line") }
         line.append(0x0A)
         let direct = request.body["route"]?.stringValue == "direct"
-        // From another instance: for one partition, which must be this instance's (never forwarded again).
+        // From another instance: for one partition, served by this instance's service of it or
+        // refused (never forwarded again, never parked here: see `ForwardedRequest`).
         if let p = request.body["route"]?["partition"]?.intValue.map(Int.init), request.op != .subscribe {
-            if local[p] != nil {
-                if request.op == .ack, let stream = streams[connection.id] { stream.ack(line, partition: p, reply) } else { forward(line, to: p, reply) }
+            if local[p] != nil, request.op == .ack, let stream = streams[connection.id] {
+                stream.ack(line, partition: p, reply)
             } else {
-                reply(Self.bytes(notOwner(partition: p, rid: request.rid)))
+                forward(line, to: p, origin: .peer, reply)
             }
             return
         }
@@ -226,26 +226,54 @@ final class Router: ConnectionDelegate {
         }
     }
 
-    /// Sends `line` to partition `p`'s owner and `handler` its reply; parks it while `p` has no owner.
-    func forward(_ line: [UInt8], to p: Int, direct: Bool = false, since: Int64? = nil, _ handler: @escaping UpstreamLink.ReplyHandler) {
-        let now = ClientConnection.monotonicMilliseconds()
-        guard let link = link(for: p) else {
-            park(Parked(partition: p, line: line, direct: direct, since: since ?? now, handler: handler))
+    /// Sends `line` to partition `p`'s owner and `handler` its reply (`origin`: who sent it; see
+    /// `ForwardedRequest` for where each may go and what a refusal or a lost link does to it).
+    func forward(_ line: [UInt8], to p: Int, origin: ForwardedRequest.Origin = .client, _ handler: @escaping UpstreamLink.ReplyHandler) {
+        let request = ForwardedRequest(origin: origin, partition: p, now: ClientConnection.monotonicMilliseconds(),
+                                       parkLimitMilliseconds: settings.parkMilliseconds)
+        route(Parked(request: request, line: line, handler: handler))
+    }
+
+    /// Looks the owner of the item's partition up and does what its request's machine says.
+    private func route(_ item: Parked) {
+        var sent = item
+        let p = item.request.partition
+        let found = link(for: p, origin: item.request.origin)
+        let owner: ForwardedRequest.Owner = found.map { $0.remote ? .otherInstance : .localService } ?? .unknown
+        let action = sent.request.ownerLookedUp(owner, now: ClientConnection.monotonicMilliseconds())
+        guard case .send = action, let (link, remote) = found else {
+            perform(action, sent)
             return
         }
         forwarded += 1
-        let remote = local[p] == nil
         if remote { forwardedRemote += 1 }
-        let out = remote ? Self.directed(line, partition: p) : line
-        link.send(out, tag: p) { [unretained] answer in
-            // An owner that lost the partition meanwhile (fenced, or not the owner any more): the
-            // request was not stored; it waits for the new owner.
-            if Self.isNotOwner(answer), let self = unretained.object, now - (since ?? now) < self.settings.parkMilliseconds {
-                self.park(Parked(partition: p, line: line, direct: direct, since: since ?? now, handler: handler))
-                self.wantsRoutes?()
-                return
-            }
-            handler(answer)
+        let out = remote ? Self.directed(sent.line, partition: p) : sent.line
+        link.send(out, tag: p, request: sent.request) { [unretained, sent] answer in
+            var answered = sent
+            let next = answered.request.answerReceived(notOwner: Self.isNotOwner(answer), now: ClientConnection.monotonicMilliseconds())
+            if next == .relay { return sent.handler(answer) }
+            if let self = unretained.object { self.perform(next, answered) } else { sent.handler(answer) }
+        }
+    }
+
+    /// Carries out a request's action other than sending it (`route` sends, the link's reply relays).
+    private func perform(_ action: ForwardedRequest.Action, _ item: Parked) {
+        let p = item.request.partition
+        switch action {
+        case .send:
+            route(item)
+        case .relay:
+            preconditionFailure("only an owner's answer is relayed, where it is received")
+        case .park:
+            // An owner that lost the partition meanwhile (fenced, or not the owner any more), or
+            // none known: nothing was stored; it waits for the new owner.
+            parked.append(item)
+            parkTimer?.arm(afterMilliseconds: 100)
+            wantsRoutes?()
+        case .refuseNotOwner:
+            item.handler(Self.bytes(notOwner(partition: p, rid: Self.rid(of: item.line))))
+        case .refuseUnavailable(let waited):
+            item.handler(Self.bytes(WireReply.error(rid: Self.rid(of: item.line), Self.unavailable(p, waited: waited))))
         }
     }
 
@@ -268,27 +296,32 @@ final class Router: ConnectionDelegate {
         init(count: Int) { self.count = count }
     }
 
-    /// The request link to partition `p`'s owner (made on first use); nil while `p` has no owner.
-    private func link(for p: Int) -> UpstreamLink? {
+    /// The request link to partition `p`'s owner (made on first use), and whether it is another
+    /// instance; nil while `p` has no owner. A peer's request goes only to this member's service.
+    private func link(for p: Int, origin: ForwardedRequest.Origin) -> (link: UpstreamLink, remote: Bool)? {
         let address: String
         let token: String?
+        let remote: Bool
         if let mine = local[p], links[mine].map({ !$0.saidGoodbye }) ?? true {
             address = mine
             token = settings.internalToken
-        } else if let owner = owners[p], owner.address != advertised {
+            remote = false
+        } else if origin == .client, let owner = owners[p], owner.address != advertised {
             address = owner.address
             token = settings.peerToken
+            remote = true
         } else {
             return nil
         }
-        if let link = links[address], !link.isClosed, !link.saidGoodbye { return link }
+        if let link = links[address], !link.isClosed, !link.saidGoodbye { return (link, remote) }
         let link = UpstreamLink(loop: loop, address: address, token: token)
         link.onLost = { [unretained] lost, why in unretained.object?.linkLost(address, lost, why) }
         links[address] = link
-        return link
+        return (link, remote)
     }
 
-    /// A link ended: what it had not answered waits for the partition's (new) owner.
+    /// A link ended: what it had not answered waits for the partition's (new) owner, or, sent by
+    /// another instance, is refused to it (`ForwardedRequest.linkLost`).
     private func linkLost(_ address: String, _ lost: [UpstreamLink.Pending], _ why: String) {
         if links[address]?.isClosed == true || links[address]?.saidGoodbye == true { links[address] = nil }
         // A local service that said goodbye or stopped answering is going away (handed over, or its
@@ -296,38 +329,22 @@ final class Router: ConnectionDelegate {
         for (p, local) in local where local == address { self.local[p] = nil }
         wantsRoutes?()
         guard !lost.isEmpty else { return }
-        log("notice: \(lost.count) request(s) to \(address) unanswered (\(why)); sent again to the partition's owner")
+        log("notice: \(lost.count) request(s) to \(address) unanswered (\(why)); sent again to the partition's owner or refused to the instance that sent it")
         let now = ClientConnection.monotonicMilliseconds()
         for l in lost {
-            park(Parked(partition: l.tag, line: Self.undirected(l.line), direct: false, since: now, handler: l.handler))
+            var request = l.request ?? ForwardedRequest(origin: .client, partition: l.tag, now: now, parkLimitMilliseconds: settings.parkMilliseconds)
+            let action = request.linkLost(now: now)
+            perform(action, Parked(request: request, line: Self.undirected(l.line), handler: l.handler))
         }
-        wantsRoutes?()
     }
 
-    private func park(_ item: Parked) {
-        parked.append(item)
-        parkTimer?.arm(afterMilliseconds: 100)
-    }
-
-    /// Retries parked requests whose partition has an owner; refuses those that waited too long.
+    /// Looks the owners of parked requests up again: those with one are sent, those that waited
+    /// too long are refused, the others wait on.
     func retryParked() {
         guard !parked.isEmpty else { return }
-        let now = ClientConnection.monotonicMilliseconds()
         let waiting = parked
         parked.removeAll()
-        for item in waiting {
-            if link(for: item.partition) != nil {
-                forward(item.line, to: item.partition, direct: item.direct, since: item.since, item.handler)
-            } else if now - item.since >= settings.parkMilliseconds {
-                item.handler(Self.bytes(WireReply.error(rid: Self.rid(of: item.line), Self.unavailable(item.partition, waited: now - item.since))))
-            } else {
-                parked.append(item)
-            }
-        }
-        if !parked.isEmpty {
-            wantsRoutes?()
-            parkTimer?.arm(afterMilliseconds: 100)
-        }
+        for item in waiting { route(item) }
     }
 
     /// The member read the leases: new owners take the parked requests at once.

@@ -18,6 +18,8 @@ final class UpstreamLink {
         /// The sender's note of what the request is for (the router's: its partition).
         var tag: Int
         var handler: ReplyHandler
+        /// The router's request (who sent it, since when it waits), handed back with it when the link ends.
+        var request: ForwardedRequest? = nil
     }
 
     let address: String
@@ -97,12 +99,13 @@ final class UpstreamLink {
 
     /// Writes `line` (a request, newline-terminated) and calls `handler` with its reply. On a link
     /// that is closed or said goodbye, the request is handed back through `onLost` at once.
-    func send(_ line: [UInt8], tag: Int = 0, _ handler: @escaping ReplyHandler) {
+    func send(_ line: [UInt8], tag: Int = 0, request: ForwardedRequest? = nil, _ handler: @escaping ReplyHandler) {
         guard let bev, !isClosed, !saidGoodbye else {
-            handBackSoon([Pending(line: line, tag: tag, handler: handler)], saidGoodbye ? "the owner is handing the partition over" : "the link is closed")
+            handBackSoon([Pending(line: line, tag: tag, handler: handler, request: request)],
+                         saidGoodbye ? "the owner is handing the partition over" : "the link is closed")
             return
         }
-        pending.append(Pending(line: line, tag: tag, handler: handler))
+        pending.append(Pending(line: line, tag: tag, handler: handler, request: request))
         _ = line.withUnsafeBytes { bufferevent_write(bev, $0.baseAddress, $0.count) }
     }
 

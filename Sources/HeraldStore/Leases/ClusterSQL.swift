@@ -24,6 +24,23 @@ public enum ClusterSQL {
     /// Deletes instance $1's row (a graceful stop, after its partitions were released).
     public static let leave = "SELECT herald_leave($1)"
 
+    /// How long a take waits for the partition's row lock before it gives up. A take waits for the
+    /// row while an append of the former owner holds it; an owner paused in the middle of an
+    /// append (a zombie) holds it as long as it sleeps, and a take waiting that long would hold the
+    /// taker's loop — its router with every client — with it. A take refused so is tried again a
+    /// tick later (`MembershipStateMachine.takeFoundRowLocked`); a racing take or a release holds
+    /// the row for a few milliseconds. On Citus the wait is on a worker, where the coordinator's
+    /// lock timeout does not reach: there the take's statement timeout ends it.
+    public static let takeLockWaitMilliseconds = 50
+    public static let takeStatementMilliseconds = 200
+
+    /// Whether `error` is a statement that gave up waiting for a lock (`take`'s lock wait).
+    public static func isLockWaitTimeout(_ error: StoreError) -> Bool {
+        // lock_not_available; query_canceled (the statement timeout, on Citus)
+        if case .rejected(let sqlstate, _, _, _) = error { return sqlstate == "55P03" || sqlstate == "57014" }
+        return false
+    }
+
     public static func leaveParameters(instance: String) -> [String?] { [instance] }
 
     /// The cluster view in one statement (one now()): a row per partition (kind 'p': number,
@@ -79,9 +96,16 @@ public enum ClusterSQL {
                                                                   ttlMilliseconds: ttlMilliseconds))
     }
 
+    /// Takes the partition (see `take`), waiting at most `takeLockWaitMilliseconds` for its row.
     public static func take(_ connection: PGConnection, partition: Int, instance: String, address: String,
                             ttlMilliseconds: Int64, expectedEpoch: Int64) throws(StoreError) -> Int64? {
-        takenEpoch(from: try connection.execute(take, takeParameters(
+        try connection.execute("SET lock_timeout = '\(takeLockWaitMilliseconds)ms'")
+        try connection.execute("SET statement_timeout = '\(takeStatementMilliseconds)ms'")
+        defer {
+            _ = try? connection.execute("RESET lock_timeout")
+            _ = try? connection.execute("RESET statement_timeout")
+        }
+        return takenEpoch(from: try connection.execute(take, takeParameters(
             partition: partition, instance: instance, address: address, ttlMilliseconds: ttlMilliseconds,
             expectedEpoch: expectedEpoch)))
     }

@@ -37,6 +37,28 @@ import Testing
         #expect(m.serving == [0: 1])
     }
 
+    /// A free partition whose row is locked (an owner paused in the middle of an append): the take
+    /// that gave up waiting is not tried again for a tick, then is.
+    @Test func aTakeThatFoundTheRowLockedIsTriedAgainATickLater() {
+        var m = MembershipStateMachine(instance: "a", ttlMilliseconds: 3_000)
+        _ = m.startRequested(now: 0)
+        _ = m.heartbeatCompleted(ok: true)
+        #expect(m.viewRead(Self.view(live: ["a"], partitions: 2)) == [.take(partition: 0, expectedEpoch: 0), .take(partition: 1, expectedEpoch: 0)])
+        #expect(m.takeCompleted(partition: 0, epoch: 1) == [.startServing(partition: 0, epoch: 1)])
+        #expect(m.takeFoundRowLocked(partition: 1, now: 100) == [])
+        #expect(m.takesDeferred == [1: 1_100] && m.taking.isEmpty)
+        // A round soon after (a link was lost): partition 1 is let be.
+        _ = m.tickDue(now: 600)
+        _ = m.heartbeatCompleted(ok: true)
+        #expect(m.viewRead(Self.view(live: ["a"], owners: [0: ("a", 1, true)], partitions: 2)) == [])
+        // A tick later it is taken again.
+        _ = m.tickDue(now: 1_100)
+        _ = m.heartbeatCompleted(ok: true)
+        #expect(m.viewRead(Self.view(live: ["a"], owners: [0: ("a", 1, true)], partitions: 2)) == [.take(partition: 1, expectedEpoch: 0)])
+        #expect(m.takesDeferred.isEmpty)
+        #expect(m.takeFoundRowLocked(partition: 0, now: 1_200) == [], "not a take in flight")
+    }
+
     @Test func aRoundEveryThirdOfTheTTLOneAtATime() {
         var m = MembershipStateMachine(instance: "a", ttlMilliseconds: 3_000)
         _ = m.startRequested(now: 0)
