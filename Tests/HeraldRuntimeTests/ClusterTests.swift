@@ -66,6 +66,14 @@ final class TestCluster {
         throw ExperimentError("not every partition is served after \(seconds) s: routes \(last)\n\(member.tail())")
     }
 
+    /// Waits until `member` sees the partitions spread over its owners as `shares` (sorted), so
+    /// that no partition moves while a test looks.
+    func waitUntilBalanced(via member: ServeProcess, _ shares: [Int]) throws {
+        try waitUntilEveryPartitionIsServed(via: member) { routes in
+            Dictionary(grouping: routes.compactMap { $0 }, by: { $0 }).values.map(\.count).sorted() == shares
+        }
+    }
+
     /// The partitions `member` serves itself (its router's `stats`).
     func served(by member: ServeProcess) throws -> [Int] {
         let c = try WireClient(port: member.port)
@@ -170,9 +178,7 @@ final class TestCluster {
         try cluster.waitUntilEveryPartitionIsServed(via: a)
         let b = try cluster.start("b")
         // Balanced (two partitions each), so that no partition moves while the stream is checked.
-        try cluster.waitUntilEveryPartitionIsServed(via: b) { routes in
-            Dictionary(grouping: routes.compactMap { $0 }, by: { $0 }).values.map(\.count).sorted() == [2, 2]
-        }
+        try cluster.waitUntilBalanced(via: b, [2, 2])
         let users = (0..<20).map { "sub-\($0)" }
         let p = try cluster.producer(via: a, users: users)
         for (i, u) in users.enumerated() {
@@ -268,9 +274,7 @@ final class TestCluster {
         }
 
         let b = try cluster.start("b")
-        try cluster.waitUntilEveryPartitionIsServed(via: b) { routes in
-            Dictionary(grouping: routes.compactMap { $0 }, by: { $0 }).values.map(\.count).sorted() == [2, 2]
-        }
+        try cluster.waitUntilBalanced(via: b, [2, 2])
         let served = Set(try cluster.served(by: a))
         let after = try MetricsEndpointTests.get(httpPort, "/metrics").body
         #expect(MetricsEndpointTests.sample(after, "herald_partitions_owned") == 2)

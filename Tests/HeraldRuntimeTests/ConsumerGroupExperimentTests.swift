@@ -34,9 +34,7 @@ import Testing
         let a = try cluster.start("a")
         try cluster.waitUntilEveryPartitionIsServed(via: a)
         let b = try cluster.start("b")
-        try cluster.waitUntilEveryPartitionIsServed(via: b) { routes in
-            Dictionary(grouping: routes.compactMap { $0 }, by: { $0 }).values.map(\.count).sorted() == [4, 4]
-        }
+        try cluster.waitUntilBalanced(via: b, [4, 4])
         let users = (0..<64).map { "group-\($0)" }
         let producer = try cluster.producer(via: a, users: users)
         let admin = try WireClient(port: b.port)
