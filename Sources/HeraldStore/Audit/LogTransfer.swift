@@ -10,11 +10,20 @@ import HeraldCore
 public enum LogTransfer {
     /// Writes the log as of one snapshot (a read-only repeatable-read transaction): a service
     /// appending meanwhile adds nothing half-way, and every delivery's cause is in the export.
-    public static func export(_ connection: PGConnection, write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
+    /// A log that `herald retain` moved partly into archive segments is exported whole only with
+    /// `archive` (the segments' directory): their lines first, then the hot rows after them.
+    public static func export(_ connection: PGConnection, archive: ArchiveSegments? = nil,
+                              write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
         try requireOnePartition(connection, "export")
         try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        do {
-            let counts = try exportRows(connection, write: write)
+        do throws(StoreError) {
+            let horizon = try connection.execute("SELECT seq, cursor FROM retention_horizons WHERE partition = 0")
+            let dropped = (events: horizon.int64(0, 0) ?? 0, deliveries: horizon.int64(0, 1) ?? 0)
+            if archive == nil, dropped.events > 0 || dropped.deliveries > 0 {
+                throw StoreError.configuration("events up to seq \(dropped.events) and deliveries up to cursor \(dropped.deliveries) were archived "
+                    + "and dropped by herald retain: export the whole log with --archive DIR (the archive's directory)")
+            }
+            let counts = try exportRows(connection, archive: archive, write: write)
             write(JSONValue.object(["end": .object(["events": .int(Int64(counts.events)),
                                                     "deliveries": .int(Int64(counts.deliveries))])]).canonicalString)
             try connection.execute("COMMIT")
@@ -25,7 +34,8 @@ public enum LogTransfer {
         }
     }
 
-    private static func exportRows(_ connection: PGConnection, write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
+    private static func exportRows(_ connection: PGConnection, archive: ArchiveSegments?,
+                                   write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
         var after: Int64 = 0, events = 0, deliveries = 0
         // Bodies are exported opened (`ContentSeal`): the content in clear where its key exists,
         // the erased form where it was erased. No key leaves the database.
@@ -34,43 +44,65 @@ public enum LogTransfer {
             write(JSONValue.object(["rules": .object(["fromSeq": .int(c.fromSeq), "at": .string(c.at.rfc3339),
                                                       "version": .string(c.version)])]).canonicalString)
         }
+        if let archive {
+            let archived = try archive.lines(connection, kind: "events")
+            for line in archived.lines { write(line) }
+            events += archived.lines.count
+            after = archived.last
+        }
         while true {
             let page = try EventReader.events(connection, after: after, limit: 10_000)
             if page.isEmpty { break }
             for e in page {
                 after = e.seq
                 events += 1
-                let body = keys.readable(e.row.bodyBytes, user: e.row.user)
-                var o: [String: JSONValue] = ["seq": .int(e.seq), "type": .string(e.row.type), "body": .string(String(decoding: body, as: UTF8.self)),
-                                              "engineTime": .string(e.row.engineTime.rfc3339)]
-                if let u = e.row.user { o["user"] = .string(u) }
-                if let a = e.row.app { o["app"] = .string(a) }
-                if let n = e.row.notificationId { o["notificationId"] = .string(n) }
-                if body != e.row.bodyBytes { o["sealed"] = true }  // stored sealed: import seals it again
-                write(JSONValue.object(["event": .object(o)]).canonicalString)
+                write(eventLine(e, keys: keys))
             }
         }
         after = 0
+        if let archive {
+            let archived = try archive.lines(connection, kind: "deliveries")
+            for line in archived.lines { write(line) }
+            deliveries += archived.lines.count
+            after = archived.last
+        }
         while true {
             let page = try EventReader.deliveries(connection, after: after, limit: 10_000)
             if page.isEmpty { break }
             for d in page {
                 after = d.cursor
                 deliveries += 1
-                let r = d.row
-                var o: [String: JSONValue] = ["cursor": .int(d.cursor), "user": .string(r.user), "userIndex": .int(r.userIndex),
-                                              "causeSeq": .int(r.causeSeq), "kind": .string(r.kind), "reason": .string(r.reason),
-                                              "at": .string(r.at.rfc3339), "rulesVersion": .string(r.rulesVersion),
-                                              "trace": .string(r.trace)]
-                let body = keys.readable(r.bodyBytes, user: r.user)
-                o["body"] = .string(String(decoding: body, as: UTF8.self))
-                if body != r.bodyBytes { o["sealed"] = true }
-                if let a = r.app { o["app"] = .string(a) }
-                if let n = r.notificationId { o["notificationId"] = .string(n) }
-                write(JSONValue.object(["delivery": .object(o)]).canonicalString)
+                write(deliveryLine(d, keys: keys))
             }
         }
         return (events, deliveries)
+    }
+
+    /// An event's export line: the stored bytes, content opened where its key exists.
+    static func eventLine(_ e: StoredEventRow, keys: KeyRing) -> String {
+        let body = keys.readable(e.row.bodyBytes, user: e.row.user)
+        var o: [String: JSONValue] = ["seq": .int(e.seq), "type": .string(e.row.type), "body": .string(String(decoding: body, as: UTF8.self)),
+                                      "engineTime": .string(e.row.engineTime.rfc3339)]
+        if let u = e.row.user { o["user"] = .string(u) }
+        if let a = e.row.app { o["app"] = .string(a) }
+        if let n = e.row.notificationId { o["notificationId"] = .string(n) }
+        if body != e.row.bodyBytes { o["sealed"] = true }  // stored sealed: import seals it again
+        return JSONValue.object(["event": .object(o)]).canonicalString
+    }
+
+    /// A delivery's export line.
+    static func deliveryLine(_ d: StoredDeliveryRow, keys: KeyRing) -> String {
+        let r = d.row
+        var o: [String: JSONValue] = ["cursor": .int(d.cursor), "user": .string(r.user), "userIndex": .int(r.userIndex),
+                                      "causeSeq": .int(r.causeSeq), "kind": .string(r.kind), "reason": .string(r.reason),
+                                      "at": .string(r.at.rfc3339), "rulesVersion": .string(r.rulesVersion),
+                                      "trace": .string(r.trace)]
+        let body = keys.readable(r.bodyBytes, user: r.user)
+        o["body"] = .string(String(decoding: body, as: UTF8.self))
+        if body != r.bodyBytes { o["sealed"] = true }
+        if let a = r.app { o["app"] = .string(a) }
+        if let n = r.notificationId { o["notificationId"] = .string(n) }
+        return JSONValue.object(["delivery": .object(o)]).canonicalString
     }
 
     public enum ImportError: Error, CustomStringConvertible {

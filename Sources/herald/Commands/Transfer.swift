@@ -7,6 +7,8 @@ import HeraldStore
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Write every event and delivery as NDJSON to stdout (stored bytes, sealed content opened; erased content stays erased).")
     @OptionGroup var database: DatabaseOptions
+    @Option(help: "The archive directory herald retain wrote: its segments are exported first (required once retention dropped anything).")
+    var archive: String?
 
     func run() throws {
         try reportingErrors {
@@ -17,7 +19,7 @@ struct Export: ParsableCommand {
             let heads = try? conn.execute("SELECT (SELECT coalesce(max(seq), 0) FROM events) + (SELECT coalesce(max(cursor), 0) FROM deliveries)")
             let progress = TerminalProgress(label: "export", unit: "rows", total: heads.flatMap { $0.string(0, 0) }.flatMap { Int($0) })
             var rows = 0
-            let counts = try LogTransfer.export(conn) {
+            let counts = try LogTransfer.export(conn, archive: archive.map { ArchiveSegments(directory: URL(fileURLWithPath: $0, isDirectory: true)) }) {
                 print($0)
                 rows += 1
                 if rows % 1024 == 0 { progress?.update(rows) }
