@@ -49,9 +49,10 @@ extension HeraldService {
         }
         let from = request.body["from"]
         var explicit: Int64?
+        var fromEarliest = false
         switch from {
         case nil, .string("committed")?: explicit = nil
-        case .string("earliest")?: explicit = 0
+        case .string("earliest")?: explicit = 0; fromEarliest = true
         case .int(let n)? where n >= 0:
             // Past the newest delivery: the stream would start beyond deliveries not yet made and
             // silently skip them (a cursor from another or a restored database, say).
@@ -79,7 +80,7 @@ extension HeraldService {
             reply(WireReply.error(rid: rid, error))
         }
         if ephemeral, name == nil || explicit != nil {
-            startStream(name ?? "", on: connection, at: explicit ?? deliveryHead, filter: filter, ephemeral: true, durable: nil, rid: rid, reply: reply)
+            startStream(name ?? "", on: connection, at: explicit ?? deliveryHead, filter: filter, ephemeral: true, durable: nil, rid: rid, reply: reply, fromEarliest: fromEarliest)
             return
         }
         guard let name else { return }
@@ -98,7 +99,7 @@ extension HeraldService {
             let start = explicit ?? acked ?? self.deliveryHead
             // Ephemeral under a name: from that consumer's cursor, which it does not move.
             if ephemeral {
-                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: true, durable: nil, rid: rid, reply: reply)
+                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: true, durable: nil, rid: rid, reply: reply, fromEarliest: fromEarliest)
                 return
             }
             let filterText = filter?.json.canonicalString
@@ -114,10 +115,10 @@ extension HeraldService {
                     guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
                     switch result {
                     case .success where filterText == nil:
-                        self.startStream(name, on: connection, at: start, filter: nil, ephemeral: false, durable: start, rid: rid, reply: reply)
+                        self.startStream(name, on: connection, at: start, filter: nil, ephemeral: false, durable: start, rid: rid, reply: reply, fromEarliest: fromEarliest)
                     case .success:
                         self.storeFilter(filterText, of: name, on: connection, refuse: refuse) {
-                            self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: start, rid: rid, reply: reply)
+                            self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: start, rid: rid, reply: reply, fromEarliest: fromEarliest)
                         }
                     case .failure(let error): refuse(connection, self.requestError(error))
                     }
@@ -126,11 +127,11 @@ extension HeraldService {
                 return
             }
             guard storedFilter != filterText else {
-                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, rid: rid, reply: reply)
+                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, rid: rid, reply: reply, fromEarliest: fromEarliest && explicit != nil)
                 return
             }
             self.storeFilter(filterText, of: name, on: connection, refuse: refuse) {
-                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, rid: rid, reply: reply)
+                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, rid: rid, reply: reply, fromEarliest: fromEarliest && explicit != nil)
             }
         }
     }
@@ -148,8 +149,23 @@ extension HeraldService {
         }
     }
 
-    /// Answers a subscribe and streams from `start` (another connection of the same name is closed).
+    /// Answers a subscribe and streams from `start` (another connection of the same name is closed),
+    /// unless `start` is behind the retention horizon: then `cursor_expired` (from "earliest": the horizon).
     private func startStream(_ name: String, on connection: ClientConnection, at start: Int64, filter: ConsumerFilter?,
+                             ephemeral: Bool, durable: Int64?, rid: JSONValue?, reply: Reply, fromEarliest: Bool = false) {
+        reader.query(Self.retentionCursorSQL, [String(partition)]) { [unretained, connectionRef = connection.unretained] result in
+            guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
+            let earliest = (try? result.get())?.int64(0, 0) ?? 0
+            if start < earliest && !fromEarliest {
+                connection.consumerName = nil
+                reply(Self.cursorExpiredLine(rid: rid, partition: self.partition, position: start, earliest: earliest))
+                return
+            }
+            self.beginStream(name, on: connection, at: max(start, earliest), filter: filter, ephemeral: ephemeral, durable: durable, rid: rid, reply: reply)
+        }
+    }
+
+    private func beginStream(_ name: String, on connection: ClientConnection, at start: Int64, filter: ConsumerFilter?,
                              ephemeral: Bool, durable: Int64?, rid: JSONValue?, reply: Reply) {
         let stream = ConsumerStream(name: name, connection: connection, position: start, filter: filter,
                                     ephemeral: ephemeral, durableAcked: durable)
@@ -372,6 +388,12 @@ extension HeraldService {
                 stream.failedReads = 0
             }
             guard r.rowCount > 0 else { return }
+            // Cursors are gap-free: a first row past the next one means `herald retain` dropped them.
+            if let first = r.decimal(0, 0), first > stream.position + 1 {
+                stream.connection?.closeAfterReplies(Self.cursorExpiredLine(rid: nil, partition: self.partition, position: stream.position, earliest: first - 1),
+                                                     reason: "consumer \(stream.name) is behind the retention horizon")
+                return
+            }
             stream.page = r
             stream.pageNext = 0
             self.pump(stream)
