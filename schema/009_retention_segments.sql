@@ -38,9 +38,9 @@ CREATE TABLE archive_segments (
 
 -- Content that survives its event's drop: a user's state refers to some notifications by the seq
 -- of their submit and reads the body back when it needs it (lean pending items, the snoozable
--- list, snoozes: docs/restart.md). Before a segment is dropped, `herald retain` copies here the
+-- list, snoozes, a snooze of an app's recent notification: docs/restart.md). Before a segment is dropped, `herald retain` copies here the
 -- rows of it that the latest snapshot's states refer to, and removes those no state refers to any
--- more; readers of bodies by seq read `events` and this table. A few dozen rows per user at most.
+-- more; readers of bodies by seq read `events` and this table. At most ~128 rows per app of a user.
 CREATE TABLE retained_content (
     partition integer NOT NULL CHECK (partition >= 0),
     seq       bigint  NOT NULL,
@@ -202,7 +202,7 @@ END;
 $$;
 
 -- Turns `events` and `deliveries` into tables range-partitioned by position (seq, cursor), every
--- row they hold becoming their first segment (`events_s1`, `deliveries_s1`, bounded above by the
+-- row they hold becoming their first segment (`events_s0`, `deliveries_s0`, bounded above by the
 -- next position of any partition), followed by an open segment taking every later row. The
 -- operator views are created again over the new tables (a view is bound to the table it was
 -- created on, which becomes the first segment). Refused under Citus (decision 0042). Returns
@@ -240,28 +240,28 @@ BEGIN
     SELECT coalesce(max(seq), 0) + 1 INTO seq_bound FROM partitions;
     SELECT coalesce(max(cursor), 0) + 1 INTO cursor_bound FROM delivery_heads;
 
-    ALTER TABLE events RENAME TO events_s1;
-    ALTER TABLE events_s1 RENAME CONSTRAINT events_pkey TO events_s1_pkey;
-    ALTER TRIGGER events_append_only ON events_s1 RENAME TO events_s1_append_only;
-    CREATE TABLE events (LIKE events_s1 INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (seq);
+    ALTER TABLE events RENAME TO events_s0;
+    ALTER TABLE events_s0 RENAME CONSTRAINT events_pkey TO events_s0_pkey;
+    ALTER TRIGGER events_append_only ON events_s0 RENAME TO events_s0_append_only;
+    CREATE TABLE events (LIKE events_s0 INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (seq);
     ALTER TABLE events ADD PRIMARY KEY (partition, seq);
-    EXECUTE format('ALTER TABLE events ATTACH PARTITION events_s1 FOR VALUES FROM (MINVALUE) TO (%s)', seq_bound);
+    EXECUTE format('ALTER TABLE events ATTACH PARTITION events_s0 FOR VALUES FROM (MINVALUE) TO (%s)', seq_bound);
     EXECUTE format('CREATE TABLE %I PARTITION OF events FOR VALUES FROM (%s) TO (MAXVALUE)', 'events_s' || seq_bound, seq_bound);
     PERFORM herald_dress_segment('events', 'events_s' || seq_bound);
     CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON events
         FOR EACH STATEMENT EXECUTE FUNCTION herald_refuse_change();
     INSERT INTO notification_keys (partition, app, notification_id, user_id, seq)
-    SELECT partition, app, notification_id, user_id, seq FROM events_s1
+    SELECT partition, app, notification_id, user_id, seq FROM events_s0
     WHERE app IS NOT NULL AND notification_id IS NOT NULL AND user_id IS NOT NULL;
     CREATE TRIGGER events_notification_keys AFTER INSERT ON events REFERENCING NEW TABLE AS added
         FOR EACH STATEMENT EXECUTE FUNCTION herald_keep_notification_keys();
 
-    ALTER TABLE deliveries RENAME TO deliveries_s1;
-    ALTER TABLE deliveries_s1 RENAME CONSTRAINT deliveries_pkey TO deliveries_s1_pkey;
-    ALTER TRIGGER deliveries_append_only ON deliveries_s1 RENAME TO deliveries_s1_append_only;
-    CREATE TABLE deliveries (LIKE deliveries_s1 INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (cursor);
+    ALTER TABLE deliveries RENAME TO deliveries_s0;
+    ALTER TABLE deliveries_s0 RENAME CONSTRAINT deliveries_pkey TO deliveries_s0_pkey;
+    ALTER TRIGGER deliveries_append_only ON deliveries_s0 RENAME TO deliveries_s0_append_only;
+    CREATE TABLE deliveries (LIKE deliveries_s0 INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (cursor);
     ALTER TABLE deliveries ADD PRIMARY KEY (partition, cursor);
-    EXECUTE format('ALTER TABLE deliveries ATTACH PARTITION deliveries_s1 FOR VALUES FROM (MINVALUE) TO (%s)', cursor_bound);
+    EXECUTE format('ALTER TABLE deliveries ATTACH PARTITION deliveries_s0 FOR VALUES FROM (MINVALUE) TO (%s)', cursor_bound);
     EXECUTE format('CREATE TABLE %I PARTITION OF deliveries FOR VALUES FROM (%s) TO (MAXVALUE)', 'deliveries_s' || cursor_bound, cursor_bound);
     PERFORM herald_dress_segment('deliveries', 'deliveries_s' || cursor_bound);
     CREATE TRIGGER deliveries_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON deliveries

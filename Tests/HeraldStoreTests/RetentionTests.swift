@@ -1,4 +1,4 @@
-// SPEC §14 "Retention": a log over 60 simulated days with 30 days kept — segments behind the
+// SPEC §14 "Retention": a log over 20 simulated days with 10 days kept — segments behind the
 // horizon are archived, verified and dropped; archive + hot tables hold every position once;
 // idempotency holds past the horizon; a re-run is safe.
 import Foundation
@@ -71,29 +71,29 @@ import Testing
         return problems
     }
 
-    @Test func retention_sixtyDaysWithThirtyKeptLeavesTheLastThirtyHotAndTheRestArchived() throws {
+    @Test func retention_twentyDaysWithTenKeptLeavesTheLastTenHotAndTheRestArchived() throws {
         let url = try TestPostgres.freshDatabase()
         let archive = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("herald-archive-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: archive) }
         let conn = try PGConnection.connect(url)
         defer { conn.close() }
-        var job = RetentionJob(days: 30, archive: archive)
+        var job = RetentionJob(days: 10, archive: archive)
         job.cutMargin = 1
         var next = 0
         // The job runs once a simulated day, as a periodic job would.
-        for d in 0..<60 {
+        for d in 0..<20 {
             try Self.appendDays(url, d..<(d + 1), perDay: 20, from: &next)
             _ = try job.run(conn)
         }
         let head = try EventReader.head(conn)
-        #expect(head == 1200)
-        // Hot: only the last 30 days (segments are a day each: the oldest kept is at most a day older).
+        #expect(head == 400)
+        // Hot: only the last 10 days (segments are a day each: the oldest kept is at most a day older).
         let oldest = try conn.execute("SELECT (extract(epoch FROM min(engine_time)) * 1000)::bigint FROM events").int64(0, 0)!
         let newest = try conn.execute("SELECT (extract(epoch FROM max(engine_time)) * 1000)::bigint FROM events").int64(0, 0)!
-        #expect(newest - oldest <= 31 * Self.day, "hot events span \((newest - oldest) / Self.day) days")
-        #expect(newest - oldest >= 29 * Self.day, "the last 30 days stay hot")
+        #expect(newest - oldest <= 11 * Self.day, "hot events span \((newest - oldest) / Self.day) days")
+        #expect(newest - oldest >= 9 * Self.day, "the last 10 days stay hot")
         let hot = try conn.execute("SELECT count(*) FROM events").int64(0, 0)!
-        #expect(hot <= 31 * 20, "the hot table is bounded: \(hot) rows")
+        #expect(hot <= 11 * 20, "the hot table is bounded: \(hot) rows")
         // Archive + hot hold every event and delivery once, and each archive file verifies.
         #expect(try Self.positionsCovered(conn, archive: archive, table: "events", head: head).isEmpty)
         #expect(try Self.positionsCovered(conn, archive: archive, table: "deliveries", head: EventReader.deliveryHead(conn)).isEmpty)
@@ -110,12 +110,47 @@ import Testing
         #expect(try conn.execute("SELECT min(cursor) FROM deliveries").int64(0, 0)! == horizon.int64(0, 1)! + 1)
         // Idempotency past the horizon: the first notification's id is still used.
         let writer = try CopyAppendTests.writer(url)
-        #expect(try EventStoreTests.appendAll(writer, [Self.submit(0, day: 60)]) == [.conflict(seq: 1)])
-        #expect(try EventStoreTests.appendAll(writer, [Self.submit(next - 1, day: 59)]) == [.duplicate(seq: head)])
+        #expect(try EventStoreTests.appendAll(writer, [Self.submit(0, day: 20)]) == [.conflict(seq: 1)])
+        #expect(try EventStoreTests.appendAll(writer, [Self.submit(next - 1, day: 19)]) == [.duplicate(seq: head)])
         // A re-run with nothing new drops nothing and loses nothing.
         let again = try job.run(conn)
         #expect(again.droppedSegments.isEmpty || again.droppedSegments.allSatisfy { $0.hasPrefix("deliveries") || $0.hasPrefix("events") })
         #expect(try Self.positionsCovered(conn, archive: archive, table: "events", head: head).isEmpty)
+    }
+
+    static var dropEvents: Int? { ProcessInfo.processInfo.environment["HERALD_RETENTION_DROP_EVENTS"].flatMap { Int($0) } }
+
+    /// The bench (BENCHMARKS.md, scripts/retention-experiments): N events and their deliveries in one
+    /// closed segment, 31 days old, archived and dropped by one run; prints what each step took.
+    @Test(.enabled(if: dropEvents != nil, "set HERALD_RETENTION_DROP_EVENTS to run the drop-time bench"))
+    func retention_dropTimeOfOneSegment() throws {
+        let n = Self.dropEvents ?? 0
+        let url = try TestPostgres.freshDatabase()
+        let archive = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("herald-archive-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: archive) }
+        let conn = try PGConnection.connect(url)
+        defer { conn.close() }
+        var job = RetentionJob(days: 30, archive: archive)
+        job.cutMargin = 1
+        var next = 0
+        _ = try job.run(conn)                                  // segments the empty log
+        let perDay = max(n / 10, 1)
+        for d in 0..<10 { try Self.appendDays(url, d..<(d + 1), perDay: perDay, from: &next) }
+        _ = try job.run(conn)                                  // closes the segment holding them
+        try Self.appendDays(url, 41..<42, perDay: 10, from: &next)
+        let bytes = try conn.execute("""
+            SELECT sum(pg_total_relation_size(s.segment::regclass))::bigint FROM (
+                SELECT segment FROM herald_segments('events') WHERE end_position IS NOT NULL
+                UNION ALL SELECT segment FROM herald_segments('deliveries') WHERE end_position IS NOT NULL) s
+            """).int64(0, 0) ?? 0
+        let t0 = Date()
+        let report = try job.run(conn)
+        let total = Date().timeIntervalSince(t0)
+        print("retention bench: \(report.archivedRows) rows (\(n) events and their deliveries, \(bytes / 1_048_576) MiB of tables) "
+              + "archived, verified and dropped in \(String(format: "%.2f", total)) s; the DROPs took \(String(format: "%.3f", report.dropSeconds)) s "
+              + "(\(report.droppedSegments.joined(separator: ", ")))")
+        #expect(report.archivedRows == 2 * n)
+        #expect(try Self.positionsCovered(conn, archive: archive, table: "events", head: EventReader.head(conn)).isEmpty)
     }
 
     @Test func retention_theCoverageCheckCatchesAnArchiveMissingALine() throws {

@@ -200,7 +200,7 @@ public struct RetentionJob {
                 _ = try reader.int()
                 let state = try UserState(snapshot: &reader)
                 guard reader.position == end else { throw SnapshotFormatError("a user's state does not end where its length says") }
-                state.forEachContentNeededAfterSnapshot(keepUntil: .latestRepresentable) { referenced.insert($0) }
+                state.forEachContentReferenced { referenced.insert($0) }
             }
         }
         seq = max(seq, fromSeq)
@@ -314,7 +314,7 @@ public struct RetentionJob {
         guard try conn.execute("SELECT 1 FROM \(open.name) LIMIT 1").rowCount == 1 else { return nil }
         let column = table == "events" ? "seq" : "cursor"
         let head = try conn.execute(table == "events" ? "SELECT max(seq) FROM partitions" : "SELECT max(cursor) FROM delivery_heads").int64(0, 0) ?? 0
-        let bound = head + cutMargin + 1
+        let bound = head + cutMargin
         let lower = open.first.map { "\(column) >= \($0) AND " } ?? ""
         let check = "\(open.name)_bound"
         try conn.execute("ALTER TABLE \(open.name) DROP CONSTRAINT IF EXISTS \(check)")
