@@ -45,9 +45,8 @@ public enum LogTransfer {
                                                       "version": .string(c.version)])]).canonicalString)
         }
         if let archive {
-            let archived = try archive.lines(connection, kind: "events")
-            for line in archived.lines { write(line) }
-            events += archived.lines.count
+            let archived = try archive.write(connection, kind: "events", write)
+            events += archived.lines
             after = archived.last
         }
         while true {
@@ -61,9 +60,8 @@ public enum LogTransfer {
         }
         after = 0
         if let archive {
-            let archived = try archive.lines(connection, kind: "deliveries")
-            for line in archived.lines { write(line) }
-            deliveries += archived.lines.count
+            let archived = try archive.write(connection, kind: "deliveries", write)
+            deliveries += archived.lines
             after = archived.last
         }
         while true {

@@ -251,29 +251,28 @@ public struct RetentionJob {
             }
             return rows
         }
-        var text = ""
-        var rows = 0
+        var writer = try ArchiveFileWriter(file)
         var after = first - 1
         while after < last {
             if isEvents {
                 let page = try EventReader.events(conn, partition: p, after: after, limit: 10_000)
                 if page.isEmpty { break }
-                for e in page where e.seq <= last { text += LogTransfer.eventLine(e, keys: keys) + "\n"; rows += 1 }
+                for e in page where e.seq <= last { try writer.append(LogTransfer.eventLine(e, keys: keys)) }
                 after = page.last!.seq
             } else {
                 let page = try EventReader.deliveries(conn, partition: p, after: after, limit: 10_000)
                 if page.isEmpty { break }
-                for d in page where d.cursor <= last { text += LogTransfer.deliveryLine(d, keys: keys) + "\n"; rows += 1 }
+                for d in page where d.cursor <= last { try writer.append(LogTransfer.deliveryLine(d, keys: keys)) }
                 after = page.last!.cursor
             }
         }
+        let rows = writer.lines
         guard Int64(rows) == expectedRows, Int64(rows) == last - first + 1 else {
             throw Failure.archive("\(segment.name) partition \(p): \(rows) rows read for positions \(first)…\(last), \(expectedRows) counted")
         }
-        let bytes = Array(text.utf8)
-        try Self.writeDurably(bytes, to: file)
+        let written = try writer.finish()
         let (readRows, digest) = try Self.verify(file)
-        guard readRows == rows, digest == SHA256.hex(bytes) else { throw Failure.archive("\(file.path) reads back differently") }
+        guard readRows == rows, digest == written else { throw Failure.archive("\(file.path) reads back differently") }
         try conn.execute("""
             INSERT INTO archive_segments (partition, kind, first_position, last_position, rows, sha256, file)
             VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -284,26 +283,7 @@ public struct RetentionJob {
 
     /// Lines and SHA-256 of an archive file as stored.
     public static func verify(_ file: URL) throws -> (rows: Int, sha256: String) {
-        guard let data = FileManager.default.contents(atPath: file.path) else { throw Failure.archive("\(file.path) cannot be read") }
-        let bytes = [UInt8](data)
-        return (bytes.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }, SHA256.hex(bytes))
-    }
-
-    static func writeDurably(_ bytes: [UInt8], to file: URL) throws {
-        let temporary = file.path + ".partial"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard fd >= 0 else { throw Failure.archive("cannot create \(temporary): \(String(cString: strerror(errno)))") }
-        var written = 0
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, bytes.count - written) }
-            guard n > 0 else { close(fd); throw Failure.archive("cannot write \(temporary): \(String(cString: strerror(errno)))") }
-            written += n
-        }
-        guard fsync(fd) == 0 else { close(fd); throw Failure.archive("cannot sync \(temporary)") }
-        close(fd)
-        guard rename(temporary, file.path) == 0 else { throw Failure.archive("cannot rename \(temporary)") }
-        let dir = open(file.deletingLastPathComponent().path, O_RDONLY)
-        if dir >= 0 { _ = fsync(dir); close(dir) }
+        try ArchiveFileReader.read(file)
     }
 
     /// Closes the open segment at the head plus `cutMargin` (when it holds rows) and opens the
