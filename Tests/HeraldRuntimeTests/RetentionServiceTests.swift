@@ -58,6 +58,13 @@ import Testing
         let copy = try TestPostgres.freshDatabase()
         _ = try LogTransfer.import(PGConnection.connect(copy), lines: before)
         #expect(try Replayer().run(PGConnection.connect(copy)) { 0 }.differences.isEmpty)
+        // `herald state` and `pending` on the retained database fold from the snapshot: the same
+        // state as the whole log's; a point before the snapshot is refused, not answered wrong.
+        let retained = try UserHistory.fold(conn, user: "alice", limit: .everything)
+        let whole = try UserHistory.fold(PGConnection.connect(copy), user: "alice", limit: .everything)
+        #expect(retained.state.json(at: retained.at) == whole.state.json(at: whole.at))
+        #expect(retained.at == whole.at)
+        #expect(throws: StoreError.self) { _ = try UserHistory.fold(conn, user: "alice", limit: .seq(5)) }
 
         // Restart on the retained log: from the snapshot, at the horizon.
         let second = try TestServer(url: url, start: "2026-04-10T09:00:00Z")
