@@ -90,20 +90,9 @@ public enum UserHistory {
                 return try SnapshotHeader(reading: &reader)
             }
             var found: UserState?
-            var interned: [String: String] = [:]
-            try SnapshotStore.readParts(connection, id: latest.id) { part in
-                guard found == nil else { return }
-                var reader = SnapshotReader(part)
-                reader.interned = interned
-                while !reader.isAtEnd {
-                    let length = try reader.count()
-                    let end = reader.position + length
-                    _ = try reader.int()
-                    let state = try UserState(snapshot: &reader)
-                    guard reader.position == end else { throw SnapshotFormatError("a user's state does not end where its length says") }
-                    if state.user == user { found = state; return }
-                }
-                interned = reader.interned
+            try RetainedSnapshot.forEachState(connection, id: latest.id) { state in
+                if state.user == user { found = state }
+                return found == nil
             }
             var state = found ?? UserState(user: user)
             var seqs: [Int64] = []
@@ -130,9 +119,11 @@ public enum UserHistory {
         return r.int64(0, 0).map(Instant.init(millisecondsSinceEpoch:))
     }
 
-    /// The users with any event, sorted.
+    /// The users with any event, sorted (on a retained log, also those whose events are all archived).
     public static func users(_ connection: PGConnection) throws(StoreError) -> [String] {
         let r = try connection.execute("SELECT DISTINCT user_id FROM events WHERE user_id IS NOT NULL ORDER BY 1")
-        return (0..<r.rowCount).compactMap { r.string($0, 0) }
+        let hot = (0..<r.rowCount).compactMap { r.string($0, 0) }
+        let retained = try RetainedSnapshot.users(connection)
+        return retained.isEmpty ? hot : Set(hot).union(retained).sorted()
     }
 }

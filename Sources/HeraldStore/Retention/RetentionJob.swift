@@ -192,16 +192,9 @@ public struct RetentionJob {
         }
         // Content the snapshot's users refer to (read back by seq) is kept in `retained_content` when its event goes.
         var referenced: Set<Int64> = []
-        try SnapshotStore.readParts(conn, id: snapshot.id) { part in
-            var reader = SnapshotReader(part)
-            while !reader.isAtEnd {
-                let length = try reader.count()
-                let end = reader.position + length
-                _ = try reader.int()
-                let state = try UserState(snapshot: &reader)
-                guard reader.position == end else { throw SnapshotFormatError("a user's state does not end where its length says") }
-                state.forEachContentReferenced { referenced.insert($0) }
-            }
+        try RetainedSnapshot.forEachState(conn, id: snapshot.id) { state in
+            state.forEachContentReferenced { referenced.insert($0) }
+            return true
         }
         seq = max(seq, fromSeq)
         // Deliveries decided before the first event kept: those at or before the last such cursor.
