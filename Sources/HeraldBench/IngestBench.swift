@@ -32,12 +32,19 @@ struct IngestBench: ParsableCommand {
     @Flag(help: "Print JSON instead of a table.") var json = false
     @Flag(help: "Metrics on, as serve --http: the HTTP side on a loopback port, scraped every second during the run.") var http = false
     @Flag(help: "Store content in clear (not erasable): the baseline of sealing's cost per submit.") var unsealed = false
+    @Flag(help: "Segment the log first, as herald retain's first run does (decision 0042): the baseline of retention's cost per submit.")
+    var segmented = false
 
     func run() throws {
         try reportingErrors {
             let location = try database.resolve(fresh: fresh)
             defer { location.close() }
             let url = try scratchDatabase(location, name: "herald_bench_ingest")
+            if segmented {
+                let c = try PGConnection.connect(url)
+                defer { c.close() }
+                _ = try c.execute("SELECT herald_segment_log()")
+            }
             var load = IngestLoad()
             load.events = events; load.producers = producers; load.window = window; load.users = users
             var costs = IngestCosts()

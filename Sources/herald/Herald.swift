@@ -10,7 +10,7 @@ struct Herald: ParsableCommand {
         commandName: "herald",
         abstract: "An event-sourced notification scheduler on PostgreSQL.",
         version: "herald \(HeraldVersion.number)",
-        subcommands: [Serve.self, Migrate.self, Replay.self, Explain.self, State.self, Pending.self, Export.self, Import.self, Tail.self, Consumers.self, Bridge.self, Status.self, Health.self, Erase.self, Bench.self, Token.self, Database.self]
+        subcommands: [Serve.self, Migrate.self, Replay.self, Explain.self, State.self, Pending.self, Export.self, Import.self, Tail.self, Consumers.self, Bridge.self, Status.self, Health.self, Erase.self, Retain.self, Bench.self, Token.self, Database.self]
     )
 
     static func main() { runCommandLine(Herald.self) }

@@ -306,6 +306,17 @@ extension UserState {
         }
     }
 
+    /// Every seq whose submit's body this state may read back by seq: what a loaded snapshot refers
+    /// to (`forEachContentNeededAfterSnapshot`, at any deadline) and the recently delivered
+    /// notifications a snooze may name (`contentNeeded(toApply:)`). Retention keeps these bodies
+    /// when their events are dropped.
+    public func forEachContentReferenced(_ body: (Int64) -> Void) {
+        forEachContentNeededAfterSnapshot(keepUntil: .latestRepresentable, body)
+        for i in 0..<apps.count {
+            for r in apps[at: i].recent { body(r.seq) }
+        }
+    }
+
     /// Supplies content to every record that references `seq` (pending, snoozable, snooze).
     public mutating func supplySnapshotContent(_ n: SubmittedNotification, seq: Int64) {
         _ = supplyPendingContent(n, seq: seq)

@@ -49,9 +49,10 @@ extension HeraldService {
         }
         let from = request.body["from"]
         var explicit: Int64?
+        var fromEarliest = false
         switch from {
         case nil, .string("committed")?: explicit = nil
-        case .string("earliest")?: explicit = 0
+        case .string("earliest")?: explicit = 0; fromEarliest = true
         case .int(let n)? where n >= 0:
             // Past the newest delivery: the stream would start beyond deliveries not yet made and
             // silently skip them (a cursor from another or a restored database, say).
@@ -81,7 +82,7 @@ extension HeraldService {
             reply(WireReply.error(rid: rid, error))
         }
         if ephemeral, name == nil || explicit != nil {
-            startStream(name ?? "", on: connection, at: explicit ?? deliveryHead, filter: filter, ephemeral: true, durable: nil, rid: rid, reply: reply)
+            startStream(name ?? "", on: connection, at: explicit ?? deliveryHead, filter: filter, ephemeral: true, durable: nil, rid: rid, reply: reply, fromEarliest: fromEarliest)
             return
         }
         guard let name else { return }
@@ -100,7 +101,7 @@ extension HeraldService {
             let start = explicit ?? acked ?? self.deliveryHead
             // Ephemeral under a name: from that consumer's cursor, which it does not move.
             if ephemeral {
-                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: true, durable: nil, rid: rid, reply: reply)
+                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: true, durable: nil, rid: rid, reply: reply, fromEarliest: fromEarliest)
                 return
             }
             let filterText = filter?.json.canonicalString
@@ -116,10 +117,10 @@ extension HeraldService {
                     guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
                     switch result {
                     case .success where filterText == nil:
-                        self.startStream(name, on: connection, at: start, filter: nil, ephemeral: false, durable: start, member: member, rid: rid, reply: reply)
+                        self.startStream(name, on: connection, at: start, filter: nil, ephemeral: false, durable: start, member: member, rid: rid, reply: reply, fromEarliest: fromEarliest)
                     case .success:
                         self.storeFilter(filterText, of: name, on: connection, refuse: refuse) {
-                            self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: start, member: member, rid: rid, reply: reply)
+                            self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: start, member: member, rid: rid, reply: reply, fromEarliest: fromEarliest)
                         }
                     case .failure(let error): refuse(connection, self.requestError(error))
                     }
@@ -128,11 +129,13 @@ extension HeraldService {
                 return
             }
             guard storedFilter != filterText else {
-                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, member: member, committed: explicit == nil, rid: rid, reply: reply)
+                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, member: member, committed: explicit == nil,
+                                 rid: rid, reply: reply, fromEarliest: fromEarliest && explicit != nil)
                 return
             }
             self.storeFilter(filterText, of: name, on: connection, refuse: refuse) {
-                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, member: member, committed: explicit == nil, rid: rid, reply: reply)
+                self.startStream(name, on: connection, at: start, filter: filter, ephemeral: false, durable: acked, member: member, committed: explicit == nil,
+                                 rid: rid, reply: reply, fromEarliest: fromEarliest && explicit != nil)
             }
         }
     }
@@ -150,10 +153,28 @@ extension HeraldService {
         }
     }
 
-    /// Answers a subscribe. An ephemeral stream starts at `start`; a durable one joins its name's
-    /// group, and streams (from `start`) if the group's rule gives it this partition.
+    /// Answers a subscribe, unless `start` is behind the retention horizon: then `cursor_expired`
+    /// (from "earliest": the horizon).
     private func startStream(_ name: String, on connection: ClientConnection, at start: Int64, filter: ConsumerFilter?,
-                             ephemeral: Bool, durable: Int64?, member requested: String? = nil, committed: Bool = false,
+                             ephemeral: Bool, durable: Int64?, member: String? = nil, committed: Bool = false,
+                             rid: JSONValue?, reply: Reply, fromEarliest: Bool = false) {
+        reader.query(Self.retentionCursorSQL, [String(partition)]) { [unretained, connectionRef = connection.unretained] result in
+            guard let self = unretained.object, let connection = connectionRef.object, !connection.isClosing else { return }
+            let earliest = (try? result.get())?.int64(0, 0) ?? 0
+            if start < earliest && !fromEarliest {
+                connection.consumerName = nil
+                reply(Self.cursorExpiredLine(rid: rid, partition: self.partition, position: start, earliest: earliest))
+                return
+            }
+            self.beginStream(name, on: connection, at: max(start, earliest), filter: filter, ephemeral: ephemeral, durable: durable,
+                             member: member, committed: committed, rid: rid, reply: reply)
+        }
+    }
+
+    /// An ephemeral stream starts at `start`; a durable one joins its name's group, and streams
+    /// (from `start`) if the group's rule gives it this partition.
+    private func beginStream(_ name: String, on connection: ClientConnection, at start: Int64, filter: ConsumerFilter?,
+                             ephemeral: Bool, durable: Int64?, member requested: String?, committed: Bool,
                              rid: JSONValue?, reply: Reply) {
         var fields: [String: JSONValue] = ["op": "subscribe", "cursor": .int(start)]
         if !name.isEmpty { fields["consumer"] = .string(name) }
@@ -429,6 +450,12 @@ extension HeraldService {
                 stream.failedReads = 0
             }
             guard r.rowCount > 0 else { return }
+            // Cursors are gap-free: a first row past the next one means `herald retain` dropped them.
+            if let first = r.decimal(0, 0), first > stream.position + 1 {
+                stream.connection?.closeAfterReplies(Self.cursorExpiredLine(rid: nil, partition: self.partition, position: stream.position, earliest: first - 1),
+                                                     reason: "consumer \(stream.name) is behind the retention horizon")
+                return
+            }
             stream.page = r
             stream.pageNext = 0
             self.pump(stream)

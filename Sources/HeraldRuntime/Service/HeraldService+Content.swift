@@ -97,7 +97,7 @@ extension HeraldService {
         list += "}"
         c.readInFlight = true
         // `body` is `text`: the stored canonical bytes, unchanged.
-        reader.query("SELECT seq, body FROM events WHERE partition = $2 AND seq = ANY($1::bigint[])", [list, String(partition)]) { [unretained] result in
+        reader.query("SELECT seq, body FROM herald_bodies($2, $1::bigint[])", [list, String(partition)]) { [unretained] result in
             unretained.object?.contentRead(seqs, result)
         }
     }

@@ -15,22 +15,34 @@ import HeraldCore
 public enum LogTransfer {
     /// Writes the log as of one snapshot (a read-only repeatable-read transaction): a service
     /// appending meanwhile adds nothing half-way, and every delivery's cause is in the export.
-    /// `only`: one partition of a partitioned database (`herald export --partition N`).
-    public static func export(_ connection: PGConnection, only: Int? = nil, write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
+    /// `only`: one partition of a partitioned database (`herald export --partition N`). A log that
+    /// `herald retain` moved partly into archive segments is exported whole only with `archive`
+    /// (the segments' directory): their lines first, then the hot rows after them.
+    public static func export(_ connection: PGConnection, only: Int? = nil, archive: ArchiveSegments? = nil,
+                              write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
         try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         do throws(StoreError) {
             let partitioning = try EventReader.partitioning(connection)
             if let only, only < 0 || only >= partitioning.count {
                 throw StoreError.configuration("--partition \(only) is not one of this database's \(partitioning.count) partitions (0 … \(partitioning.count - 1))")
             }
+            let horizon = try connection.execute("SELECT coalesce(max(seq), 0), coalesce(max(cursor), 0) FROM retention_horizons")
+            let dropped = (events: horizon.int64(0, 0) ?? 0, deliveries: horizon.int64(0, 1) ?? 0)
+            if archive == nil, dropped.events > 0 || dropped.deliveries > 0 {
+                throw StoreError.configuration("events up to seq \(dropped.events) and deliveries up to cursor \(dropped.deliveries) were archived "
+                    + "and dropped by herald retain: export the whole log with --archive DIR (the archive's directory)")
+            }
+            if archive != nil, partitioning.count > 1 {
+                throw StoreError.configuration("herald export --archive reads the archive of a database of one partition; this one has \(partitioning.count)")
+            }
             var counts = (events: 0, deliveries: 0)
             if partitioning.count == 1 {
-                counts = try exportRows(connection, partition: nil, write: write)
+                counts = try exportRows(connection, partition: nil, archive: archive, write: write)
             } else {
                 write(JSONValue.object(["partitions": .object(["count": .int(Int64(partitioning.count)),
                                                                "hash": .string(Partitioning.hashName)])]).canonicalString)
                 for p in (only.map { [$0] } ?? Array(partitioning.all)) {
-                    let c = try exportRows(connection, partition: p, write: write)
+                    let c = try exportRows(connection, partition: p, archive: nil, write: write)
                     counts.events += c.events
                     counts.deliveries += c.deliveries
                 }
@@ -47,7 +59,8 @@ public enum LogTransfer {
 
     /// One partition's rows (`partition` nil: the single log of a one-partition database, whose
     /// lines name no partition).
-    private static func exportRows(_ connection: PGConnection, partition: Int?, write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
+    private static func exportRows(_ connection: PGConnection, partition: Int?, archive: ArchiveSegments?,
+                                   write: (String) -> Void) throws(StoreError) -> (events: Int, deliveries: Int) {
         var after: Int64 = 0, events = 0, deliveries = 0
         let p = partition ?? 0
         // Bodies are exported opened (`ContentSeal`): the content in clear where its key exists,
@@ -58,48 +71,70 @@ public enum LogTransfer {
             if let partition { o["partition"] = .int(Int64(partition)) }
             write(JSONValue.object(["rules": .object(o)]).canonicalString)
         }
+        if let archive {
+            let archived = try archive.write(connection, kind: "events", write)
+            events += archived.lines
+            after = archived.last
+        }
         while true {
             let page = try EventReader.events(connection, partition: p, after: after, limit: 10_000)
             if page.isEmpty { break }
             for e in page {
                 after = e.seq
                 events += 1
-                let body = keys.readable(e.row.bodyBytes, user: e.row.user)
-                var o: [String: JSONValue] = ["seq": .int(e.seq), "type": .string(e.row.type), "body": .string(String(decoding: body, as: UTF8.self)),
-                                              "engineTime": .string(e.row.engineTime.rfc3339)]
-                if let u = e.row.user { o["user"] = .string(u) }
-                if let a = e.row.app { o["app"] = .string(a) }
-                if let n = e.row.notificationId { o["notificationId"] = .string(n) }
-                if body != e.row.bodyBytes { o["sealed"] = true }  // stored sealed: import seals it again
-                if let partition {
-                    o["partition"] = .int(Int64(partition))
-                    o["recipientIndex"] = .int(Int64(e.row.recipientIndex))
-                }
-                write(JSONValue.object(["event": .object(o)]).canonicalString)
+                write(eventLine(e, keys: keys, partition: partition))
             }
         }
         after = 0
+        if let archive {
+            let archived = try archive.write(connection, kind: "deliveries", write)
+            deliveries += archived.lines
+            after = archived.last
+        }
         while true {
             let page = try EventReader.deliveries(connection, partition: p, after: after, limit: 10_000)
             if page.isEmpty { break }
             for d in page {
                 after = d.cursor
                 deliveries += 1
-                let r = d.row
-                var o: [String: JSONValue] = ["cursor": .int(d.cursor), "user": .string(r.user), "userIndex": .int(r.userIndex),
-                                              "causeSeq": .int(r.causeSeq), "kind": .string(r.kind), "reason": .string(r.reason),
-                                              "at": .string(r.at.rfc3339), "rulesVersion": .string(r.rulesVersion),
-                                              "trace": .string(r.trace)]
-                let body = keys.readable(r.bodyBytes, user: r.user)
-                o["body"] = .string(String(decoding: body, as: UTF8.self))
-                if body != r.bodyBytes { o["sealed"] = true }
-                if let a = r.app { o["app"] = .string(a) }
-                if let n = r.notificationId { o["notificationId"] = .string(n) }
-                if let partition { o["partition"] = .int(Int64(partition)) }
-                write(JSONValue.object(["delivery": .object(o)]).canonicalString)
+                write(deliveryLine(d, keys: keys, partition: partition))
             }
         }
         return (events, deliveries)
+    }
+
+    /// An event's export line: the stored bytes, content opened where its key exists.
+    /// An event's export line; in a partitioned database's export it names its `partition` and
+    /// `recipientIndex` (counted per partition).
+    static func eventLine(_ e: StoredEventRow, keys: KeyRing, partition: Int? = nil) -> String {
+        let body = keys.readable(e.row.bodyBytes, user: e.row.user)
+        var o: [String: JSONValue] = ["seq": .int(e.seq), "type": .string(e.row.type), "body": .string(String(decoding: body, as: UTF8.self)),
+                                      "engineTime": .string(e.row.engineTime.rfc3339)]
+        if let u = e.row.user { o["user"] = .string(u) }
+        if let a = e.row.app { o["app"] = .string(a) }
+        if let n = e.row.notificationId { o["notificationId"] = .string(n) }
+        if body != e.row.bodyBytes { o["sealed"] = true }  // stored sealed: import seals it again
+        if let partition {
+            o["partition"] = .int(Int64(partition))
+            o["recipientIndex"] = .int(Int64(e.row.recipientIndex))
+        }
+        return JSONValue.object(["event": .object(o)]).canonicalString
+    }
+
+    /// A delivery's export line.
+    static func deliveryLine(_ d: StoredDeliveryRow, keys: KeyRing, partition: Int? = nil) -> String {
+        let r = d.row
+        var o: [String: JSONValue] = ["cursor": .int(d.cursor), "user": .string(r.user), "userIndex": .int(r.userIndex),
+                                      "causeSeq": .int(r.causeSeq), "kind": .string(r.kind), "reason": .string(r.reason),
+                                      "at": .string(r.at.rfc3339), "rulesVersion": .string(r.rulesVersion),
+                                      "trace": .string(r.trace)]
+        let body = keys.readable(r.bodyBytes, user: r.user)
+        o["body"] = .string(String(decoding: body, as: UTF8.self))
+        if body != r.bodyBytes { o["sealed"] = true }
+        if let a = r.app { o["app"] = .string(a) }
+        if let n = r.notificationId { o["notificationId"] = .string(n) }
+        if let partition { o["partition"] = .int(Int64(partition)) }
+        return JSONValue.object(["delivery": .object(o)]).canonicalString
     }
 
     public enum ImportError: Error, CustomStringConvertible {

@@ -19,6 +19,22 @@ public enum UserHistory {
         var after: Int64 = 0
         // Sealed content opened with the user's keys (the erased form where they are gone).
         let keys = try KeyRing.load(connection, user: user)
+        // A log whose start `herald retain` dropped is folded from the snapshot restart uses.
+        if let start = try retainedStart(connection, partition: partition, user: user, keys: keys) {
+            switch limit {
+            case .seq(let s) where s < start.throughSeq:
+                throw .configuration("seq \(s) is before the retention horizon's snapshot (through seq \(start.throughSeq)): the events before it are archived; "
+                    + "export the whole log with herald export --archive and import it into a fresh database to look further back")
+            case .time(let t) where t < start.capturedAt:
+                throw .configuration("\(t.rfc3339) is before the retention horizon's snapshot (\(start.capturedAt.rfc3339)): the events before it are archived; "
+                    + "export the whole log with herald export --archive and import it into a fresh database to look further back")
+            default: break
+            }
+            state = start.state
+            apps = start.apps
+            after = start.throughSeq
+            last = start.capturedAt
+        }
         scan: while true {
             let page = try EventReader.events(connection, partition: partition, user: user, after: after)
             if page.isEmpty { break }
@@ -29,6 +45,7 @@ public enum UserHistory {
                 if case .time(let t) = limit, at > t { break scan }
                 after = e.seq
                 last = max(last ?? at, at)
+                if let u = e.row.user, u == user, e.seq <= state.lastSeq { continue }  // in the snapshot's state already
                 if e.row.type == "clock" { continue }  // moves time only
                 let event = e.storedEvent
                 try EventContent.supply(toApply: event, to: &state, keys: keys) { () throws(StoreError) -> PGConnection in connection }
@@ -57,6 +74,40 @@ public enum UserHistory {
         return (state, apps, last, deliveries)
     }
 
+    /// On a log `herald retain` dropped the start of: the user's state in the latest snapshot (with
+    /// the content it refers to), the app registry and the instant it was captured at. Nil when
+    /// nothing was dropped.
+    static func retainedStart(_ connection: PGConnection, partition: Int, user: String, keys: KeyRing)
+        throws(StoreError) -> (state: UserState, apps: AppRegistry, throughSeq: Int64, capturedAt: Instant)? {
+        let horizon = try connection.execute("SELECT seq FROM retention_horizons WHERE partition = $1", [String(partition)]).int64(0, 0) ?? 0
+        guard horizon > 0 else { return nil }
+        guard let latest = try SnapshotStore.latest(connection, partition: partition) else {
+            throw .configuration("the log's start was dropped by herald retain but no complete snapshot is stored")
+        }
+        do {
+            let header = try latest.header.withUnsafeBytes { b throws(SnapshotFormatError) in
+                var reader = SnapshotReader(b)
+                return try SnapshotHeader(reading: &reader)
+            }
+            var found: UserState?
+            try RetainedSnapshot.forEachState(connection, id: latest.id) { state in
+                if state.user == user { found = state }
+                return found == nil
+            }
+            var state = found ?? UserState(user: user)
+            var seqs: [Int64] = []
+            state.forEachContentNeededAfterSnapshot(keepUntil: .latestRepresentable) { seqs.append($0) }
+            try SnapshotStore.readBodies(connection, partition: partition, seqs: seqs, keys: keys) { seq, body in
+                state.supplySnapshotContent(SubmittedNotification(canonicalBody: body), seq: seq)
+            }
+            return (state, header.apps, latest.throughSeq, header.capturedAt)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .configuration("the snapshot \(latest.id) the retained log starts from cannot be read: \(error)")
+        }
+    }
+
     /// The latest instant the log shows the service reached, as far as `user` is concerned: the
     /// newest event's engine time (engine times never go back along the log) or the user's
     /// latest delivery (by the per-user index). Nil for an empty log.
@@ -68,9 +119,11 @@ public enum UserHistory {
         return r.int64(0, 0).map(Instant.init(millisecondsSinceEpoch:))
     }
 
-    /// The users with any event, sorted.
+    /// The users with any event, sorted (on a retained log, also those whose events are all archived).
     public static func users(_ connection: PGConnection) throws(StoreError) -> [String] {
         let r = try connection.execute("SELECT DISTINCT user_id FROM events WHERE user_id IS NOT NULL ORDER BY 1")
-        return (0..<r.rowCount).compactMap { r.string($0, 0) }
+        let hot = (0..<r.rowCount).compactMap { r.string($0, 0) }
+        let retained = try RetainedSnapshot.users(connection)
+        return retained.isEmpty ? hot : Set(hot).union(retained).sorted()
     }
 }

@@ -27,7 +27,10 @@ public enum CitusDistribution {
     /// - `rules_versions`: one row per start-up, keyed by an identity column.
     /// - `user_keys`: keyed by user, not partition; read once at start-up, one insert per new user.
     /// - `herald_migrations`: the migrator's own record.
-    public static let coordinatorTables = ["snapshots", "snapshot_parts", "rules_versions", "user_keys", "herald_migrations"]
+    /// - `retention_horizons`, `archive_segments`, `notification_keys`, `retained_content` (schema 009): retention's,
+    ///   which Citus does not run yet (`herald_segment_log` refuses; decision 0042); they stay empty.
+    public static let coordinatorTables = ["snapshots", "snapshot_parts", "rules_versions", "user_keys", "herald_migrations",
+                                           "retention_horizons", "archive_segments", "notification_keys", "retained_content"]
 
     /// A function distributed by its first argument, `p_partition`. `forced`: delegated to the
     /// partition's worker inside a transaction block too (Citus's `force_delegation`), because its

@@ -109,7 +109,8 @@ public enum SnapshotStore {
             let slice = seqs[i..<min(seqs.count, i + 10_000)]
             i += slice.count
             let list = slice.map(String.init).joined(separator: ",")
-            let copy = try PGCopyOut(conn, sql: "COPY (SELECT seq, body, user_id FROM events WHERE partition = \(partition) AND seq = ANY('{\(list)}'::bigint[])) TO STDOUT (FORMAT binary)")
+            // `retained_content`: what `herald retain` kept of dropped events that states still refer to.
+            let copy = try PGCopyOut(conn, sql: "COPY (SELECT seq, body, user_id FROM herald_bodies(\(partition), '{\(list)}'::bigint[])) TO STDOUT (FORMAT binary)")
             while let row = try copy.next() {
                 guard let seq = row.int64(0) else { continue }
                 let stored = row.bytes(1) ?? UnsafeRawBufferPointer(start: nil, count: 0)

@@ -56,6 +56,13 @@ struct Replay: ParsableCommand {
                 throw ValidationError("--partition \(partition) is not one of this database's \(count) partition(s) (0 … \(count - 1))")
             }
             let partitions = partition.map { [$0] } ?? Array(0..<count)
+            // A log whose start was archived would replay from its first kept event without the
+            // state before it, and report every later decision as a difference.
+            let retained = try conn.execute("SELECT max(seq) FROM retention_horizons WHERE seq > 0 OR cursor > 0").int64(0, 0)
+            if let retained {
+                throw StoreError.configuration("events up to seq \(retained) were archived by herald retain: replay the whole log from a copy — "
+                    + "herald export --archive DIR, herald import into a fresh database, herald replay there (docs/retention.md)")
+            }
             for p in partitions {
                 replayer.partition = p
                 let report = try replayer.run(conn) { Date().timeIntervalSince1970 }

@@ -9,6 +9,8 @@ struct Export: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @Option(help: "Only this partition of a partitioned database (0 … P-1); every partition without it.")
     var partition: Int?
+    @Option(help: "The archive directory herald retain wrote: its segments are exported first (required once retention dropped anything).")
+    var archive: String?
 
     func run() throws {
         try reportingErrors {
@@ -20,7 +22,8 @@ struct Export: ParsableCommand {
             let heads = try? conn.execute("SELECT (SELECT coalesce(sum(seq), 0) FROM partitions \(only)) + (SELECT coalesce(sum(cursor), 0) FROM delivery_heads \(only))")
             let progress = TerminalProgress(label: "export", unit: "rows", total: heads.flatMap { $0.string(0, 0) }.flatMap { Int($0) })
             var rows = 0
-            let counts = try LogTransfer.export(conn, only: partition) {
+            let counts = try LogTransfer.export(conn, only: partition,
+                                                archive: archive.map { ArchiveSegments(directory: URL(fileURLWithPath: $0, isDirectory: true)) }) {
                 print($0)
                 rows += 1
                 if rows % 1024 == 0 { progress?.update(rows) }
