@@ -1,7 +1,7 @@
 // A refusal from the server, or the client's own failure, as one typed error with the server's code, title and detail.
 
 /// Every failure the client reports. `code` is the server's stable snake_case code
-/// (docs/protocol.md, "Every error code") or one of the client's own:
+/// (docs/errors.md, "Every error code") or one of the client's own:
 /// `client_closed`, `unreachable`, `connect_failed`, `tls_failed`, `malformed_reply`, `timeout`,
 /// `concurrent_next` (two tasks reading one consumer), `invalid_address`.
 public struct HeraldError: Error, Sendable, Hashable, CustomStringConvertible {

@@ -1,6 +1,6 @@
 // Typed replies: the ack of a state-changing op, the hello reply with its routes, and the delivery line.
 
-/// Accepted, but worth fixing (docs/protocol.md, "Every warning code").
+/// Accepted, but worth fixing (docs/errors.md, "Every warning code").
 public struct HeraldWarning: Sendable, Hashable {
     public var code: String, title: String, detail: String
     init(_ json: HeraldJSON) {

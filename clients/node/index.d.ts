@@ -5,7 +5,7 @@ import type { ConnectionOptions } from 'node:tls';
 /** A refused request (the server's `error`) or a failed connection (`connection_lost`, `client_closed`). */
 export class HeraldError extends Error {
   readonly name: 'HeraldError';
-  /** Stable snake_case code: the server's (docs/protocol.md, "Every error code") or the client's. */
+  /** Stable snake_case code: the server's (docs/errors.md, "Every error code") or the client's. */
   readonly code: string;
   /** What happened, specifically. */
   readonly title: string;
