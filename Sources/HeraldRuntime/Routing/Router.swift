@@ -151,13 +151,7 @@ final class Router: ConnectionDelegate {
     /// many lost their grant.
     func tokensReloaded(_ table: TokenTable) -> Int {
         settings.tokens = table
-        var revoked = 0
-        for connection in connections.open.values where !connection.isClosing {
-            let had = connection.session.grant != nil
-            connection.tokensReloaded(table)
-            if had && connection.session.grant == nil { revoked += 1 }
-        }
-        return revoked
+        return connections.tokensReloaded(table)
     }
 
     /// SIGHUP read the certificate and key again: later connections use `context`; open ones

@@ -1,5 +1,6 @@
 // The client connections: the open ones by id, the limit, who gives up a slot before hello, the closed ones until freed.
 import DequeModule
+import HeraldCore
 
 /// The service's client connections. It decides and counts; the service does the I/O (closing,
 /// evicting), whose callbacks come back here (`closed`) as separate calls.
@@ -72,6 +73,18 @@ struct ConnectionTable {
 
     /// Frees the connections closed before this loop turn.
     mutating func freeClosed() { closedNotFreed.removeAll() }
+
+    /// The tokens file was read again (SIGHUP): each open connection is judged by `table`, and one
+    /// whose grant it no longer gives is told `grant_revoked` and closed. Returns how many lost it.
+    func tokensReloaded(_ table: TokenTable) -> Int {
+        var revoked = 0
+        for connection in open.values where !connection.isClosing {
+            let had = connection.session.grant != nil
+            connection.tokensReloaded(table)
+            if had && connection.session.grant == nil { revoked += 1 }
+        }
+        return revoked
+    }
 
     private static func isWithoutHello(_ c: ClientConnection) -> Bool { !c.isClosing && c.session.grant == nil }
 }

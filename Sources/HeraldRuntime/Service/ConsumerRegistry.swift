@@ -65,6 +65,12 @@ struct ConsumerRegistry {
         return (group, nil)
     }
 
+    /// `name`'s cursor is acknowledged through `cursor` (accepted, or stored): a new streamer of
+    /// its group starts after it.
+    func acknowledged(_ name: String, through cursor: Int64) {
+        if let g = groups[name] { g.acked = max(g.acked, cursor) }
+    }
+
     /// `deleteConsumer`: the name's group ends; its members' connections are returned, to be told
     /// why and closed.
     mutating func deleted(_ name: String) -> [ClientConnection] {

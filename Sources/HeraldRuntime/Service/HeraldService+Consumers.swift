@@ -316,13 +316,13 @@ extension HeraldService {
         }
         // A new streamer starts after an ack accepted here, even before it is stored: the member
         // that sent it processed those lines, and its ack is not refused once the partition moves.
-        if let group = consumers.groups[name] { group.acked = max(group.acked, min(target, deliveryHead)) }
+        consumers.acknowledged(name, through: min(target, deliveryHead))
         writer.ack(consumer: name, partition: Int32(partition), cursor: min(target, deliveryHead)) { [unretained, weak stream] result in
             guard let self = unretained.object else { return }
             switch result {
             case .success(let acked):
                 if let stream { stream.durableAcked = max(stream.durableAcked, acked) }
-                if let group = self.consumers.groups[name] { group.acked = max(group.acked, acked) }
+                self.consumers.acknowledged(name, through: acked)
                 reply(WireReply.ok(rid: rid, ["cursor": .int(acked)]))
             case .failure(let error): reply(WireReply.error(rid: rid, self.requestError(error)))
             }
@@ -404,7 +404,7 @@ extension HeraldService {
             stream.advancing = false
             guard case .success(let acked) = result else { return }
             stream.durableAcked = max(stream.durableAcked, acked)
-            if let group = self.consumers.groups[stream.name] { group.acked = max(group.acked, acked) }
+            self.consumers.acknowledged(stream.name, through: acked)
             if self.consumers.isCurrent(stream), stream.mayAdvanceOverSkipped { self.advanceOverSkipped(stream) }
         }
         store.kick()

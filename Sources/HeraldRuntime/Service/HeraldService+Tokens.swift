@@ -42,12 +42,7 @@ extension HeraldService {
             return
         }
         credentials.tokensReloaded(table)
-        var revoked = 0
-        for connection in connections.open.values where !connection.isClosing {
-            let had = connection.session.grant != nil
-            connection.tokensReloaded(table)
-            if had && connection.session.grant == nil { revoked += 1 }
-        }
+        let revoked = connections.tokensReloaded(table)
         log("SIGHUP: tokens reloaded from \(path): \(table.count) credential(s); \(revoked) connection(s) lost their grant and were closed")
         if let warning = TokenFile.plainTokenWarning(table, path: path) { log(warning) }
         if let warning = TokenFile.sharedConsumerNamesWarning(table, path: path) { log(warning) }
