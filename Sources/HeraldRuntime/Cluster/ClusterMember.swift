@@ -119,11 +119,12 @@ public final class ClusterMember {
     public func startHTTP(host: String, port: Int) throws(ServiceError) -> Int {
         let observability = MemberObservability()
         observability.state = { [unretained] in
-            guard let self = unretained.object, let router = self.router else { return (0, 0, 0, 0, 0, 0, 0, false) }
-            return (held: self.hosts.count, partitions: self.partitioning.count,
-                    unowned: router.owners.byPartition.filter { $0 == nil }.count, connections: router.openConnections,
-                    forwarded: router.forwarded, forwardedRemote: router.forwardedRemote, parked: router.parkedCount,
-                    stopping: self.stopping)
+            guard let self = unretained.object, let router = self.router else { return MemberObservability.State() }
+            return MemberObservability.State(held: self.hosts.count, partitions: self.partitioning.count,
+                                             unowned: router.owners.byPartition.filter { $0 == nil }.count,
+                                             connections: router.openConnections, forwarded: router.forwarded,
+                                             forwardedRemote: router.forwardedRemote, parked: router.parkedCount,
+                                             stopping: self.stopping)
         }
         let bound = try observability.start(loop: loop, host: host, port: port)
         self.observability = observability

@@ -15,11 +15,17 @@ final class MemberObservability {
     private let publisher: MetricsPublisher
     private var endpoint: HTTPEndpoint?
     private let startedAt = Double(WheelDriver.systemNow().millisecondsSinceEpoch) / 1000
-    /// The member's state when scraped: (partitions held, P, partitions without a live owner,
-    /// router connections, requests forwarded, of them to other members, requests waiting for an
-    /// owner, stopping).
-    var state: () -> (held: Int, partitions: Int, unowned: Int, connections: Int, forwarded: Int, forwardedRemote: Int,
-                      parked: Int, stopping: Bool) = { (0, 0, 0, 0, 0, 0, 0, false) }
+    /// The member's state when scraped.
+    struct State {
+        var held = 0, partitions = 0
+        /// Partitions without a live owner in the member's view.
+        var unowned = 0
+        /// Client connections on the router; requests it forwarded, of them to other members, and
+        /// requests waiting for an owner.
+        var connections = 0, forwarded = 0, forwardedRemote = 0, parked = 0
+        var stopping = false
+    }
+    var state: () -> State = { State() }
 
     init() { publisher = MetricsPublisher(registry: registry) }
 
@@ -34,27 +40,16 @@ final class MemberObservability {
     func stop() { endpoint = nil }
 
     func answer(_ path: String) -> HTTPEndpoint.Response {
-        switch path {
-        case "/metrics":
+        .herald(path, metrics: {
             publish()
-            var text = registry.emitToBuffer()
-            text += Array(durations.exposition().utf8)
-            return HTTPEndpoint.Response(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: text)
-        case "/healthz":
-            return HTTPEndpoint.Response(status: 200, text: "ok: the loop turns\n")
-        case "/readyz":
+            return registry.emitToBuffer() + Array(durations.exposition().utf8)
+        }, notReady: {
             let s = state()
-            if s.partitions == 0 { return HTTPEndpoint.Response(status: 503, text: "not ready: starting\n") }
-            if s.stopping { return HTTPEndpoint.Response(status: 503, text: "not ready: stopping (goodbye sent to every connection)\n") }
-            if s.unowned > 0 {
-                return HTTPEndpoint.Response(status: 503, text: "not ready: \(s.unowned) of \(s.partitions) partitions have no live owner yet\n")
-            }
-            return HTTPEndpoint.Response(status: 200, text: "ready\n")
-        case "/":
-            return HTTPEndpoint.Response(status: 200, text: "herald: /metrics /healthz /readyz\n")
-        default:
-            return HTTPEndpoint.Response(status: 404, text: "not found: \(path) (try /metrics, /healthz or /readyz)\n")
-        }
+            if s.partitions == 0 { return "starting" }
+            if s.stopping { return "stopping (goodbye sent to every connection)" }
+            if s.unowned > 0 { return "\(s.unowned) of \(s.partitions) partitions have no live owner yet" }
+            return nil
+        })
     }
 
     private func publish() {

@@ -15,6 +15,24 @@ public final class HTTPEndpoint {
             self.status = status; self.contentType = contentType; self.body = body
         }
         public init(status: Int32, text: String) { self.init(status: status, body: Array(text.utf8)) }
+
+        /// Herald's answer to `path`: `/metrics` (the exposition `metrics` makes), `/healthz` (an
+        /// answer at all shows the loop turns), `/readyz` (`notReady` says why not, or nil), `/`.
+        static func herald(_ path: String, metrics: () -> [UInt8], notReady: () -> String?) -> Response {
+            switch path {
+            case "/metrics":
+                return Response(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics())
+            case "/healthz":
+                return Response(status: 200, text: "ok: the loop turns\n")
+            case "/readyz":
+                if let why = notReady() { return Response(status: 503, text: "not ready: \(why)\n") }
+                return Response(status: 200, text: "ready\n")
+            case "/":
+                return Response(status: 200, text: "herald: /metrics /healthz /readyz\n")
+            default:
+                return Response(status: 404, text: "not found: \(path) (try /metrics, /healthz or /readyz)\n")
+            }
+        }
     }
 
     private var http: OpaquePointer?

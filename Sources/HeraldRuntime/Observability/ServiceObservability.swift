@@ -96,19 +96,7 @@ public final class ServiceObservability {
     // MARK: Answers
 
     func answer(_ path: String) -> HTTPEndpoint.Response {
-        switch path {
-        case "/metrics":
-            return HTTPEndpoint.Response(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metricsText())
-        case "/healthz":
-            return HTTPEndpoint.Response(status: 200, text: "ok: the loop turns\n")
-        case "/readyz":
-            if let why = notReady() { return HTTPEndpoint.Response(status: 503, text: "not ready: \(why)\n") }
-            return HTTPEndpoint.Response(status: 200, text: "ready\n")
-        case "/":
-            return HTTPEndpoint.Response(status: 200, text: "herald: /metrics /healthz /readyz\n")
-        default:
-            return HTTPEndpoint.Response(status: 404, text: "not found: \(path) (try /metrics, /healthz or /readyz)\n")
-        }
+        .herald(path, metrics: metricsText, notReady: notReady)
     }
 
     /// Why the service is not ready for requests, or nil when it is: start-up's restore is done
