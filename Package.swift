@@ -65,7 +65,7 @@ let package = Package(
         .executableTarget(name: "HeraldRoundtrip", dependencies: ["HeraldClient"]),
         // One blocking HTTP GET (`herald health --http`, the tests and benches of /metrics): no curl needed in the image.
         .target(name: "HeraldHTTPProbe"),
-        // A blocking client of the line protocol (plain TCP or TLS) for tests, benches and `herald bridge nats`: raw lines, time-outs.
+        // A blocking client of the line protocol (plain TCP or TLS) for tests and benches: raw lines, time-outs.
         .target(name: "HeraldWireTesting", dependencies: ["HeraldCore", "HeraldHTTPProbe", "CLibEventSSL"]),
         // Shared by tests and benchmarks: private Postgres, manual clock, seeded RNG, load generators.
         .target(
@@ -87,13 +87,12 @@ let package = Package(
             ]
         ),
         // Downstream brokers: a Herald consumer that publishes to NATS JetStream (SPEC §13).
-        .target(name: "HeraldBridge", dependencies: ["HeraldCore", "HeraldWireTesting", "CNats"]),
+        .target(name: "HeraldBridge", dependencies: ["HeraldCore", "HeraldClient", "CNats"]),
         // The shipped executable: argument parsing only.
         .executableTarget(
             name: "herald",
             dependencies: [
-                // HeraldWireTesting: only `bridge nats` (Bridge.swift, HeraldBridge) still reads Herald through it.
-                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldClient", "HeraldHTTPProbe", "HeraldWireTesting", "HeraldCommandLine", "HeraldBridge",
+                "HeraldCore", "HeraldStore", "HeraldRuntime", "HeraldClient", "HeraldHTTPProbe", "HeraldCommandLine", "HeraldBridge",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

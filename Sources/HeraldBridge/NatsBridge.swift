@@ -1,16 +1,18 @@
 // `herald bridge nats`: a durable Herald consumer that publishes every delivery to NATS JetStream and acks after JetStream stored it.
 import CNats
+import Dispatch
 import Foundation
 import Glibc
-import HeraldWireTesting
+import HeraldClient
 import HeraldCore
+import Synchronization
 
 /// What the bridge connects to and how it publishes.
 public struct NatsBridgeOptions: Sendable {
     public var heraldHost = "127.0.0.1"
     public var heraldPort = 7411
     public var token: String?
-    public var tls: TLSClientOptions?
+    public var tls: TLSOptions?
     public var consumer = "nats-bridge"
     public var natsURL = "nats://127.0.0.1:4222"
     public var stream = "HERALD"
@@ -29,11 +31,13 @@ nonisolated(unsafe) private var stopRequested: sig_atomic_t = 0
 
 /// The bridge. Each session: connect to NATS, check or create the stream, read the newest stored
 /// message id (what the stream holds already is passed over, not re-published), subscribe to
-/// Herald from the consumer's acknowledged cursor, then publish each delivery asynchronously (at
-/// most `window` unconfirmed) and ack Herald's cursor once JetStream confirmed every delivery up
-/// to it. Any failure ends the session; the next starts from Herald's acknowledged cursor, and the
-/// stream's deduplication by `Nats-Msg-Id` drops what it stored already.
-public final class NatsBridge {
+/// Herald from the consumer's acknowledged cursor (HeraldClient's consumer, acking only what it is
+/// told), then publish each delivery asynchronously (at most `window` unconfirmed) and ack Herald's
+/// cursor once JetStream confirmed every delivery up to it. A dropped Herald connection is resumed
+/// by the consumer after the last line it received; any other failure ends the session, the next
+/// starts from Herald's acknowledged cursor, and the stream's deduplication by `Nats-Msg-Id` drops
+/// what it stored already. Sessions run one at a time, each as one task: hence `@unchecked Sendable`.
+public final class NatsBridge: @unchecked Sendable {
     let options: NatsBridgeOptions
     let log: (String) -> Void
     /// Deliveries published and confirmed over every session (progress lines).
@@ -61,7 +65,7 @@ public final class NatsBridge {
         while stopRequested == 0 {
             let before = confirmedTotal
             do {
-                try session()
+                try Self.waitFor { try await self.session() }
                 return  // a clean stop
             } catch {
                 if confirmedTotal > before { backoff = 250 }
@@ -75,7 +79,7 @@ public final class NatsBridge {
 
     struct HeraldFailure: Error, CustomStringConvertible { let description: String }
 
-    private func session() throws {
+    private func session() async throws {
         let nats = try NatsJetStream(url: options.natsURL, maxPending: options.window, ackWaitMilliseconds: options.ackWaitMilliseconds)
         defer { nats.close() }
         let subject = options.subjectPrefix + ".>"
@@ -88,27 +92,29 @@ public final class NatsBridge {
         log(state.created ? "created JetStream stream \(options.stream) (file storage, subjects \(subject), duplicate window \(options.duplicateWindowSeconds) s)"
             : "JetStream stream \(options.stream): \(state.messages) messages, newest \(stored.map { "\($0.key):\($0.value)" }.first ?? "none")")
 
-        // The raw-line client rather than HeraldClient's consumer: the bridge scans each line for
-        // its routing members only, where the consumer parses every line whole (BENCHMARKS.md).
-        let herald = try WireClient(host: options.heraldHost, port: options.heraldPort, tls: options.tls)
-        defer { herald.close() }
-        let hello = try herald.request(#"{"op":"hello","token":\#(JSONValue.string(options.token ?? "").canonicalString)}"#)
-        guard hello["ok"]?.boolValue == true else { throw HeraldFailure(description: "hello refused: \(hello.canonicalString)") }
-        let subscribed = try herald.request(JSONValue.object(["op": "subscribe", "consumer": .string(options.consumer)]).canonicalString)
-        guard subscribed["ok"]?.boolValue == true else { throw HeraldFailure(description: "subscribe refused: \(subscribed.canonicalString)") }
-        log("subscribed to Herald at \(options.heraldHost):\(options.heraldPort) as \(options.consumer) from cursor \(subscribed["cursor"]?.intValue ?? 0)")
+        let consumer = try await HeraldConsumer.subscribe(
+            host: options.heraldHost, port: options.heraldPort, token: options.token, tls: options.tls, consumer: options.consumer,
+            // Acks are sent when the window says (below); a Herald that stays away ends the session.
+            ackEvery: Int.max, ackIntervalMilliseconds: 20, backoff: Backoff(initialMilliseconds: 250, maximumMilliseconds: 5_000, attempts: 5),
+            manualAcks: true)
+        do {
+            try await bridge(consumer, nats, stored: stored)
+        } catch {
+            await consumer.close()  // it acks what JetStream confirmed, nothing else
+            throw error
+        }
+    }
 
+    /// Reads deliveries from `consumer` and publishes them until a failure (thrown) or a stop.
+    private func bridge(_ consumer: HeraldConsumer, _ nats: NatsJetStream, stored: [Int64: Int64]) async throws {
+        log("subscribed to Herald at \(options.heraldHost):\(options.heraldPort) as \(options.consumer) from cursor \(consumer.subscribedAfter)")
         var window = BridgeWindow(capacity: options.window, storedThrough: stored)
-        var carriesPartition: Bool?
         /// Subjects by app and kind, built once each.
         var subjects: [String?: [String: String]] = [:]
         var lastAckSent = Date()
-        let consumerJSON = JSONValue.string(options.consumer).canonicalString
-        func sendAcks() throws {
-            for p in window.takeAcks() {
-                let partition = p.partition.map { #","partition":\#($0)"# } ?? ""
-                try herald.send(#"{"op":"ack","consumer":\#(consumerJSON)\#(partition),"cursor":\#(p.cursor)}"#)
-            }
+        func sendAcks() {
+            for p in window.takeAcks() { consumer.ack(partition: Int(p.partition ?? 0), cursor: p.cursor) }
+            consumer.flushAcks()
             lastAckSent = Date()
         }
         while true {
@@ -116,28 +122,16 @@ public final class NatsBridge {
             let (confirmed, failure) = nats.confirmations(waitingUpTo: window.hasRoom && !stopping ? 0 : 20)
             if let failure { throw NatsFailure(failure) }
             for id in confirmed {
-                guard var position = DeliveryPosition(messageID: id) else { continue }
-                if carriesPartition == false { position.partition = nil }
+                guard let position = DeliveryPosition(messageID: id) else { continue }
                 window.publishConfirmed(position)
             }
             confirmedTotal += confirmed.count
-            if window.hasAcks && (window.inFlight == 0 || Date().timeIntervalSince(lastAckSent) >= 0.02) { try sendAcks() }
+            if window.hasAcks && (window.inFlight == 0 || Date().timeIntervalSince(lastAckSent) >= 0.02) { sendAcks() }
             if stopping {
                 guard window.inFlight == 0 else { continue }
-                let acks = window.takeAcks()
-                for p in acks {
-                    let partition = p.partition.map { #","partition":\#($0)"# } ?? ""
-                    try herald.send(#"{"op":"ack","consumer":\#(consumerJSON)\#(partition),"cursor":\#(p.cursor)}"#)
-                }
-                // The acks' replies, so Herald has stored them before the connection closes (at
-                // most 2 s: delivery lines keep coming meanwhile, and are not published).
-                var replies = 0
-                let deadline = Date().addingTimeInterval(2)
-                while replies < acks.count, Date() < deadline,
-                      let line = try herald.readLine(timeoutMilliseconds: Int32(max(1, deadline.timeIntervalSinceNow * 1000))) {
-                    let fields = line.withUnsafeBytes { DeliveryLineFields.scan($0) }
-                    if fields?.op == nil { replies += 1 }
-                }
+                sendAcks()
+                // The close waits for the acks' replies, so Herald has stored them before the connection closes.
+                await consumer.close()
                 log("stopped: every delivery read was confirmed by JetStream and acknowledged")
                 return
             }
@@ -146,36 +140,52 @@ public final class NatsBridge {
                 log("bridged \(confirmedTotal) deliveries to \(options.stream) (\(window.inFlight) in flight)")
             }
             guard window.hasRoom else { continue }
-            guard let line = try herald.readLine(timeoutMilliseconds: window.inFlight > 0 || window.hasAcks ? 5 : 200) else { continue }
-            // Most lines are deliveries, read by a scan of their routing members; the rest (and any
-            // line the scan leaves) are parsed in full.
-            var fields = line.withUnsafeBytes { DeliveryLineFields.scan($0) } ?? DeliveryLineFields()
-            if fields.op != "delivery" || fields.cursor == nil {
-                let value = try JSONValue.parse(line)
-                if value["ok"]?.boolValue == false { throw HeraldFailure(description: "Herald answered \(value.canonicalString)") }
-                if value["op"]?.stringValue == "goodbye" {
-                    throw HeraldFailure(description: "Herald is stopping (\(value["reason"]?.stringValue ?? "goodbye"))")
+            // The lines undecoded: the consumer's scan read their routing members, the bytes go to JetStream as they came.
+            let lines = try await Self.next(consumer, most: window.capacity - window.inFlight,
+                                            withinMilliseconds: window.inFlight > 0 || window.hasAcks ? 5 : 200)
+            for line in lines {
+                let position = DeliveryPosition(partition: line.namesPartition ? Int64(line.partition) : nil, cursor: line.cursor)
+                switch window.deliveryReceived(position) {
+                case .passOver: continue
+                case .publish(let p):
+                    let kind = line.kind.rawValue.isEmpty ? "unknown" : line.kind.rawValue
+                    let subject: String
+                    if let known = subjects[line.app]?[kind] {
+                        subject = known
+                    } else {
+                        subject = Self.subject(prefix: options.subjectPrefix, app: line.app, kind: kind)
+                        subjects[line.app, default: [:]][kind] = subject
+                    }
+                    try line.bytes.withUnsafeBytes { try nats.publish(subject: subject, payload: $0, id: p.messageID) }
                 }
-                guard value["op"]?.stringValue == "delivery", let cursor = value["cursor"]?.intValue else { continue }  // an ack's reply
-                fields = DeliveryLineFields(op: "delivery", cursor: cursor, partition: value["partition"]?.intValue,
-                                            app: value["app"]?.stringValue, kind: value["kind"]?.stringValue)
-            }
-            if carriesPartition == nil { carriesPartition = fields.partition != nil }
-            let position = DeliveryPosition(partition: fields.partition, cursor: fields.cursor!)
-            switch window.deliveryReceived(position) {
-            case .passOver: continue
-            case .publish(let p):
-                let kind = fields.kind ?? "unknown"
-                let subject: String
-                if let known = subjects[fields.app]?[kind] {
-                    subject = known
-                } else {
-                    subject = Self.subject(prefix: options.subjectPrefix, app: fields.app, kind: kind)
-                    subjects[fields.app, default: [:]][kind] = subject
-                }
-                try line.withUnsafeBytes { try nats.publish(subject: subject, payload: $0, id: p.messageID) }
             }
         }
+    }
+
+    /// The consumer's next lines (at most `most`); none when none came in time.
+    private static func next(_ consumer: HeraldConsumer, most: Int, withinMilliseconds limit: Int) async throws -> [DeliveryLine] {
+        let result: Result<[DeliveryLine]?, HeraldError>
+        do throws(HeraldError) { result = .success(try await consumer.nextLines(most: most, timeoutMilliseconds: limit)) } catch { result = .failure(error) }
+        switch result {
+        case .success(let lines?): return lines
+        case .success(nil): throw HeraldFailure(description: "the Herald consumer closed")
+        case .failure(let error) where error.code == "timeout": return []
+        case .failure(let error): throw error
+        }
+    }
+
+    /// Runs `body` on the concurrency runtime and waits for it on this thread (the bridge's own).
+    private static func waitFor(_ body: @escaping @Sendable () async throws -> Void) throws {
+        let outcome = Mutex<Result<Void, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let result: Result<Void, any Error>
+            do { try await body(); result = .success(()) } catch { result = .failure(error) }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        try outcome.withLock { $0! }.get()
     }
 
     /// `<prefix>.<app>.<kind>`: the app as it is (its dots make subject tokens, so a reverse-DNS

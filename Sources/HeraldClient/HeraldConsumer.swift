@@ -9,7 +9,7 @@ import Synchronization
 /// otherwise (`grant_revoked`, a refused hello, giving up reconnecting).
 public final class HeraldConsumer: AsyncSequence, SessionHandler {
     public typealias Element = Delivery
-    typealias State = SubscriptionState<UnsafeContinuation<Result<Delivery?, HeraldError>, Never>>
+    typealias State = SubscriptionState<UnsafeContinuation<Result<[DeliveryLine]?, HeraldError>, Never>>
 
     private let session: WireSession
     private let state: Mutex<State>
@@ -70,10 +70,21 @@ public final class HeraldConsumer: AsyncSequence, SessionHandler {
 
     /// The next delivery; nil once closed. With `timeoutMilliseconds`, throws `timeout` when none comes in time.
     public func next(timeoutMilliseconds: Int? = nil) async throws(HeraldError) -> Delivery? {
+        try await nextLines(most: 1, timeoutMilliseconds: timeoutMilliseconds)?[0].decoded()
+    }
+
+    /// The next deliveries undecoded, in order: every one buffered up to `most`, waiting for at
+    /// least one; nil once closed. For a reader that passes lines on as they are (a broker
+    /// bridge): the session's thread has read only their routing members, and nothing is parsed
+    /// unless `decoded()` is called. They count as processed as `next()`'s do.
+    public func nextLines(most: Int = 256, timeoutMilliseconds: Int? = nil) async throws(HeraldError) -> [DeliveryLine]? {
         let now = monotonicMilliseconds()
-        let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Delivery?, HeraldError>, Never>) in
+        let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<[DeliveryLine]?, HeraldError>, Never>) in
             var actions: [State.Action] = []
-            state.withLock { $0.nextRequested(reader: continuation, deadline: timeoutMilliseconds.map { now + UInt64(Swift.max(0, $0)) }, now: now, actions: &actions) }
+            state.withLock {
+                $0.nextRequested(reader: continuation, most: most, deadline: timeoutMilliseconds.map { now + UInt64(Swift.max(0, $0)) }, now: now,
+                                 actions: &actions)
+            }
             perform(actions)
         }
         return try result.get()
@@ -82,6 +93,9 @@ public final class HeraldConsumer: AsyncSequence, SessionHandler {
     /// With `manualAcks`: `delivery`, and every earlier one of its partition, is processed; the ack
     /// goes out with the next batch (or `flushAcks()`, or `close()`).
     public func ack(_ delivery: Delivery) { ack(partition: delivery.partition, cursor: delivery.cursor) }
+
+    /// With `manualAcks`: `line`, and every earlier one of its partition, is processed.
+    public func ack(_ line: DeliveryLine) { ack(partition: line.partition, cursor: line.cursor) }
 
     /// With `manualAcks`: `partition`'s deliveries up to `cursor` are processed.
     public func ack(partition: Int, cursor: Int64) {
@@ -151,9 +165,15 @@ public final class HeraldConsumer: AsyncSequence, SessionHandler {
         state.withLock { $0.connectionEstablished(now: monotonicMilliseconds()) }
     }
 
+    func deliveryReceived(_ delivery: DeliveryLine) {
+        var actions: [State.Action] = []
+        state.withLock { $0.deliveryReceived(delivery, actions: &actions) }
+        perform(actions)
+    }
+
     func lineReceived(_ line: [UInt8], _ json: [String: HeraldJSON]) -> HeraldError? {
         var actions: [State.Action] = []
-        let end = state.withLock { $0.lineReceived(line, json, actions: &actions) }
+        let end = state.withLock { $0.lineReceived(json, actions: &actions) }
         perform(actions)
         return end
     }

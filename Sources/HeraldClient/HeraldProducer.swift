@@ -89,6 +89,7 @@ final class ProducerConnection: SessionHandler {
     }
 
     func lineReceived(_ line: [UInt8], _ json: [String: HeraldJSON]) -> HeraldError? { nil }
+    func deliveryReceived(_ delivery: DeliveryLine) {}
 
     func replyReceived(_ line: [UInt8], _ head: ReplyHead) -> HeraldError? {
         var actions: [Pipeline.Action] = []

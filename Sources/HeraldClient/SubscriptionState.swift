@@ -24,7 +24,7 @@ public struct DeliveryFilter: Sendable, Hashable {
     public var kinds: [DeliveryKind]?
     public init(apps: [String]? = nil, kinds: [DeliveryKind]? = nil) { self.apps = apps; self.kinds = kinds }
 
-    func admits(_ d: Delivery) -> Bool {
+    func admits(_ d: DeliveryLine) -> Bool {
         if let apps, !(d.app.map(apps.contains) ?? false) { return false }
         if let kinds, !kinds.contains(d.kind) { return false }
         return true
@@ -43,8 +43,8 @@ public struct DeliveryFilter: Sendable, Hashable {
 struct SubscriptionState<Reader> {
     enum Action {
         case wake
-        /// Hand the reader a delivery, the end of the stream (nil), or the error that ended it.
-        case deliver(Reader, Result<Delivery?, HeraldError>)
+        /// Hand the reader deliveries (one or more, in order), the end of the stream (nil), or the error that ended it.
+        case deliver(Reader, Result<[DeliveryLine]?, HeraldError>)
         /// The first subscribe was answered (or refused).
         case started(Result<Int64, HeraldError>)
         /// Every ack sent was answered (after `closeRequested`).
@@ -67,7 +67,7 @@ struct SubscriptionState<Reader> {
     /// Lines buffered for the reader before the socket stops being read.
     let bufferLimit: Int
 
-    private var buffer: [Delivery] = []
+    private var buffer: [DeliveryLine] = []
     private var head = 0
     private var lastReceived: [Int: Int64] = [:]
     private var processed: [Int: Int64] = [:]
@@ -87,8 +87,9 @@ struct SubscriptionState<Reader> {
     /// The first subscribe's reply: the cursor the stream started after.
     private(set) var startedAt: Int64?
     private var closing = false
-    private var yielded: Delivery?
-    private var reader: (handle: Reader, deadline: UInt64?)?
+    /// Handed to the reader last: processed when it asks for more (or closes).
+    private var yielded: [DeliveryLine] = []
+    private var reader: (handle: Reader, deadline: UInt64?, most: Int)?
 
     init(consumer: String, start: SubscribeStart, filter: DeliveryFilter?, ackEvery: Int, ackIntervalMilliseconds: Int,
          bufferLimit: Int = 8192, ephemeral: Bool = false, manualAcks: Bool = false) {
@@ -163,28 +164,28 @@ struct SubscriptionState<Reader> {
         return outbox
     }
 
-    /// A line on the subscription's connection: a delivery, or a reply to a subscribe, an ack or a ping.
-    /// Returns the error that ends the subscription, if it is one.
-    mutating func lineReceived(_ line: [UInt8], _ json: [String: HeraldJSON], actions: inout [Action]) -> HeraldError? {
-        if json["op"]?.stringValue == "delivery" && json["ok"] == nil {
-            let d = Delivery(line: line, json: json)
-            if d.namesPartition { named.insert(d.partition) }
-            if let last = lastReceived[d.partition], d.cursor <= last { return nil }
-            lastReceived[d.partition] = d.cursor
-            if let filter, !filter.admits(d) {
-                // With manual acks a line left out moves no cursor: the reader's next ack covers it.
-                if !manualAcks { processedUpTo(d, actions: &actions) }
-                return nil
-            }
-            if let r = reader, head == buffer.count {
-                reader = nil
-                yielded = d
-                actions.append(.deliver(r.handle, .success(d)))
-            } else {
-                buffer.append(d)
-            }
-            return nil
+    /// A delivery line on the subscription's connection.
+    mutating func deliveryReceived(_ d: DeliveryLine, actions: inout [Action]) {
+        if d.namesPartition { named.insert(d.partition) }
+        if let last = lastReceived[d.partition], d.cursor <= last { return }
+        lastReceived[d.partition] = d.cursor
+        if let filter, !filter.admits(d) {
+            // With manual acks a line left out moves no cursor: the reader's next ack covers it.
+            if !manualAcks { processedUpTo(d) }
+            return
         }
+        if let r = reader, head == buffer.count {
+            reader = nil
+            yielded = [d]
+            actions.append(.deliver(r.handle, .success([d])))
+        } else {
+            buffer.append(d)
+        }
+    }
+
+    /// Any other line on the subscription's connection: a reply to a subscribe, an ack or a ping,
+    /// or the server's own error. Returns the error that ends the subscription, if it is one.
+    mutating func lineReceived(_ json: [String: HeraldJSON], actions: inout [Action]) -> HeraldError? {
         guard json["ok"] != nil else { return nil }
         let ok = json["ok"]?.boolValue == true
         guard json["rid"] != nil, !owed.isEmpty else {
@@ -217,39 +218,40 @@ struct SubscriptionState<Reader> {
         return nil
     }
 
-    private mutating func processedUpTo(_ d: Delivery, actions: inout [Action]) {
+    private mutating func processedUpTo(_ d: DeliveryLine) {
         if d.cursor > (processed[d.partition] ?? -1) {
             processed[d.partition] = d.cursor
             unackedLines += 1
         }
     }
 
-    /// The reader asks for the next delivery: the one handed out before is processed.
-    mutating func nextRequested(reader handle: Reader, deadline: UInt64?, now: UInt64, actions: inout [Action]) {
+    /// The reader asks for the next deliveries (at most `most`, at least one): those handed out before are processed.
+    mutating func nextRequested(reader handle: Reader, most: Int = 1, deadline: UInt64?, now: UInt64, actions: inout [Action]) {
         if reader != nil {
             actions.append(.deliver(handle, .failure(HeraldError(code: "concurrent_next", title: "Another task is already waiting for this consumer's next delivery",
                                                                  detail: "A consumer has one reader: iterate it from one task, and hand deliveries on from there."))))
             return
         }
-        if let done = yielded {
-            if !manualAcks { processedUpTo(done, actions: &actions) }
-            yielded = nil
+        if !yielded.isEmpty {
+            if !manualAcks { for d in yielded { processedUpTo(d) } }
+            yielded = []
             if unackedLines >= ackEvery && connected { flushAcks(now: now, actions: &actions) }
         }
         if head < buffer.count {
-            let d = buffer[head]
-            head += 1
+            let before = buffer.count - head
+            let end = Swift.min(buffer.count, head + Swift.max(1, most))
+            yielded = Array(buffer[head..<end])
+            head = end
             if head == buffer.count { buffer.removeAll(keepingCapacity: true); head = 0 } else if head > 4096 { buffer.removeSubrange(..<head); head = 0 }
-            yielded = d
-            actions.append(.deliver(handle, .success(d)))
-            if buffer.count - head == bufferLimit / 2 { actions.append(.wake) }  // reading may resume
+            actions.append(.deliver(handle, .success(yielded)))
+            if before > bufferLimit / 2 && buffer.count - head <= bufferLimit / 2 { actions.append(.wake) }  // reading may resume
             return
         }
         if let ended {
             actions.append(.deliver(handle, ended.code == HeraldError.closed.code ? .success(nil) : .failure(ended)))
             return
         }
-        reader = (handle, deadline)
+        reader = (handle, deadline, most)
     }
 
     /// With manual acks: the reader is done with `partition`'s deliveries up to `cursor`. The ack
@@ -288,10 +290,8 @@ struct SubscriptionState<Reader> {
     /// any ack is still unanswered (an `acksSettled` action follows).
     mutating func closeRequested(now: UInt64, actions: inout [Action]) -> Bool {
         closing = true
-        if let done = yielded {
-            if !manualAcks { processedUpTo(done, actions: &actions) }
-            yielded = nil
-        }
+        if !manualAcks { for d in yielded { processedUpTo(d) } }
+        yielded = []
         if connected { flushAcks(now: now, actions: &actions) }
         return connected && owed.contains(where: { if case .ack = $0 { return true }; return false })
     }
@@ -304,8 +304,9 @@ struct SubscriptionState<Reader> {
         if let r = reader {
             reader = nil
             if head < buffer.count {
-                let d = buffer[head]; head += 1; yielded = d
-                actions.append(.deliver(r.handle, .success(d)))
+                yielded = Array(buffer[head..<Swift.min(buffer.count, head + r.most)])
+                head += yielded.count
+                actions.append(.deliver(r.handle, .success(yielded)))
             } else {
                 actions.append(.deliver(r.handle, error.code == HeraldError.closed.code ? .success(nil) : .failure(error)))
             }

@@ -33,7 +33,9 @@ protocol SessionHandler: AnyObject, Sendable {
     func sessionConnected(_ hello: HelloReply, isReconnect: Bool) -> [UInt8]
     /// A reply (a line with `ok`), read no further than `head`; a returned error ends the session.
     func replyReceived(_ line: [UInt8], _ head: ReplyHead) -> HeraldError?
-    /// Any other line but goodbye (a delivery), parsed; a returned error ends the session.
+    /// A delivery line, read no further than its routing members.
+    func deliveryReceived(_ delivery: DeliveryLine)
+    /// Any other line but goodbye, parsed; a returned error ends the session.
     func lineReceived(_ line: [UInt8], _ json: [String: HeraldJSON]) -> HeraldError?
     /// The connection is gone (a reconnect follows unless the session ends).
     func sessionDisconnected()
@@ -228,11 +230,15 @@ final class WireSession: Sendable {
                 if input[i] == 0x0A {
                     let line = Array(input[start..<i])
                     start = i + 1
-                    if let head = ReplyHead.scan(line) {
+                    if let delivery = DeliveryLine.scan(line) {
+                        handler.deliveryReceived(delivery)
+                    } else if let head = ReplyHead.scan(line) {
                         if let error = handler.replyReceived(line, head) { return (false, error) }
                     } else if !line.isEmpty {
                         guard case .object(let obj)? = try? HeraldJSON.parse(line) else { return (false, nil) }
-                        if obj["ok"] == nil, obj["op"]?.stringValue == "goodbye" {
+                        if obj["ok"] == nil, obj["op"]?.stringValue == "delivery" {
+                            handler.deliveryReceived(DeliveryLine(line: line, json: obj))
+                        } else if obj["ok"] == nil, obj["op"]?.stringValue == "goodbye" {
                             // The server reads nothing more: stop writing, read the replies it owes, then reconnect.
                             draining = true
                         } else if let error = handler.lineReceived(line, obj) {

@@ -2,7 +2,7 @@
 import ArgumentParser
 import Foundation
 import HeraldBridge
-import HeraldWireTesting
+import HeraldClient
 import HeraldCommandLine
 import HeraldCore
 
@@ -50,7 +50,7 @@ struct Bridge: ParsableCommand {
             var options = NatsBridgeOptions()
             (options.heraldHost, options.heraldPort) = hostAndPort(herald)!
             options.token = try resolveToken(token: token, tokenFile: tokenFile)
-            options.tls = tlsCA.map { TLSClientOptions(caFile: $0, certificateFile: tlsCert, keyFile: tlsKey) }
+            options.tls = tlsCA.map { TLSOptions(caFile: $0, certificateFile: tlsCert, keyFile: tlsKey) }
             options.consumer = consumer
             options.natsURL = url
             options.stream = stream
