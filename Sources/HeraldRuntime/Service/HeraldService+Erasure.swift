@@ -100,7 +100,12 @@ extension HeraldService {
         do {
             let conn = try keyConnection()
             let deleted = try UserKeyStore.erase(conn, user: user, through: generation)
-            try SnapshotStore.deleteSnapshots(conn, partition: partition, before: event.seq)
+            if try SnapshotStore.deleteSnapshotsOfRetainedPartition(conn, partition: partition, before: event.seq) {
+                // Restart needs a snapshot here: the latest stays until the one begun now replaces it.
+                restart.snapshotWanted = true
+            } else {
+                try SnapshotStore.deleteSnapshots(conn, partition: partition, before: event.seq)
+            }
             contentKeys.ring.remove(user: user, through: generation)
             if contentKeys.erasing[user] == generation { contentKeys.erasing[user] = nil }
             contentKeys.erased += 1

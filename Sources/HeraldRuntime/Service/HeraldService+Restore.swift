@@ -41,6 +41,15 @@ extension HeraldService {
             }
         }
 
+        // Without its snapshot a partition whose log start was dropped would fold from its first
+        // kept event into wrong states (authorizations, settings, badges archived with it).
+        if !fromSnapshot, let dropped = try conn.execute("SELECT seq FROM retention_horizons WHERE partition = $1", [String(partition)]).int64(0, 0),
+           dropped > 0 {
+            throw StoreError.configuration("partition \(partition)'s events up to seq \(dropped) were archived by herald retain, and no snapshot "
+                + "could be loaded to start from\(configuration.restoreFromSnapshots ? "" : " (snapshots are off)"): restore a backup, or import "
+                + "herald export --archive into a fresh database (docs/retention.md)")
+        }
+
         var first = !fromSnapshot
         var contentConnection: PGConnection?
         defer { contentConnection?.close() }

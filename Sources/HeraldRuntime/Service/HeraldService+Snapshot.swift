@@ -12,6 +12,8 @@ final class RestartState {
     var sliceTimer: LoopEvent?
     /// `eventsCommitted` when the last snapshot began (the start-up fold counts too).
     var eventsAtLastSnapshot = 0
+    /// A snapshot is due now, whatever the interval says (an erasure on a retained partition).
+    var snapshotWanted = false
     var capture: Capture?
     /// The final snapshot at shutdown: the writer's completed and failed counts it waits to pass, and its deadline.
     var shutdownSnapshot: (completed: Int, failed: Int, deadline: Int64)?
@@ -67,7 +69,7 @@ extension HeraldService {
 
     func maybeBeginSnapshot() {
         guard let every = configuration.snapshotEveryEvents, restart.capture == nil,
-              eventsCommitted - restart.eventsAtLastSnapshot >= Self.snapshotInterval(every: every, users: users.count,
+              restart.snapshotWanted || eventsCommitted - restart.eventsAtLastSnapshot >= Self.snapshotInterval(every: every, users: users.count,
                                                                                      eventsPerUser: configuration.snapshotEventsPerUser),
               restart.writer?.isBusy == false, lifecycle.isServing else { return }
         beginSnapshot()
@@ -84,6 +86,7 @@ extension HeraldService {
     func beginSnapshot() {
         guard let writer = restart.writer, restart.capture == nil else { return }
         restart.eventsAtLastSnapshot = eventsCommitted
+        restart.snapshotWanted = false
         var header = SnapshotWriter()
         SnapshotHeader(capturedAt: now(), apps: apps).encode(to: &header)
         writer.enqueue(.begin(throughSeq: lastFoldedSeq, header: header.bytes))

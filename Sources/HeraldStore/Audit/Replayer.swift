@@ -47,6 +47,8 @@ public struct Replayer {
         public var deliveriesCompared = 0
         public var differences: [Difference] = []
         public var seconds = 0.0
+        /// On a partition whose start `herald retain` dropped: the snapshot the replay started from.
+        public var startedFrom: (snapshot: Int64, throughSeq: Int64)?
         public var eventsPerSecond: Double { seconds > 0 ? Double(eventsRead) / seconds : 0 }
     }
 
@@ -101,6 +103,25 @@ public struct Replayer {
         defer { run.contentConnection?.close() }
         var horizon = Instant.epoch
         var lastSeq: Int64 = 0
+        // A partition whose start `herald retain` dropped is replayed from the snapshot its horizon
+        // was set by: every user's state and delivery count then, and the events after it.
+        let start = try RetainedSnapshot.horizonStart(connection, partition: partition)
+        if let start {
+            let before = "is before partition \(partition)'s retention horizon (snapshot \(start.snapshotId), through seq \(start.throughSeq), "
+                + "\(start.capturedAt.rfc3339)): the events before it are archived; replay the whole log from herald export --archive imported into a fresh database"
+            switch limit {
+            case .seq(let s) where s < start.throughSeq: throw .configuration("--until \(s) \(before)")
+            case .time(let t) where t < start.capturedAt: throw .configuration("--until \(t.rfc3339) \(before)")
+            default: break
+            }
+            if let early = injections.first(where: { $0.at < start.capturedAt }) {
+                throw .configuration("a what-if at \(early.at == .earliestRepresentable ? "the log's start" : early.at.rfc3339) \(before)")
+            }
+            try run.start(from: start, partition: partition)
+            horizon = start.capturedAt
+            lastSeq = start.throughSeq
+            report.startedFrom = (start.snapshotId, start.throughSeq)
+        }
         var pendingInjections = injections.sorted { $0.at < $1.at }[...]
         func inject(upTo t: Instant, seq: Int64) throws(StoreError) {
             while let next = pendingInjections.first, next.at <= t {
@@ -113,13 +134,14 @@ public struct Replayer {
             }
         }
 
-        let stream = try LogStream(connection, partition: partition, through: through, deliveries: true)
+        let stream = try LogStream(connection, partition: partition, after: start?.throughSeq ?? 0, through: through, deliveries: true,
+                                   deliveriesAfterCursor: start?.droppedThroughCursor)
         stream.keys = run.keys
         while let record = try stream.next() {
             switch record {
             case .delivery(let d):
                 let o = run.ordinal(d.userBytes)
-                if !run.included[o] { continue }
+                if !run.included[o] || d.userIndex <= run.replicas[o].inSnapshot { continue }
                 if let until, d.at > until { continue }
                 horizon = max(horizon, d.at)
                 run.matcher.stored(d, user: run.names.names[o])
@@ -137,6 +159,8 @@ public struct Replayer {
                 }
                 let o = run.ordinal(userBytes)
                 if !run.included[o] { continue }
+                // Captured after this event (a later slice of the snapshot): already in the state.
+                if start != nil && e.seq <= run.replicas[o].state.lastSeq { continue }
                 try run.fold(e.storedEvent(user: run.names.names[o]), user: o)
             }
         }
@@ -166,6 +190,8 @@ public struct Replayer {
         struct Replica {
             var state: UserState
             var delivered: Int64 = 0
+            /// The deliveries the starting snapshot counted (compared no further: they decided before it).
+            var inSnapshot: Int64 = 0
         }
         let engine: Engine
         let users: Set<String>?
@@ -202,6 +228,34 @@ public struct Replayer {
 
         mutating func ordinal(_ user: String) -> Int {
             return user.withUTF8Bytes { ordinal(UnsafeRawBufferPointer($0)) }
+        }
+
+        /// Starts every user of the snapshot `start` names from its state and delivery count there,
+        /// with the content its state refers to, and the apps registered then.
+        mutating func start(from start: RetainedSnapshot.HorizonStart, partition: Int) throws(StoreError) {
+            apps = start.apps
+            var owner: [Int64: Int] = [:]
+            do {
+                try RetainedSnapshot.forEachState(connection, id: start.snapshotId) { state, delivered in
+                    let o = ordinal(state.user)
+                    replicas[o] = Replica(state: state, delivered: delivered, inSnapshot: delivered)
+                    state.forEachContentNeededAfterSnapshot(keepUntil: .latestRepresentable) { owner[$0] = o }
+                    return true
+                }
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw .configuration("snapshot \(start.snapshotId) of partition \(partition) cannot be read: \(error)")
+            }
+            var found = 0
+            try SnapshotStore.readBodies(connection, partition: partition, seqs: Array(owner.keys), keys: keys) { seq, body in
+                guard let o = owner[seq] else { return }
+                replicas[o].state.supplySnapshotContent(SubmittedNotification(canonicalBody: body), seq: seq)
+                found += 1
+            }
+            guard found == owner.count else {
+                throw .configuration("\(owner.count - found) notifications snapshot \(start.snapshotId) refers to are neither in events nor retained")
+            }
         }
 
         /// Applies `event` to user `o`'s replica in place (a copy mutated and stored back would

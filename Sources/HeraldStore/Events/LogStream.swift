@@ -98,13 +98,17 @@ public final class LogStream {
 
     /// Streams events with `after < seq <= through` (and, with `deliveries`, the stored deliveries
     /// caused by them) in position order. Start-up passes a snapshot's position as `after`.
+    /// `deliveriesAfterCursor`: the deliveries read are those after this cursor instead of those
+    /// caused after `after` (a replay from a snapshot, whose users' timers fire deliveries caused
+    /// by events before it).
     ///
     /// Deliveries are read in `cursor` order (commit order, the primary key) by a second COPY on a
     /// second connection, and each is handed out once the event that caused it has been: so
     /// every delivery follows its causing event, and a timer's delivery comes about where it
     /// committed. (One COPY merging the two tables by position would need an index on
     /// `deliveries (cause_seq)`, which every delivery insert would pay for.)
-    public init(_ connection: PGConnection, partition: Int = 0, after: Int64 = 0, through: Int64 = .max, deliveries: Bool) throws(StoreError) {
+    public init(_ connection: PGConnection, partition: Int = 0, after: Int64 = 0, through: Int64 = .max, deliveries: Bool,
+                deliveriesAfterCursor: Int64? = nil) throws(StoreError) {
         lastEventSeq = after
         copy = try PGCopyOut(connection, sql: """
             COPY (SELECT seq, user_id, type, app, notification_id, body, engine_time FROM events
@@ -113,7 +117,8 @@ public final class LogStream {
         if deliveries {
             deliveryCopy = try PGCopyOut(connection.duplicate(), sql: """
                 COPY (SELECT cause_seq, user_id, kind, app, notification_id, body, at, user_index, reason FROM deliveries
-                      WHERE partition = \(partition) AND cause_seq > \(after) AND cause_seq <= \(through) ORDER BY cursor) TO STDOUT (FORMAT binary)
+                      WHERE partition = \(partition) AND \(deliveriesAfterCursor.map { "cursor > \($0)" } ?? "cause_seq > \(after)")
+                        AND cause_seq <= \(through) ORDER BY cursor) TO STDOUT (FORMAT binary)
                 """)
         } else {
             deliveryCopy = nil

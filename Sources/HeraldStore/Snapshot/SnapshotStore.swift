@@ -20,12 +20,15 @@ public enum SnapshotStore {
     // The statements, shared by these blocking helpers and the service's non-blocking `SnapshotUpload`.
     static let beginSQL = "INSERT INTO snapshots (partition, through_seq, format, header) VALUES ($4, $1, $2, decode($3, 'hex')) RETURNING id"
     static let copyPartsSQL = "COPY snapshot_parts (snapshot_id, part, users, data) FROM STDIN (FORMAT binary)"
-    /// Completion and the deletion of every older snapshot of its partition in one statement (one transaction).
+    /// Completion and the deletion of every older snapshot of its partition in one statement (one
+    /// transaction), but the one the partition's retention horizon was set by: `herald replay`
+    /// starts there on a log whose start `herald retain` dropped.
     static let completeSQL = """
         WITH done AS (
             UPDATE snapshots SET completed_at = now(), users = $2, parts = $3, bytes = $4,
                    through_seq = coalesce($5::bigint, through_seq) WHERE id = $1 RETURNING id, partition)
         DELETE FROM snapshots WHERE id < $1 AND partition = (SELECT partition FROM done)
+            AND id IS DISTINCT FROM (SELECT snapshot_id FROM retention_horizons WHERE partition = (SELECT partition FROM done))
         """
     static let abandonSQL = "DELETE FROM snapshots WHERE id = $1 AND completed_at IS NULL"
 
@@ -86,6 +89,17 @@ public enum SnapshotStore {
             SELECT id, through_seq, format, encode(header, 'hex'), users, parts, bytes FROM snapshots
             WHERE partition = $2 AND completed_at IS NOT NULL AND format = $1 ORDER BY id DESC LIMIT 1
             """, [String(SnapshotFormat.version), String(partition)])
+        guard r.rowCount == 1, let id = r.int64(0, 0), let through = r.int64(0, 1) else { return nil }
+        return Latest(id: id, throughSeq: through, format: Int(r.int64(0, 2) ?? 0), header: unhex(r.string(0, 3) ?? ""),
+                      users: r.int64(0, 4) ?? 0, parts: Int(r.int64(0, 5) ?? 0), bytes: r.int64(0, 6) ?? 0)
+    }
+
+    /// Snapshot `id` of `partition` if it is complete and in this build's format.
+    public static func complete(_ conn: PGConnection, partition: Int, id: Int64) throws(StoreError) -> Latest? {
+        let r = try conn.execute("""
+            SELECT id, through_seq, format, encode(header, 'hex'), users, parts, bytes FROM snapshots
+            WHERE partition = $2 AND id = $3 AND completed_at IS NOT NULL AND format = $1
+            """, [String(SnapshotFormat.version), String(partition), String(id)])
         guard r.rowCount == 1, let id = r.int64(0, 0), let through = r.int64(0, 1) else { return nil }
         return Latest(id: id, throughSeq: through, format: Int(r.int64(0, 2) ?? 0), header: unhex(r.string(0, 3) ?? ""),
                       users: r.int64(0, 4) ?? 0, parts: Int(r.int64(0, 5) ?? 0), bytes: r.int64(0, 6) ?? 0)
