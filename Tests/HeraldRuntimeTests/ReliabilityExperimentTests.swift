@@ -228,7 +228,10 @@ final class PrivateCluster {
             while recorder.ackedCount < 500 && !finished() { usleep(1_000) }
             kill(pid_t(walWriter), SIGSTOP)
             let paused = recorder.ackedCount
-            while recorder.ackedCount < paused + 1_000 && !finished() { usleep(1_000) }
+            // Bounded: a WAL writer stopped while it held WALWriteLock stalls every commit that
+            // flushes (all of them with synchronous_commit on), and the acks stop coming.
+            let stalled = Date().addingTimeInterval(10)
+            while recorder.ackedCount < paused + 1_000 && !finished() && Date() < stalled { usleep(1_000) }
             let acked = recorder.ackedCount
             kill(pid_t(walWriter), SIGKILL)
             pg.cluster.kill()

@@ -168,11 +168,14 @@ import Testing
         return acked.filter { stored[$0.seq] != $0.id }.map { "\($0.id) acknowledged at seq \($0.seq), stored: \(stored[$0.seq] ?? "nothing")" }
     }
 
-    /// Experiment 3: retention runs while a producer submits and a consumer streams. Every
+    /// Experiment 3: retention runs while a producer submits and a consumer streams, and a user is
+    /// erased half-way (after some of their notifications were archived). Every
     /// acknowledged submit is in the archive or the database at its seq; the live consumer sees
     /// every cursor once, in order; a consumer left behind the horizon gets `cursor_expired` and
     /// resumes at the horizon with nothing skipped after it. The checker is shown to catch a
-    /// planted phantom acknowledgement.
+    /// planted phantom acknowledgement. The erased user's earlier content is unreadable in the
+    /// export (archived lines included) and in `pg_dump`; the service restarts on the retained log
+    /// after the erasure and delivers the user's next notification.
     @Test func retention_underLoadLosesNoAcknowledgedSubmitAndSkipsNoConsumer() throws {
         let archive = Self.archiveDirectory()
         defer { try? FileManager.default.removeItem(at: archive) }
@@ -239,8 +242,14 @@ import Testing
         }.start()
 
         var dropped = 0
+        var erasedAt: Int64 = 0
         for d in 1...20 {
             #expect(try c.call(["op": "clock", "advanceTo": .string(Self.time(day: d))])["ok"] == true)
+            if d == 10 {
+                let erased = try c.call(["op": "erase", "user": "user3"])
+                #expect(erased["ok"] == true, "\(erased.canonicalString)")
+                erasedAt = erased["seq"]?.intValue ?? 0
+            }
             let target = shared.lock.withLock { shared.acked.count } + perDay
             while shared.lock.withLock({ shared.acked.count < target && shared.failures.isEmpty }) { usleep(2_000) }
             dropped += try job.run(conn).droppedSegments.count
@@ -276,5 +285,29 @@ import Testing
         #expect(phantom.count == 1 && phantom[0].hasPrefix("phantom"), "\(phantom)")
         let report = try Self.replayed(lines)
         #expect(report.differences.isEmpty, "\(report.differences.prefix(3))")
+
+        // The erasure reached the archive too: user3's content before it is erased in the export
+        // (archived lines included), anyone else's is readable; pg_dump holds none of it.
+        #expect(erasedAt > 0 && dropped > 0)
+        let erasedIds = acked.enumerated().filter { $0.offset % Self.users.count == 3 && $0.element.seq < erasedAt }.map(\.element.id)
+        var erasedLines = 0, readable = 0
+        for line in lines {
+            guard let e = try JSONValue.parse(line)["event"], e["type"] == "submit", let seq = e["seq"]?.intValue, seq < erasedAt,
+                  let body = e["body"]?.stringValue else { continue }
+            if e["user"] == "user3" { erasedLines += 1; #expect(!body.contains("Title"), "\(body)") } else if body.contains("Title") { readable += 1 }
+        }
+        #expect(erasedLines >= erasedIds.count && readable > erasedLines, "\(erasedLines) erased, \(readable) readable")
+        let dump = try ErasureTests.pgDump(url)
+        let inDump = erasedIds.filter { dump.contains("Title \($0)\"") || dump.contains(ErasureTests.hex("Title \($0)\"")) }
+        #expect(inDump.isEmpty, "erased content in pg_dump: \(inDump.prefix(3))")
+
+        // Restart on the retained log after the erasure: from its snapshot; user3's next notification is delivered.
+        let again = try TestServer(url: url, start: Self.time(day: 20))
+        defer { again.stop() }
+        let r = try again.client().call(try JSONValue.parse(Self.submit("after-erasure", user: "user3")))
+        #expect(r["ok"] == true && r["duplicate"] == nil, "\(r.canonicalString)")
+        _ = try again.statsWhen { ($0["deliveryHead"]?.intValue ?? 0) > head }
+        let stored = try conn.execute("SELECT kind FROM deliveries WHERE user_id = 'user3' AND notification_id = 'after-erasure'")
+        #expect(stored.rowCount == 1, "delivered")
     }
 }

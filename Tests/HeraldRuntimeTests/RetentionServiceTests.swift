@@ -114,6 +114,14 @@ import Testing
         _ = try conn.execute("SET session_replication_role = DEFAULT")
         #expect(try Replayer().run(conn) { 0 }.differences.count == 1)
 
+        // An erasure on the retained partition keeps a snapshot to restart from, even when the
+        // service stops before taking the next one (here it takes none).
+        let third = try TestServer(url: url, start: "2026-04-13T09:00:00Z") { $0.snapshotAtShutdown = false; $0.snapshotEveryEvents = nil }
+        #expect(try third.client().call(["op": "erase", "user": "alice"])["ok"] == true)
+        third.stop()
+        #expect(try conn.execute("SELECT count(*) FROM snapshots WHERE completed_at IS NOT NULL").int64(0, 0) == 1)
+        try TestServer(url: url, start: "2026-04-13T09:00:00Z").stop()
+
         // Without a snapshot the retained partition cannot be restored: the service refuses to
         // start rather than fold from its first kept event into wrong states.
         _ = try conn.execute("DELETE FROM snapshots")

@@ -72,7 +72,7 @@ public enum LogTransfer {
             write(JSONValue.object(["rules": .object(o)]).canonicalString)
         }
         if let archive {
-            let archived = try archive.write(connection, kind: "events", write)
+            let archived = try archive.write(connection, kind: "events", keys: keys, write)
             events += archived.lines
             after = archived.last
         }
@@ -87,7 +87,7 @@ public enum LogTransfer {
         }
         after = 0
         if let archive {
-            let archived = try archive.write(connection, kind: "deliveries", write)
+            let archived = try archive.write(connection, kind: "deliveries", keys: keys, write)
             deliveries += archived.lines
             after = archived.last
         }
@@ -103,11 +103,11 @@ public enum LogTransfer {
         return (events, deliveries)
     }
 
-    /// An event's export line: the stored bytes, content opened where its key exists.
-    /// An event's export line; in a partitioned database's export it names its `partition` and
+    /// An event's export line: content opened where its key exists (`keys` nil: as stored, for
+    /// the archive). In a partitioned database's export it names its `partition` and
     /// `recipientIndex` (counted per partition).
-    static func eventLine(_ e: StoredEventRow, keys: KeyRing, partition: Int? = nil) -> String {
-        let body = keys.readable(e.row.bodyBytes, user: e.row.user)
+    static func eventLine(_ e: StoredEventRow, keys: KeyRing?, partition: Int? = nil) -> String {
+        let body = keys?.readable(e.row.bodyBytes, user: e.row.user) ?? e.row.bodyBytes
         var o: [String: JSONValue] = ["seq": .int(e.seq), "type": .string(e.row.type), "body": .string(String(decoding: body, as: UTF8.self)),
                                       "engineTime": .string(e.row.engineTime.rfc3339)]
         if let u = e.row.user { o["user"] = .string(u) }
@@ -122,13 +122,13 @@ public enum LogTransfer {
     }
 
     /// A delivery's export line.
-    static func deliveryLine(_ d: StoredDeliveryRow, keys: KeyRing, partition: Int? = nil) -> String {
+    static func deliveryLine(_ d: StoredDeliveryRow, keys: KeyRing?, partition: Int? = nil) -> String {
         let r = d.row
         var o: [String: JSONValue] = ["cursor": .int(d.cursor), "user": .string(r.user), "userIndex": .int(r.userIndex),
                                       "causeSeq": .int(r.causeSeq), "kind": .string(r.kind), "reason": .string(r.reason),
                                       "at": .string(r.at.rfc3339), "rulesVersion": .string(r.rulesVersion),
                                       "trace": .string(r.trace)]
-        let body = keys.readable(r.bodyBytes, user: r.user)
+        let body = keys?.readable(r.bodyBytes, user: r.user) ?? r.bodyBytes
         o["body"] = .string(String(decoding: body, as: UTF8.self))
         if body != r.bodyBytes { o["sealed"] = true }
         if let a = r.app { o["app"] = .string(a) }

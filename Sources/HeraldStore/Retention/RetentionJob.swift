@@ -92,7 +92,6 @@ public struct RetentionJob {
             let r = try conn.execute("SELECT seq, cursor FROM retention_horizons WHERE partition = $1", [String(p)])
             allowed[p] = (r.int64(0, 0) ?? 0, r.int64(0, 1) ?? 0)
         }
-        let keys = try KeyRing.load(conn)
         for table in ["events", "deliveries"] {
             let isEvents = table == "events"
             for segment in try segments(conn, table) where segment.end != nil {
@@ -107,7 +106,7 @@ public struct RetentionJob {
                 guard droppable else { break }  // segments are in position order: later ones are not either
                 for l in lasts {
                     let rows = try archiveSegment(conn, table: table, segment: segment, partition: l.partition, last: l.last,
-                                                  expectedRows: l.rows, keys: keys)
+                                                  expectedRows: l.rows)
                     report.archivedSegments += 1
                     report.archivedRows += rows
                 }
@@ -228,7 +227,7 @@ public struct RetentionJob {
     /// (through a temporary file, synced, renamed), reads it back, and records it. A file already
     /// recorded is verified instead. Returns the rows archived.
     func archiveSegment(_ conn: PGConnection, table: String, segment: Segment, partition p: Int, last: Int64,
-                        expectedRows: Int64, keys: KeyRing) throws -> Int {
+                        expectedRows: Int64) throws -> Int {
         let isEvents = table == "events"
         let first = try conn.execute("SELECT min(\(isEvents ? "seq" : "cursor")) FROM \(segment.name) WHERE partition = $1", [String(p)]).int64(0, 0) ?? 0
         let directory = archive.appendingPathComponent("p\(p)", isDirectory: true)
@@ -250,12 +249,13 @@ public struct RetentionJob {
             if isEvents {
                 let page = try EventReader.events(conn, partition: p, after: after, limit: 10_000)
                 if page.isEmpty { break }
-                for e in page where e.seq <= last { try writer.append(LogTransfer.eventLine(e, keys: keys)) }
+                // Content as stored (sealed): an erasure after the archive reaches it too; export opens it.
+                for e in page where e.seq <= last { try writer.append(LogTransfer.eventLine(e, keys: nil)) }
                 after = page.last!.seq
             } else {
                 let page = try EventReader.deliveries(conn, partition: p, after: after, limit: 10_000)
                 if page.isEmpty { break }
-                for d in page where d.cursor <= last { try writer.append(LogTransfer.deliveryLine(d, keys: keys)) }
+                for d in page where d.cursor <= last { try writer.append(LogTransfer.deliveryLine(d, keys: nil)) }
                 after = page.last!.cursor
             }
         }
