@@ -3,7 +3,8 @@
 /// Every failure the client reports. `code` is the server's stable snake_case code
 /// (docs/errors.md, "Every error code") or one of the client's own:
 /// `client_closed`, `unreachable`, `connect_failed`, `tls_failed`, `malformed_reply`, `timeout`,
-/// `concurrent_next` (two tasks reading one consumer), `invalid_address`.
+/// `concurrent_next` (two tasks reading one consumer), `invalid_address`, `invalid_delivery` (a
+/// delivery line that does not decode).
 public struct HeraldError: Error, Sendable, Hashable, CustomStringConvertible {
     public var code: String
     /// What happened, specifically.
@@ -40,7 +41,7 @@ public struct HeraldError: Error, Sendable, Hashable, CustomStringConvertible {
         case "unknown_notification", "unknown_consumer": return .notFound
         case "store_unavailable": return .retryable
         case "grant_revoked", "busy", "evicted_before_hello", "partition_reassigned", "line_too_long", "not_owner": return .connection
-        case "client_closed", "unreachable", "connect_failed", "tls_failed", "malformed_reply", "timeout", "concurrent_next", "invalid_address": return .client
+        case "client_closed", "unreachable", "connect_failed", "tls_failed", "malformed_reply", "timeout", "concurrent_next", "invalid_address", "invalid_delivery": return .client
         default: return .validation
         }
     }
