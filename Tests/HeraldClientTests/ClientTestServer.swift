@@ -26,7 +26,7 @@ final class ClientTestServer: @unchecked Sendable {
         ]}
         """#.write(toFile: tokens, atomically: true, encoding: .utf8)
         files = [tokens, log]
-        serve = try ServeProcess(databaseURL: url, logPath: log, extraArguments: ["--tokens", tokens])
+        serve = try ServeProcess(databaseURL: url, logPath: log, extraArguments: ["--tokens", tokens, "--log-level", "debug"])
         try serve.start()
     }
 

@@ -145,23 +145,33 @@ import Testing
     /// older waits, without an error; when the newer closes, the older goes on after the last ack.
     @Test func twoConsumersOfOneNameShareItAndTheOlderGoesOnWhenTheNewerCloses() async throws {
         let server = try ClientTestServer()
+        // A step that fails says which, with the server's log (its consumer lines at debug).
+        func step<T>(_ name: String, _ body: () async throws -> T) async throws -> T {
+            do { return try await body() } catch {
+                Issue.record("\(name): \(error)\nserver log:\n\(server.serve.tail(40))")
+                throw error
+            }
+        }
         let herald = try await Self.producer(server)
         let first = try await herald.subscribe(consumer: "shared", from: .earliest, ackEvery: 1)
         try await Self.submit(herald, 0..<2)
-        #expect(try await first.next(timeoutMilliseconds: 30_000)?.cursor == 1)
+        #expect(try await step("first reads 1") { try await first.next(timeoutMilliseconds: 30_000)?.cursor } == 1)
         let second = try await herald.subscribe(consumer: "shared", ackEvery: 1)
         // Nothing was acknowledged yet (a delivery is processed once the next is asked for).
-        #expect(try await second.next(timeoutMilliseconds: 30_000)?.cursor == 1)
-        #expect(try await second.next(timeoutMilliseconds: 30_000)?.cursor == 2)
+        #expect(try await step("second reads 1") { try await second.next(timeoutMilliseconds: 30_000)?.cursor } == 1)
+        #expect(try await step("second reads 2") { try await second.next(timeoutMilliseconds: 30_000)?.cursor } == 2)
         try await Self.submit(herald, 2..<3)
-        #expect(try await second.next(timeoutMilliseconds: 30_000)?.cursor == 3)
+        #expect(try await step("second reads 3") { try await second.next(timeoutMilliseconds: 30_000)?.cursor } == 3)
         await second.close()
         #expect(second.acknowledged[0] == 3)
         try await Self.submit(herald, 3..<4)
         // Cursor 2 may have reached the older member before the newer joined: it is handed out
         // (delivered once more, at least once); 3 never is, as it was sent after the handover.
         var resumed: [Int64] = []
-        while resumed.last != 4, resumed.count < 3, let d = try await first.next(timeoutMilliseconds: 30_000) { resumed.append(d.cursor) }
+        while resumed.last != 4, resumed.count < 3,
+              let d = try await step("first resumes after \(resumed)", { try await first.next(timeoutMilliseconds: 30_000) }) {
+            resumed.append(d.cursor)
+        }
         #expect(resumed == [4] || resumed == [2, 4], "the older member streams again, after the last ack: \(resumed)")
         await first.close()
         await herald.close()

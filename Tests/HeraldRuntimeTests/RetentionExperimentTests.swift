@@ -145,6 +145,10 @@ import Testing
             let expired = try audit.call(["op": "subscribe", "consumer": "audit"])
             #expect(expired["error"]?["code"] == "cursor_expired" && (expired["error"]?["earliest"]?.intValue ?? 0) > 0, "\(expired.canonicalString)")
         }
+        // The retained database alone replays from its horizon's snapshot without a difference.
+        let fromHorizon = try Replayer().run(conn) { 0 }
+        #expect(fromHorizon.startedFrom != nil && fromHorizon.deliveriesCompared > 0 && fromHorizon.differences.isEmpty,
+                "\(String(describing: fromHorizon.startedFrom)), \(fromHorizon.deliveriesCompared) compared, \(fromHorizon.differences.prefix(3))")
         // The archive plus the database: the whole log, replayed from the start byte for byte.
         let lines = try Self.export(url, archive: archive)
         // The snoozes of dropped notifications were decided with their content (export opens it).
