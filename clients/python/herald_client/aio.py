@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, Union
 
 from .errors import AuthenticationError, ClientClosedError, HeraldError, error_from_reply
+from .lines import request_line
 from .routing import RoutingTable, owner_address, routing_user
 from .models import (
     Ack,
@@ -268,11 +269,7 @@ class _Connection:
         self.room.set()
 
     def make(self, request: Request | dict[str, Any], future: AnyFuture, parse: Parse, attempts: int = 0) -> _Pending:
-        body = request.to_wire() if isinstance(request, Request) else dict(request)
-        body["rid"] = self.next_rid
-        if self.direct:
-            body["route"] = "direct"
-        p = _Pending(self.next_rid, _encode(body), future, parse, request, attempts)
+        p = _Pending(self.next_rid, request_line(request, self.next_rid, self.direct), future, parse, request, attempts)
         self.next_rid += 1
         return p
 
