@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, Union
 
 from .errors import AuthenticationError, ClientClosedError, HeraldError, error_from_reply
-from .lines import request_line
+from .lines import read_ack, request_line
 from .routing import RoutingTable, owner_address, routing_user
 from .models import (
     Ack,
@@ -58,7 +58,7 @@ def _encode(body: dict[str, Any]) -> bytes:
     return (_ENCODER.encode(body) + "\n").encode()
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pending:
     rid: int
     line: bytes
@@ -188,28 +188,41 @@ class _Connection:
         assert self.reader is not None
         reader = self.reader
         decode = _DECODER.decode
+        pending = self.pending
         rest = b""
         while True:
             # Read what is there and split it: far cheaper than a readline a reply.
             chunk = await reader.read(_CHUNK)
             if not chunk:
                 return
-            lines = (rest + chunk).split(b"\n")
+            lines = (rest + chunk if rest else chunk).split(b"\n")
             rest = lines.pop()
             if len(rest) > _READ_LIMIT:
                 raise ValueError("a line longer than the protocol allows")
             for line in lines:
-                if line:
-                    await self._line(decode(line.decode()))
+                # The common ack of the request first in line settles its future here; anything else is parsed.
+                ack = read_ack(line)
+                if ack is not None and pending and pending[0].parse is _ack and pending[0].rid == ack.raw["rid"]:
+                    future = pending.popleft().future
+                    if not future.done():
+                        future.set_result(ack)
+                elif line and self._line(ack.raw if ack is not None else decode(line.decode())):
+                    self._room()
+                    assert self.drained is not None
+                    await self.drained()
+            self._room()
 
-    async def _line(self, obj: dict[str, Any]) -> None:
+    def _room(self) -> None:
+        if len(self.pending) < self.window:
+            self.room.set()
+
+    def _line(self, obj: dict[str, Any]) -> bool:
+        """Handles one line other than the common ack; True when reading is to wait for the user to catch up."""
         if "ok" in obj:
             rid = obj.get("rid")
             pending = self.pending
             if pending and rid == pending[0].rid:
                 p = pending.popleft()
-                if len(pending) < self.window:
-                    self.room.set()
                 if obj["ok"]:
                     try:
                         _settle(p.future, p.parse(obj))
@@ -218,13 +231,13 @@ class _Connection:
                 else:
                     error = error_from_reply(obj)
                     if error.code == "not_owner" and self.on_refused is not None and self.on_refused(p, error, obj):
-                        return
+                        return False
                     _settle(p.future, error=error)
             elif not obj["ok"]:
                 err = error_from_reply(obj)
                 if err.code == "grant_revoked":
                     self.fatal = err
-            return
+            return False
         op = obj.get("op")
         if op == "goodbye":
             # The server answers what it has read and closes: send nothing more on this connection.
@@ -232,9 +245,9 @@ class _Connection:
             self.up.clear()
         elif self.on_line is not None:
             self.on_line(obj)
-            if self.backlogged is not None and self.drained is not None and self.backlogged():
-                # Stop reading until the user catches up: TCP then pauses the server's stream.
-                await self.drained()
+            # Stop reading until the user catches up: TCP then pauses the server's stream.
+            return self.backlogged is not None and self.drained is not None and self.backlogged()
+        return False
 
     def _drop_connection(self) -> None:
         self.outbox = []
