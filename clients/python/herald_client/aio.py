@@ -52,6 +52,8 @@ _KEEPALIVE = 60.0
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _DECODER = json.JSONDecoder()
 _CHUNK = 1 << 16
+_FLUSH_LINES = 256
+_WRITE_BUFFER = 1 << 18
 
 
 def _encode(body: dict[str, Any]) -> bytes:
@@ -282,9 +284,9 @@ class _Connection:
         self.room.set()
 
     def make(self, request: Request | dict[str, Any], future: AnyFuture, parse: Parse, attempts: int = 0) -> _Pending:
-        p = _Pending(self.next_rid, request_line(request, self.next_rid, self.direct), future, parse, request, attempts)
-        self.next_rid += 1
-        return p
+        rid = self.next_rid
+        self.next_rid = rid + 1
+        return _Pending(rid, request_line(request, rid, self.direct), future, parse, request, attempts)
 
     def enqueue(self, request: Request | dict[str, Any], future: AnyFuture, parse: Parse, attempts: int = 0) -> None:
         """Sends at once when connected, else holds it for the reconnect; the caller keeps the window."""
@@ -292,8 +294,9 @@ class _Connection:
             _settle(future, error=self.fatal or ClientClosedError())
             return
         p = self.make(request, future, parse, attempts)
-        self.pending.append(p)
-        if len(self.pending) >= self.window:
+        pending = self.pending
+        pending.append(p)
+        if len(pending) >= self.window:
             self.room.clear()
         if self.writable and self.writer is not None:
             self.outbox.append(p.line)
@@ -314,14 +317,16 @@ class _Connection:
             await self.room.wait()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.enqueue(request, future, parse)
-        writer = self.writer
-        if writer is not None and len(self.outbox) >= 256:
+        if len(self.outbox) >= _FLUSH_LINES:
+            # A long run of sends without a turn of the loop: write what is there, and wait while the
+            # socket holds more than it sends.
             self._flush()
-        if writer is not None and writer.transport.get_write_buffer_size() > (1 << 18):
-            try:
-                await writer.drain()
-            except OSError:
-                pass
+            writer = self.writer
+            if writer is not None and writer.transport.get_write_buffer_size() > _WRITE_BUFFER:
+                try:
+                    await writer.drain()
+                except OSError:
+                    pass
         return future
 
     async def close(self) -> None:
