@@ -9,7 +9,7 @@ import json
 import random
 import ssl as ssl_module
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Awaitable, Callable, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, Union
 
 from .errors import AuthenticationError, ClientClosedError, HeraldError, error_from_reply
 from .lines import read_ack, request_line
@@ -529,9 +529,10 @@ class AsyncClient:
     def in_flight(self) -> int:
         return sum(len(c.pending) for c in self._connections())
 
-    async def send(self, request: Request) -> asyncio.Future[Ack]:
-        """Sends a state-changing request once the window has room; the future resolves to its ack or raises `HeraldError`."""
-        return await self._target(request).send(request, _ack)
+    def send(self, request: Request) -> Coroutine[Any, Any, asyncio.Future[Ack]]:
+        """Sends a state-changing request once the window has room (await it); the future resolves to its ack or
+        raises `HeraldError`. The connection's own coroutine is handed back: one coroutine a request, not two."""
+        return self._target(request).send(request, _ack)
 
     async def request(self, request: Request) -> Ack:
         return await (await self.send(request))
