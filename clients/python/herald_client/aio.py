@@ -138,6 +138,7 @@ class _Connection:
         self.reconnects = 0
         self.outbox: list[bytes] = []
         self.flush_scheduled = False
+        self.congested = False
 
     async def connect(self) -> HelloReply:
         await self._open()
@@ -311,6 +312,7 @@ class _Connection:
         if self.writable and self.writer is not None and lines:
             self.writer.write(b"".join(lines))
             self.last_write = asyncio.get_running_loop().time()
+            self.congested = self.writer.transport.get_write_buffer_size() > _WRITE_BUFFER
 
     async def send(self, request: Request | dict[str, Any], parse: Parse) -> asyncio.Future[Any]:
         while len(self.pending) >= self.window and not self.closed and self.fatal is None:
@@ -318,13 +320,14 @@ class _Connection:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.enqueue(request, future, parse)
         if len(self.outbox) >= _FLUSH_LINES:
-            # A long run of sends without a turn of the loop: write what is there, and wait while the
-            # socket holds more than it sends.
+            # A long run of sends without a turn of the loop: write what is there.
             self._flush()
-            writer = self.writer
-            if writer is not None and writer.transport.get_write_buffer_size() > _WRITE_BUFFER:
+        if self.congested:
+            # The socket holds more than it sends (checked at each write): wait for it to drain.
+            self.congested = False
+            if self.writer is not None:
                 try:
-                    await writer.drain()
+                    await self.writer.drain()
                 except OSError:
                     pass
         return future
