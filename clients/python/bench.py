@@ -1,20 +1,26 @@
 """Pipelined acked submits per second on one connection: the asyncio client beside a raw-socket asyncio loop (a bench, not a test).
 
 Usage: HERALD_ADDR=127.0.0.1:7411 [HERALD_TOKEN=…] [HERALD_APP=com.example.bench] [N=50000] [WINDOW=4096] [ROUNDS=3]
-       [COLLECT=await|gather] python3 clients/python/bench.py
+       [COLLECT=stream|list|gather] python3 clients/python/bench.py
 
 Each round runs the client, then the raw loop, on fresh connections and fresh users, so that a
 noisy host weighs on both alike; the ratio of each round and the medians are what to read. The
 raw loop writes pre-encoded submit lines (the same bytes the client sends) on one connection,
 at most WINDOW unanswered, and counts replies by their newlines: the most a Python process gets
-from one connection without a client. `cpu` is this process's CPU time per submit. The client's acks
-are collected by awaiting each future in order; COLLECT=gather uses `asyncio.gather` instead, which
-adds a done callback and a turn of the loop a future.
+from one connection without a client. `cpu` is this process's CPU time per submit.
+
+COLLECT is what the producer does with the acks. `stream` (the default): takes each ack as it
+comes (checking that none is a duplicate and that seqs rise), holding only the unanswered
+futures, as a producer that forwards events does. `list`: keeps every future and awaits them in
+order at the end; `gather`: keeps every future and `asyncio.gather`s them. Those two hold N
+futures and acks, which the garbage collector walks again and again (and gather adds a done
+callback and a turn of the loop a future): costs of the producer's, not the client's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import os
 import statistics
@@ -25,7 +31,7 @@ from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from herald_client import AsyncClient, Authorization, Submit  # noqa: E402
+from herald_client import Ack, AsyncClient, Authorization, Submit  # noqa: E402
 
 _BATCH = 256
 
@@ -40,14 +46,29 @@ def _submit(run: str, i: int, app: str, user: str) -> Submit:
     return Submit(id=f"{run}-{i}", app=app, user=user, title="Bench", hidden_previews_body_placeholder="Bench")
 
 
-async def client_run(host: str, port: int, token: str | None, app: str, user: str, n: int, window: int, gather: bool) -> Run:
+async def client_run(host: str, port: int, token: str | None, app: str, user: str, n: int, window: int, collect: str) -> Run:
     run = uuid.uuid4().hex[:12]
     async with await AsyncClient.connect(host, port, token=token, window=window) as client:
         start, cpu = time.perf_counter(), time.process_time()
-        futures = [await client.send(_submit(run, i, app, user)) for i in range(n)]
-        acks = await asyncio.gather(*futures) if gather else [await f for f in futures]
+        if collect == "stream":
+            acked, last = 0, 0
+            unanswered: collections.deque[asyncio.Future[Ack]] = collections.deque()
+            for i in range(n):
+                unanswered.append(await client.send(_submit(run, i, app, user)))
+                while unanswered and unanswered[0].done():
+                    ack = unanswered.popleft().result()
+                    assert not ack.duplicate and ack.seq > last
+                    acked, last = acked + 1, ack.seq
+            while unanswered:
+                ack = await unanswered.popleft()
+                assert not ack.duplicate and ack.seq > last
+                acked, last = acked + 1, ack.seq
+            assert acked == n
+        else:
+            futures = [await client.send(_submit(run, i, app, user)) for i in range(n)]
+            acks = await asyncio.gather(*futures) if collect == "gather" else [await f for f in futures]
+            assert all(not a.duplicate for a in acks) and [a.seq for a in acks] == sorted(a.seq for a in acks)
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
-    assert all(not a.duplicate for a in acks) and [a.seq for a in acks] == sorted(a.seq for a in acks)
     return Run(n / elapsed, cpu / n * 1e6)
 
 
@@ -119,7 +140,7 @@ async def raw_run(host: str, port: int, token: str | None, app: str, user: str, 
     return Run(n / elapsed, cpu / n * 1e6)
 
 
-async def bench(host: str, port: int, token: str | None, n: int, window: int, rounds: int, gather: bool) -> None:
+async def bench(host: str, port: int, token: str | None, n: int, window: int, rounds: int, collect: str) -> None:
     tag = uuid.uuid4().hex[:12]
     app = os.environ.get("HERALD_APP", "com.example.bench")
     users = [f"bench-{tag}-{r}-{kind}" for r in range(rounds) for kind in ("client", "raw")]
@@ -127,11 +148,10 @@ async def bench(host: str, port: int, token: str | None, n: int, window: int, ro
         await setup.register_app(app)
         for user in users:
             await setup.authorization(Authorization(user=user, app=app, status="authorized", options=["alert"]))
-    collect = "asyncio.gather" if gather else "each awaited in order"
-    print(f"{n} pipelined submits acked on one connection, window {window}, {rounds} rounds (client, then raw); client acks {collect}:")
+    print(f"{n} pipelined submits acked on one connection, window {window}, {rounds} rounds (client, then raw), COLLECT={collect}:")
     ratios, clients, raws = [], [], []
     for r in range(rounds):
-        c = await client_run(host, port, token, app, f"bench-{tag}-{r}-client", n, window, gather)
+        c = await client_run(host, port, token, app, f"bench-{tag}-{r}-client", n, window, collect)
         w = await raw_run(host, port, token, app, f"bench-{tag}-{r}-raw", n, window)
         clients.append(c.rate)
         raws.append(w.rate)
@@ -147,8 +167,10 @@ def main() -> None:
     n = int(os.environ.get("N", "50000"))
     window = int(os.environ.get("WINDOW", "4096"))
     rounds = int(os.environ.get("ROUNDS", "3"))
-    gather = os.environ.get("COLLECT", "await") == "gather"
-    asyncio.run(bench(host or "127.0.0.1", int(port), os.environ.get("HERALD_TOKEN") or None, n, window, rounds, gather))
+    collect = os.environ.get("COLLECT", "stream")
+    if collect not in ("stream", "list", "gather"):
+        sys.exit(f"COLLECT={collect}: stream, list or gather")
+    asyncio.run(bench(host or "127.0.0.1", int(port), os.environ.get("HERALD_TOKEN") or None, n, window, rounds, collect))
 
 
 if __name__ == "__main__":
