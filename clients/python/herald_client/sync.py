@@ -133,7 +133,11 @@ class Client:
         with self._handoff_lock:
             requests, self._handoff = self._handoff, []
         for request, future in requests:
-            self._a._dispatch(request, future, _ack)
+            try:
+                self._a._dispatch(request, future, _ack)
+            except Exception as e:  # a request that cannot be written (a value JSON has no form for)
+                if not future.done():
+                    future.set_exception(e)
 
     def submit(self, submit: Submit) -> concurrent.futures.Future[Ack]:
         return self.send(submit)
