@@ -9,9 +9,10 @@ import json
 import random
 import ssl as ssl_module
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Awaitable, Callable, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, Union
 
 from .errors import AuthenticationError, ClientClosedError, HeraldError, error_from_reply
+from .lines import read_ack, request_line
 from .routing import RoutingTable, owner_address, routing_user
 from .models import (
     Ack,
@@ -51,13 +52,15 @@ _KEEPALIVE = 60.0
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _DECODER = json.JSONDecoder()
 _CHUNK = 1 << 16
+_FLUSH_LINES = 256
+_WRITE_BUFFER = 1 << 18
 
 
 def _encode(body: dict[str, Any]) -> bytes:
     return (_ENCODER.encode(body) + "\n").encode()
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pending:
     rid: int
     line: bytes
@@ -135,6 +138,7 @@ class _Connection:
         self.reconnects = 0
         self.outbox: list[bytes] = []
         self.flush_scheduled = False
+        self.congested = False
 
     async def connect(self) -> HelloReply:
         await self._open()
@@ -187,28 +191,41 @@ class _Connection:
         assert self.reader is not None
         reader = self.reader
         decode = _DECODER.decode
+        pending = self.pending
         rest = b""
         while True:
             # Read what is there and split it: far cheaper than a readline a reply.
             chunk = await reader.read(_CHUNK)
             if not chunk:
                 return
-            lines = (rest + chunk).split(b"\n")
+            lines = (rest + chunk if rest else chunk).split(b"\n")
             rest = lines.pop()
             if len(rest) > _READ_LIMIT:
                 raise ValueError("a line longer than the protocol allows")
             for line in lines:
-                if line:
-                    await self._line(decode(line.decode()))
+                # The common ack of the request first in line settles its future here; anything else is parsed.
+                ack = read_ack(line)
+                if ack is not None and pending and pending[0].parse is _ack and pending[0].rid == ack.raw["rid"]:
+                    future = pending.popleft().future
+                    if not future.done():
+                        future.set_result(ack)
+                elif line and self._line(ack.raw if ack is not None else decode(line.decode())):
+                    self._room()
+                    assert self.drained is not None
+                    await self.drained()
+            self._room()
 
-    async def _line(self, obj: dict[str, Any]) -> None:
+    def _room(self) -> None:
+        if len(self.pending) < self.window:
+            self.room.set()
+
+    def _line(self, obj: dict[str, Any]) -> bool:
+        """Handles one line other than the common ack; True when reading is to wait for the user to catch up."""
         if "ok" in obj:
             rid = obj.get("rid")
             pending = self.pending
             if pending and rid == pending[0].rid:
                 p = pending.popleft()
-                if len(pending) < self.window:
-                    self.room.set()
                 if obj["ok"]:
                     try:
                         _settle(p.future, p.parse(obj))
@@ -217,13 +234,13 @@ class _Connection:
                 else:
                     error = error_from_reply(obj)
                     if error.code == "not_owner" and self.on_refused is not None and self.on_refused(p, error, obj):
-                        return
+                        return False
                     _settle(p.future, error=error)
             elif not obj["ok"]:
                 err = error_from_reply(obj)
                 if err.code == "grant_revoked":
                     self.fatal = err
-            return
+            return False
         op = obj.get("op")
         if op == "goodbye":
             # The server answers what it has read and closes: send nothing more on this connection.
@@ -231,9 +248,9 @@ class _Connection:
             self.up.clear()
         elif self.on_line is not None:
             self.on_line(obj)
-            if self.backlogged is not None and self.drained is not None and self.backlogged():
-                # Stop reading until the user catches up: TCP then pauses the server's stream.
-                await self.drained()
+            # Stop reading until the user catches up: TCP then pauses the server's stream.
+            return self.backlogged is not None and self.drained is not None and self.backlogged()
+        return False
 
     def _drop_connection(self) -> None:
         self.outbox = []
@@ -268,13 +285,9 @@ class _Connection:
         self.room.set()
 
     def make(self, request: Request | dict[str, Any], future: AnyFuture, parse: Parse, attempts: int = 0) -> _Pending:
-        body = request.to_wire() if isinstance(request, Request) else dict(request)
-        body["rid"] = self.next_rid
-        if self.direct:
-            body["route"] = "direct"
-        p = _Pending(self.next_rid, _encode(body), future, parse, request, attempts)
-        self.next_rid += 1
-        return p
+        rid = self.next_rid
+        self.next_rid = rid + 1
+        return _Pending(rid, request_line(request, rid, self.direct), future, parse, request, attempts)
 
     def enqueue(self, request: Request | dict[str, Any], future: AnyFuture, parse: Parse, attempts: int = 0) -> None:
         """Sends at once when connected, else holds it for the reconnect; the caller keeps the window."""
@@ -282,8 +295,9 @@ class _Connection:
             _settle(future, error=self.fatal or ClientClosedError())
             return
         p = self.make(request, future, parse, attempts)
-        self.pending.append(p)
-        if len(self.pending) >= self.window:
+        pending = self.pending
+        pending.append(p)
+        if len(pending) >= self.window:
             self.room.clear()
         if self.writable and self.writer is not None:
             self.outbox.append(p.line)
@@ -298,20 +312,24 @@ class _Connection:
         if self.writable and self.writer is not None and lines:
             self.writer.write(b"".join(lines))
             self.last_write = asyncio.get_running_loop().time()
+            self.congested = self.writer.transport.get_write_buffer_size() > _WRITE_BUFFER
 
     async def send(self, request: Request | dict[str, Any], parse: Parse) -> asyncio.Future[Any]:
         while len(self.pending) >= self.window and not self.closed and self.fatal is None:
             await self.room.wait()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.enqueue(request, future, parse)
-        writer = self.writer
-        if writer is not None and len(self.outbox) >= 256:
+        if len(self.outbox) >= _FLUSH_LINES:
+            # A long run of sends without a turn of the loop: write what is there.
             self._flush()
-        if writer is not None and writer.transport.get_write_buffer_size() > (1 << 18):
-            try:
-                await writer.drain()
-            except OSError:
-                pass
+        if self.congested:
+            # The socket holds more than it sends (checked at each write): wait for it to drain.
+            self.congested = False
+            if self.writer is not None:
+                try:
+                    await self.writer.drain()
+                except OSError:
+                    pass
         return future
 
     async def close(self) -> None:
@@ -514,9 +532,10 @@ class AsyncClient:
     def in_flight(self) -> int:
         return sum(len(c.pending) for c in self._connections())
 
-    async def send(self, request: Request) -> asyncio.Future[Ack]:
-        """Sends a state-changing request once the window has room; the future resolves to its ack or raises `HeraldError`."""
-        return await self._target(request).send(request, _ack)
+    def send(self, request: Request) -> Coroutine[Any, Any, asyncio.Future[Ack]]:
+        """Sends a state-changing request once the window has room (await it); the future resolves to its ack or
+        raises `HeraldError`. The connection's own coroutine is handed back: one coroutine a request, not two."""
+        return self._target(request).send(request, _ack)
 
     async def request(self, request: Request) -> Ack:
         return await (await self.send(request))

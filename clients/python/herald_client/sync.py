@@ -70,6 +70,9 @@ class Client:
         self._a = client
         self._window = threading.BoundedSemaphore(window)
         self._closed = False
+        # Requests handed to the loop's thread: one wake-up for all those sent while it was busy.
+        self._handoff: list[tuple[Request, concurrent.futures.Future[Ack]]] = []
+        self._handoff_lock = threading.Lock()
 
     @classmethod
     def connect(
@@ -118,8 +121,23 @@ class Client:
         self._window.acquire()
         future: concurrent.futures.Future[Ack] = concurrent.futures.Future()
         future.add_done_callback(lambda _: self._window.release())
-        self._runner.loop.call_soon_threadsafe(self._a._dispatch, request, future, _ack)
+        with self._handoff_lock:
+            self._handoff.append((request, future))
+            wake = len(self._handoff) == 1
+        if wake:
+            self._runner.loop.call_soon_threadsafe(self._dispatch_handoff)
         return future
+
+    def _dispatch_handoff(self) -> None:
+        """On the loop's thread: queues, in order, every request handed over since the last wake-up."""
+        with self._handoff_lock:
+            requests, self._handoff = self._handoff, []
+        for request, future in requests:
+            try:
+                self._a._dispatch(request, future, _ack)
+            except Exception as e:  # a request that cannot be written (a value JSON has no form for)
+                if not future.done():
+                    future.set_exception(e)
 
     def submit(self, submit: Submit) -> concurrent.futures.Future[Ack]:
         return self.send(submit)

@@ -109,6 +109,16 @@ def test_ten_thousand_pipelined_submits_are_acked_in_order(server: HeraldServer)
     assert not any(a.duplicate for a in acks)
 
 
+def test_a_request_json_cannot_write_fails_its_own_future_and_the_next_ones_go_on(server: HeraldServer) -> None:
+    with Client.connect(server.host, server.port, token=ADMIN_TOKEN) as c:
+        c.authorization(Authorization(user="fay", app=APP, status="authorized", options=["alert"]))
+        futures = [c.submit(Submit(id=f"json-{i}", app=APP, user="fay", title="Hi", hidden_previews_body_placeholder="Hi",
+                                   data={"tags": {"a set"}} if i == 1 else None)) for i in range(3)]
+        with pytest.raises(TypeError):
+            futures[1].result(30)
+        assert futures[0].result(30).seq < futures[2].result(30).seq
+
+
 def test_the_async_producer_pipelines_and_awaits_acks(server: HeraldServer) -> None:
     async def run() -> list[Ack]:
         async with await AsyncClient.connect(server.host, server.port, token=ADMIN_TOKEN, window=64) as c:
