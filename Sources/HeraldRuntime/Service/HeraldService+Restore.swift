@@ -133,10 +133,7 @@ extension HeraldService {
     /// and snoozed records need, and arms each user's earliest deadline in the wheel.
     /// Returns the engine time at capture.
     func loadSnapshot(_ latest: SnapshotStore.Latest, conn: PGConnection, started: Instant, keepUntil: Instant) throws -> Instant {
-        let header = try latest.header.withUnsafeBytes { b in
-            var reader = SnapshotReader(b)
-            return try SnapshotHeader(reading: &reader)
-        }
+        let header = try latest.decodedHeader()
         apps = header.apps
         timers.wheel = TimingWheel(start: min(header.capturedAt, started))
         users.reserveCapacity(Int(latest.users))

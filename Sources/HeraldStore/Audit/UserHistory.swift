@@ -85,10 +85,7 @@ public enum UserHistory {
             throw .configuration("the log's start was dropped by herald retain but no complete snapshot is stored")
         }
         do {
-            let header = try latest.header.withUnsafeBytes { b throws(SnapshotFormatError) in
-                var reader = SnapshotReader(b)
-                return try SnapshotHeader(reading: &reader)
-            }
+            let header = try latest.decodedHeader()
             var found: UserState?
             try RetainedSnapshot.forEachState(connection, id: latest.id) { state in
                 if state.user == user { found = state }

@@ -68,10 +68,7 @@ public enum RetainedSnapshot {
         if snapshot == nil { snapshot = try SnapshotStore.latest(conn, partition: partition) }
         guard let snapshot else { throw .configuration("partition \(partition)'s start was dropped by herald retain but no complete snapshot is stored") }
         do {
-            let header = try snapshot.header.withUnsafeBytes { b throws(SnapshotFormatError) in
-                var reader = SnapshotReader(b)
-                return try SnapshotHeader(reading: &reader)
-            }
+            let header = try snapshot.decodedHeader()
             return HorizonStart(snapshotId: snapshot.id, throughSeq: snapshot.throughSeq, capturedAt: header.capturedAt, apps: header.apps,
                                 droppedThroughCursor: r.int64(0, 1) ?? 0)
         } catch {

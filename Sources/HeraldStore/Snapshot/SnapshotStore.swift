@@ -15,6 +15,14 @@ public enum SnapshotStore {
         public var users: Int64
         public var parts: Int
         public var bytes: Int64
+
+        /// Its header: when it was captured and the apps registered then.
+        public func decodedHeader() throws -> SnapshotHeader {
+            try header.withUnsafeBytes { b throws(SnapshotFormatError) in
+                var reader = SnapshotReader(b)
+                return try SnapshotHeader(reading: &reader)
+            }
+        }
     }
 
     // The statements, shared by these blocking helpers and the service's non-blocking `SnapshotUpload`.
@@ -85,21 +93,21 @@ public enum SnapshotStore {
 
     /// The latest complete snapshot of a partition in this build's format, if any.
     public static func latest(_ conn: PGConnection, partition: Int = 0) throws(StoreError) -> Latest? {
-        let r = try conn.execute("""
-            SELECT id, through_seq, format, encode(header, 'hex'), users, parts, bytes FROM snapshots
-            WHERE partition = $2 AND completed_at IS NOT NULL AND format = $1 ORDER BY id DESC LIMIT 1
-            """, [String(SnapshotFormat.version), String(partition)])
-        guard r.rowCount == 1, let id = r.int64(0, 0), let through = r.int64(0, 1) else { return nil }
-        return Latest(id: id, throughSeq: through, format: Int(r.int64(0, 2) ?? 0), header: unhex(r.string(0, 3) ?? ""),
-                      users: r.int64(0, 4) ?? 0, parts: Int(r.int64(0, 5) ?? 0), bytes: r.int64(0, 6) ?? 0)
+        try completeSnapshot(conn, partition: partition, id: nil)
     }
 
     /// Snapshot `id` of `partition` if it is complete and in this build's format.
     public static func complete(_ conn: PGConnection, partition: Int, id: Int64) throws(StoreError) -> Latest? {
+        try completeSnapshot(conn, partition: partition, id: id)
+    }
+
+    /// Snapshot `id` (nil: the latest) of `partition`, complete and in this build's format.
+    private static func completeSnapshot(_ conn: PGConnection, partition: Int, id: Int64?) throws(StoreError) -> Latest? {
         let r = try conn.execute("""
             SELECT id, through_seq, format, encode(header, 'hex'), users, parts, bytes FROM snapshots
-            WHERE partition = $2 AND id = $3 AND completed_at IS NOT NULL AND format = $1
-            """, [String(SnapshotFormat.version), String(partition), String(id)])
+            WHERE partition = $2 AND ($3::bigint IS NULL OR id = $3::bigint) AND completed_at IS NOT NULL AND format = $1
+            ORDER BY id DESC LIMIT 1
+            """, [String(SnapshotFormat.version), String(partition), id.map(String.init)])
         guard r.rowCount == 1, let id = r.int64(0, 0), let through = r.int64(0, 1) else { return nil }
         return Latest(id: id, throughSeq: through, format: Int(r.int64(0, 2) ?? 0), header: unhex(r.string(0, 3) ?? ""),
                       users: r.int64(0, 4) ?? 0, parts: Int(r.int64(0, 5) ?? 0), bytes: r.int64(0, 6) ?? 0)
