@@ -57,7 +57,14 @@ final class LineSocket {
         var candidate: UnsafeMutablePointer<addrinfo>? = first
         while let a = candidate {
             candidate = a.pointee.ai_next
+            // Close-on-exec: a process the application starts must not inherit the connection, or
+            // it would hold it open after `close()` and the server would never see it end.
+            #if canImport(Glibc)
+            let fd = socket(a.pointee.ai_family, a.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), a.pointee.ai_protocol)
+            #else
             let fd = socket(a.pointee.ai_family, a.pointee.ai_socktype, a.pointee.ai_protocol)
+            if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            #endif
             if fd < 0 { lastError = String(cString: strerror(errno)); continue }
             var limit = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))

@@ -75,7 +75,10 @@ final class WireSession: Sendable {
         self.handler = Mutex(nil)
         var fds: [Int32] = [0, 0]
         _ = pipe(&fds)
-        for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
         wakeRead = fds[0]
         wakeWrite = fds[1]
     }

@@ -47,16 +47,20 @@ public final class ServeProcess: @unchecked Sendable {
 
     deinit { if pid > 0 { kill9() } }
 
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc
+    /// module does not declare.
+    private static let closeFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
+
     /// Starts the service and waits until it answers a ping (start-up folds the whole log and fires overdue timers first).
     public func start(timeoutSeconds: Double = 120) throws {
         precondition(pid == 0, "already running")
         var argv = [binary, "serve", "--database-url", databaseURL, "--listen", "127.0.0.1:\(port)",
                     "--clock", "manual", "--start", "2026-03-27T07:00:00Z"] + extraArguments
-        // Under a limit, the descriptors the child inherits from the test process (its clients'
-        // sockets: a whole parallel suite's) are closed first, or they would count against it.
         if let openFileLimit {
-            argv = ["/bin/bash", "-c", "ulimit -n \(openFileLimit) || exit 1; for f in /proc/$$/fd/*; do n=${f##*/}; "
-                    + "[ \"$n\" -gt 2 ] && eval \"exec $n>&-\" 2>/dev/null; done; exec \"$@\"", "sh"] + argv
+            argv = ["/bin/bash", "-c", "ulimit -n \(openFileLimit) || exit 1; exec \"$@\"", "sh"] + argv
         }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -64,6 +68,10 @@ public final class ServeProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // The child inherits no other descriptor of the test process: a parallel suite's sockets
+        // held open by another test's server would hide their closing from theirs (and count
+        // against a file limit).
+        Self.closeFrom?(&actions, 3)
         var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         defer { for p in cArgs { free(p) } }
         // The test runner's threads block or ignore some signals; the child starts with none

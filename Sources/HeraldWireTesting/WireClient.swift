@@ -29,7 +29,7 @@ public final class WireClient: @unchecked Sendable {
 
     /// Connects; with `tls` the TLS handshake is done before this returns (or throws `.connect`).
     public init(host: String = "127.0.0.1", port: Int, tls options: TLSClientOptions? = nil) throws(Failure) {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)

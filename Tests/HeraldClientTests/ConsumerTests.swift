@@ -141,6 +141,29 @@ import Testing
         await herald.close()
     }
 
+    /// A closed consumer's connection ends at the server even while a child process the application
+    /// started after connecting still runs: the client's descriptors are not inherited (close-on-exec),
+    /// or the child would hold the socket open and the group would never hand the partition over.
+    @Test func aClosedConsumerLeavesItsGroupWhileAChildProcessStartedAfterItRuns() async throws {
+        let server = try ClientTestServer()
+        let herald = try await Self.producer(server)
+        let consumer = try await herald.subscribe(consumer: "forked", from: .earliest)
+        var child: pid_t = 0
+        var argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("30"), nil]
+        defer { for p in argv { free(p) } }
+        #expect(posix_spawn(&child, "/bin/sleep", nil, nil, &argv, environ) == 0)
+        defer { kill(child, SIGKILL); var status: Int32 = 0; waitpid(child, &status, 0) }
+        await consumer.close()
+        func members() async throws -> Int? {
+            try await herald.consumers().raw["consumers"]?.arrayValue?
+                .first(where: { $0["consumer"]?.stringValue == "forked" })?["members"]?.arrayValue?.count
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline, try await members() != 0 { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(try await members() == 0, "the server still counts the closed consumer's connection")
+        await herald.close()
+    }
+
     /// Two consumers under one name form a group: on one partition the newer one streams and the
     /// older waits, without an error; when the newer closes, the older goes on after the last ack.
     @Test func twoConsumersOfOneNameShareItAndTheOlderGoesOnWhenTheNewerCloses() async throws {
@@ -167,17 +190,12 @@ import Testing
         try await Self.submit(herald, 3..<4)
         // Cursor 2 may have reached the older member before the newer joined: it is handed out
         // (delivered once more, at least once); 3 never is, as it was sent after the handover.
-        // Known to fail under a heavily loaded full suite (about one run in two): the older member
-        // waits 30 s for cursor 4 and the server's log shows neither the newer one's connection
-        // closing nor a handover. Recorded, not hidden, until its cause is found (STATUS.md).
-        await withKnownIssue("the older member is not handed the partition back (under a loaded full suite)", isIntermittent: true) {
-            var resumed: [Int64] = []
-            while resumed.last != 4, resumed.count < 3,
-                  let d = try await step("first resumes after \(resumed)", { try await first.next(timeoutMilliseconds: 30_000) }) {
-                resumed.append(d.cursor)
-            }
-            #expect(resumed == [4] || resumed == [2, 4], "the older member streams again, after the last ack: \(resumed)")
+        var resumed: [Int64] = []
+        while resumed.last != 4, resumed.count < 3,
+              let d = try await step("first resumes after \(resumed)", { try await first.next(timeoutMilliseconds: 30_000) }) {
+            resumed.append(d.cursor)
         }
+        #expect(resumed == [4] || resumed == [2, 4], "the older member streams again, after the last ack: \(resumed)")
         await first.close()
         await herald.close()
     }
