@@ -17,20 +17,33 @@ public enum Base64 {
 
     /// Appends the base64 of `bytes` to `out`.
     public static func encode(_ bytes: [UInt8], into out: inout [UInt8]) {
-        out.reserveCapacity(out.count + (bytes.count + 2) / 3 * 4)
-        var i = 0
-        while i + 3 <= bytes.count {
-            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            out.append(alphabet[Int(n >> 18 & 63)]); out.append(alphabet[Int(n >> 12 & 63)])
-            out.append(alphabet[Int(n >> 6 & 63)]); out.append(alphabet[Int(n & 63)])
-            i += 3
-        }
-        let rest = bytes.count - i
-        if rest > 0 {
-            let n = UInt32(bytes[i]) << 16 | (rest == 2 ? UInt32(bytes[i + 1]) << 8 : 0)
-            out.append(alphabet[Int(n >> 18 & 63)]); out.append(alphabet[Int(n >> 12 & 63)])
-            out.append(rest == 2 ? alphabet[Int(n >> 6 & 63)] : UInt8(ascii: "="))
-            out.append(UInt8(ascii: "="))
+        bytes.withUnsafeBytes { encode($0, into: &out) }
+    }
+
+    /// Appends the base64 of `bytes` to `out`, written in place (sealing encodes every stored
+    /// body's content: a bounds-checked append per character cost more than the cipher).
+    public static func encode(_ bytes: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+        let length = (bytes.count + 2) / 3 * 4
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: length))
+        let digits: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+        let a = digits.utf8Start
+        out.withUnsafeMutableBufferPointer { buffer in
+            let o = buffer.baseAddress! + start
+            var i = 0, j = 0
+            while i + 3 <= bytes.count {
+                let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+                o[j] = a[Int(n >> 18 & 63)]; o[j + 1] = a[Int(n >> 12 & 63)]
+                o[j + 2] = a[Int(n >> 6 & 63)]; o[j + 3] = a[Int(n & 63)]
+                i += 3; j += 4
+            }
+            let rest = bytes.count - i
+            if rest > 0 {
+                let n = UInt32(bytes[i]) << 16 | (rest == 2 ? UInt32(bytes[i + 1]) << 8 : 0)
+                o[j] = a[Int(n >> 18 & 63)]; o[j + 1] = a[Int(n >> 12 & 63)]
+                o[j + 2] = rest == 2 ? a[Int(n >> 6 & 63)] : UInt8(ascii: "=")
+                o[j + 3] = UInt8(ascii: "=")
+            }
         }
     }
 

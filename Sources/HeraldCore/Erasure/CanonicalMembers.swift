@@ -1,4 +1,7 @@
 // The top-level members of a canonical JSON object as byte ranges: sealing splices them without building a tree.
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A canonical JSON object's members (sorted keys, no whitespace), each as the range of its key's
 /// bytes (without quotes) and of its value's bytes. Sealing and opening move whole members between
@@ -20,6 +23,7 @@ struct CanonicalMembers {
         let n = bytes.count
         guard n >= 2, bytes[0] == UInt8(ascii: "{"), bytes[n - 1] == UInt8(ascii: "}") else { return nil }
         if n == 2 { return }
+        members.reserveCapacity(16)
         var i = 1
         while true {
             guard i < n, bytes[i] == UInt8(ascii: "\""), let keyEnd = Self.stringEnd(bytes, from: i) else { return nil }
@@ -49,14 +53,18 @@ struct CanonicalMembers {
     /// The member named `name`.
     func member(_ name: StaticString) -> Member? { members.first { key($0, is: name) } }
 
-    /// The index after the closing quote's position: the closing quote of the string opening at `q`.
+    /// The position of the closing quote of the string opening at `q`: the next quote found by
+    /// `memchr` that an even number of backslashes precedes.
     static func stringEnd(_ b: UnsafeRawBufferPointer, from q: Int) -> Int? {
+        guard let base = b.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
         var j = q + 1
         while j < b.count {
-            let c = b[j]
-            if c == UInt8(ascii: "\\") { j += 2; continue }
-            if c == UInt8(ascii: "\"") { return j }
-            j += 1
+            guard let found = memchr(base + j, Int32(UInt8(ascii: "\"")), b.count - j) else { return nil }
+            let k = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+            var slashes = 0
+            while k - slashes - 1 > q && base[k - slashes - 1] == UInt8(ascii: "\\") { slashes += 1 }
+            if slashes % 2 == 0 { return k }
+            j = k + 1
         }
         return nil
     }
@@ -95,36 +103,44 @@ struct CanonicalMembers {
 
 /// Members being assembled into a canonical object: each a key and its value's bytes, written in
 /// key order (bytes compared, as canonical JSON sorts keys). Members of a source body are kept as
-/// views of its bytes (no copy until `object()`), valid while that body's buffer is.
-final class MemberList {
-    private var entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)] = []
-    /// Copies of the values of members added as arrays, freed with the list.
-    private var owned: [UnsafeMutableRawBufferPointer] = []
+/// views of its bytes (no copy until `object()`), valid while that body's buffer is. A value (not
+/// a class): no allocation of its own, and no run-time exclusivity checks on every access.
+struct MemberList {
+    /// A member's value: a view of a source body's bytes, or one of `owned`.
+    private enum Value {
+        case view(UnsafeRawBufferPointer)
+        case owned(Int)
+    }
+    private var entries: [(key: UnsafeRawBufferPointer, value: Value)] = []
+    /// The values of members added as arrays, kept with the list.
+    private var owned: [[UInt8]] = []
 
     init() { entries.reserveCapacity(16) }
 
-    deinit { for b in owned { b.deallocate() } }
-
     var isEmpty: Bool { entries.isEmpty }
 
-    /// A new member (its value's bytes copied).
-    func add(_ key: StaticString, _ value: [UInt8]) {
-        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(value.count, 1), alignment: 1)
-        value.withUnsafeBytes { copy.copyMemory(from: $0) }
-        owned.append(copy)
-        entries.append((UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount),
-                        UnsafeRawBufferPointer(rebasing: copy[..<value.count])))
+    /// A new member (its value kept, not copied).
+    mutating func add(_ key: StaticString, _ value: [UInt8]) {
+        owned.append(value)
+        entries.append((UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount), .owned(owned.count - 1)))
     }
 
-    func add(_ m: CanonicalMembers.Member, of source: CanonicalMembers) {
-        entries.append((UnsafeRawBufferPointer(rebasing: source.bytes[m.key]), UnsafeRawBufferPointer(rebasing: source.bytes[m.value])))
+    mutating func add(_ m: CanonicalMembers.Member, of source: CanonicalMembers) {
+        entries.append((UnsafeRawBufferPointer(rebasing: source.bytes[m.key]), .view(UnsafeRawBufferPointer(rebasing: source.bytes[m.value]))))
+    }
+
+    private func count(_ v: Value) -> Int {
+        switch v {
+        case .view(let b): b.count
+        case .owned(let i): owned[i].count
+        }
     }
 
     /// `{"k":v,…}` with the members sorted by key bytes.
-    func object() -> [UInt8] {
-        let sorted = entries.sorted { $0.key.lexicographicallyPrecedes($1.key) }
-        let total = sorted.reduce(2) { $0 + $1.key.count + $1.value.count + 4 }
-        return [UInt8](unsafeUninitializedCapacity: total) { out, count in
+    mutating func object() -> [UInt8] {
+        entries.sort { $0.key.lexicographicallyPrecedes($1.key) }
+        let total = entries.reduce(2) { $0 + $1.key.count + count($1.value) + 4 }
+        return [UInt8](unsafeUninitializedCapacity: total) { out, written in
             var i = 0
             func put(_ b: UInt8) { out[i] = b; i += 1 }
             func put(_ bytes: UnsafeRawBufferPointer) {
@@ -134,16 +150,19 @@ final class MemberList {
                 i += bytes.count
             }
             put(UInt8(ascii: "{"))
-            for (n, e) in sorted.enumerated() {
+            for (n, e) in entries.enumerated() {
                 if n > 0 { put(UInt8(ascii: ",")) }
                 put(UInt8(ascii: "\""))
                 put(e.key)
                 put(UInt8(ascii: "\""))
                 put(UInt8(ascii: ":"))
-                put(e.value)
+                switch e.value {
+                case .view(let b): put(b)
+                case .owned(let index): owned[index].withUnsafeBytes { put($0) }
+                }
             }
             put(UInt8(ascii: "}"))
-            count = i
+            written = i
         }
     }
 }

@@ -42,7 +42,7 @@ public enum ContentSeal {
     public static func sealSubmit(_ body: [UInt8], key: ContentKey) -> [UInt8] {
         body.withUnsafeBytes { b in
             guard let ms = CanonicalMembers(b) else { return treeSealSubmit(body, key: key) }
-            let clear = MemberList(), content = MemberList()
+            var clear = MemberList(), content = MemberList()
             var sender: String?
             for m in ms.members {
                 guard isSubmitContent(m, of: ms) else { clear.add(m, of: ms); continue }
@@ -87,7 +87,7 @@ public enum ContentSeal {
         body.withUnsafeBytes { b in
             guard let ms = CanonicalMembers(b), ms.member("items") == nil else { return treeSealDelivery(body, key: key) }
             guard let c = ms.member("content") else { return body }
-            let clear = MemberList(), content = MemberList()
+            var clear = MemberList(), content = MemberList()
             for m in ms.members { if m.key == c.key { content.add(m, of: ms) } else { clear.add(m, of: ms) } }
             clear.add("sealed", sealedValue(content.object(), key: key))
             return clear.object()
@@ -144,7 +144,7 @@ public enum ContentSeal {
         guard let ms = CanonicalMembers(body), let s = ms.member("sealed"), s.value.count >= 2 else { return treeOpen(body, key: key) }
         let text = String(decoding: body[(s.value.lowerBound + 1)..<(s.value.upperBound - 1)], as: UTF8.self)
         let dot = text.firstIndex(of: ".") ?? text.endIndex
-        let clear = MemberList()
+        var clear = MemberList()
         if let generation = Int64(text[..<dot]), let k = key(generation), dot < text.endIndex,
            let sealed = Base64.decode(text[text.index(after: dot)...]),
            let plain = ContentCipher.open(sealed, key: k) {
@@ -222,14 +222,20 @@ public enum ContentSeal {
         String(decoding: sealedValue(content, key: key).dropFirst().dropLast(), as: UTF8.self)
     }
 
-    /// `sealedText` as a JSON string's bytes, quotes included, written in one array.
+    /// `sealedText` as a JSON string's bytes, quotes included, written in one array (the cipher's
+    /// output on the stack, encoded straight into it).
     static func sealedValue(_ content: [UInt8], key: ContentKey) -> [UInt8] {
-        let sealed = ContentCipher.seal(content, key: key.bytes, nonceKey: key.nonceKey)
+        let length = ContentCipher.sealedLength(content.count)
         var out: [UInt8] = [UInt8(ascii: "\"")]
-        out.reserveCapacity(24 + (sealed.count + 2) / 3 * 4)
+        out.reserveCapacity(24 + (length + 2) / 3 * 4)
         out.append(contentsOf: String(key.generation).utf8)
         out.append(UInt8(ascii: "."))
-        Base64.encode(sealed, into: &out)
+        content.withUnsafeBytes { plaintext in
+            withUnsafeTemporaryAllocation(byteCount: length, alignment: 1) { sealed in
+                ContentCipher.seal(plaintext, key: key.bytes, nonceKey: key.nonceKey, into: sealed)
+                Base64.encode(UnsafeRawBufferPointer(sealed), into: &out)
+            }
+        }
         out.append(UInt8(ascii: "\""))
         return out
     }

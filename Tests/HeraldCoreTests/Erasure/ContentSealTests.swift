@@ -55,6 +55,15 @@ import Testing
         #expect(decoded.threadId == "t-1" && decoded.relevanceScore == 0.25)
     }
 
+    /// The sealed bytes of a fixed body under a fixed key never change: a client's retry of a
+    /// submit stored earlier is recognised as a duplicate by comparing stored bodies byte for byte.
+    @Test func sealedBytesStayTheSameAcrossVersions() {
+        let sealed = text(ContentSeal.sealSubmit(Self.submit, key: Self.key))
+        #expect(SHA256.hex(sealed.utf8) == "8f6d80ff6b56b085792395744a62a55f34847bb0965538a57aa9356298e64f3f", "\(sealed)")
+        let delivery = JSONValue.object(["kind": "alert", "user": "u", "content": .object(["title": "Dinner ✓", "body": "at 8"])]).canonicalBytes
+        #expect(SHA256.hex(ContentSeal.sealDelivery(delivery, key: Self.key)) == "22262822e9fdadaffb5b0590cb9a1a64fd3e9e44db7742658fcd64e5143f0f2d")
+    }
+
     @Test func aWrongOrChangedKeyOpensNothing() {
         let sealed = ContentCipher.seal(Array("hello".utf8), key: Self.key.bytes)
         #expect(ContentCipher.open(sealed, key: Self.key.bytes) == Array("hello".utf8))
@@ -151,6 +160,9 @@ import Testing
             JSONValue.object(["id": "a", "app": "b", "title": "}{\"],[", "data": .object(["x": .array([.object(["}": "]"])])]),
                               "interruptionLevel": "passive", "marketing": true, "relevanceScore": .double(1e-7)]).canonicalBytes,
             JSONValue.object(["id": "only-decisions", "app": "b", "interruptionLevel": "active"]).canonicalBytes,
+            // Strings that end in an escaped backslash, or hold escaped quotes next to backslashes.
+            JSONValue.object(["id": "x\\", "app": "\\\"", "title": "\\\\\"}", "body": "\"", "data": .object(["k\\": "\\"]),
+                              "interruptionLevel": "active"]).canonicalBytes,
             JSONValue.object(["app": "b", "at": "2026-01-05T12:00:00Z", "content": .object(["title": "Hi \u{1F600}", "body": "x"]),
                               "kind": "alert", "notification": "n", "reason": "delivered", "user": "u"]).canonicalBytes,
         ]
