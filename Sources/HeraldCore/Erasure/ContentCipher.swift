@@ -4,8 +4,8 @@ import CCrypto
 import Glibc
 #endif
 
-/// Seals and opens bytes under a user's 32-byte key. Pure: libcrypto's cipher contexts keep no
-/// state between calls and do no I/O.
+/// Seals and opens bytes under a user's 32-byte key. Pure: the same bytes and key give the same
+/// result, with no I/O; the per-thread contexts it reuses (`ThreadCipherContexts`) are a cache.
 ///
 /// The nonce is synthetic: the first 12 bytes of SHA-256 of a nonce key (derived from the content
 /// key) followed by the plaintext. The same plaintext under the same key seals to the same bytes,
