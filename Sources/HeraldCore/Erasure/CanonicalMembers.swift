@@ -1,6 +1,8 @@
 // The top-level members of a canonical JSON object as byte ranges: sealing splices them without building a tree.
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A canonical JSON object's members (sorted keys, no whitespace), each as the range of its key's

@@ -2,6 +2,8 @@
 import CCrypto
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Seals and opens bytes under a user's 32-byte key. Pure: the same bytes and key give the same
