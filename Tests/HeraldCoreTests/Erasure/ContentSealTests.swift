@@ -64,6 +64,26 @@ import Testing
         #expect(SHA256.hex(ContentSeal.sealDelivery(delivery, key: Self.key)) == "22262822e9fdadaffb5b0590cb9a1a64fd3e9e44db7742658fcd64e5143f0f2d")
     }
 
+    /// Each thread reuses its own cipher contexts, keeping the last key's schedule: sealing under
+    /// alternating keys on several threads at once gives the bytes one thread gives, and opens.
+    @Test func sealingOnManyThreadsUnderAlternatingKeysGivesTheSameBytes() async {
+        let keys = [Self.key, Self.otherKey]
+        let expected = keys.map { ContentSeal.sealSubmit(Self.submit, key: $0) }
+        let results = await withTaskGroup(of: Bool.self) { group in
+            for t in 0..<4 {
+                group.addTask {
+                    (0..<200).allSatisfy { i in
+                        let k = (i + t) % 2
+                        let sealed = ContentSeal.sealSubmit(Self.submit, key: keys[k])
+                        return sealed == expected[k] && ContentSeal.readable(sealed) { _ in keys[k].bytes } == Self.submit
+                    }
+                }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(results == [true, true, true, true])
+    }
+
     @Test func aWrongOrChangedKeyOpensNothing() {
         let sealed = ContentCipher.seal(Array("hello".utf8), key: Self.key.bytes)
         #expect(ContentCipher.open(sealed, key: Self.key.bytes) == Array("hello".utf8))
