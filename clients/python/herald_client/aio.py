@@ -20,7 +20,12 @@ from .models import (
     Authorization,
     BadgeClear,
     Clock,
+    Consumers,
+    ConsumersReply,
+    DeleteConsumer,
+    DeleteConsumerReply,
     Delivery,
+    Erase,
     FocusDefine,
     FocusOff,
     FocusOn,
@@ -594,6 +599,21 @@ class AsyncClient:
 
     async def stats(self) -> dict[str, Any]:
         result: dict[str, Any] = await (await self._c.send({"op": "stats"}, _raw))
+        return result
+
+    async def erase(self, user: str) -> Ack:
+        """Admin: erases the user's stored notification content (SPEC §14); the ack carries the erasure event's seq."""
+        return await self.request(Erase(user=user))
+
+    async def consumers(self) -> ConsumersReply:
+        """Admin: every durable consumer with its cursors, lag, filter and live members, then the ephemeral streams."""
+        result: ConsumersReply = await (await self._c.send(Consumers(), ConsumersReply.from_wire))
+        return result
+
+    async def delete_consumer(self, consumer: str) -> DeleteConsumerReply:
+        """Admin: closes the consumer's connections and removes its cursors; `NotFoundError` (`unknown_consumer`)
+        for a name that does not exist."""
+        result: DeleteConsumerReply = await (await self._c.send(DeleteConsumer(consumer=consumer), DeleteConsumerReply.from_wire))
         return result
 
     async def subscribe(

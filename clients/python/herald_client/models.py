@@ -296,6 +296,29 @@ class Stats(Request):
 
 
 @dataclass
+class Erase(Request):
+    """Admin: makes the user's stored notification content unreadable (SPEC §14); acked with the erasure event's seq."""
+
+    op: ClassVar[str] = "erase"
+    user: str
+
+
+@dataclass
+class Consumers(Request):
+    """Admin: every durable consumer with its cursors, lag, filter and live members."""
+
+    op: ClassVar[str] = "consumers"
+
+
+@dataclass
+class DeleteConsumer(Request):
+    """Admin: closes a durable consumer's connections and removes its cursors."""
+
+    op: ClassVar[str] = "deleteConsumer"
+    consumer: str
+
+
+@dataclass
 class Hello(Request):
     op: ClassVar[str] = "hello"
     token: str | None = None
@@ -432,6 +455,84 @@ class HelloReply(Reply):
             hash=hash_ if isinstance(hash_, str) else None,
             routes=_routes(obj.get("routes")),
         )
+
+
+@dataclass(frozen=True)
+class ConsumerPartition:
+    """A durable consumer's position in one partition: its acknowledged cursor, the stored delivery head, the lag."""
+
+    partition: int
+    acked: int
+    head: int
+    lag: int
+
+
+@dataclass(frozen=True)
+class ConsumerStatus:
+    """One durable consumer as `consumers` lists it; `members` are its group's live connections, newest first
+    (each as the server wrote it: `member`, `partitions`, and on one instance `connection`, `peer`, `generation`…)."""
+
+    consumer: str
+    partitions: list[ConsumerPartition]
+    lag: int
+    filter: dict[str, list[str]] | None
+    members: list[dict[str, JSON]]
+    acked_at: str | None
+    created_at: str | None
+
+    @staticmethod
+    def from_wire(obj: dict[str, JSON]) -> ConsumerStatus:
+        def partition(p: Any) -> ConsumerPartition:
+            return ConsumerPartition(int(p.get("partition", 0)), int(p.get("acked", 0)), int(p.get("head", 0)), int(p.get("lag", 0)))
+
+        partitions = obj.get("partitions")
+        members = obj.get("members")
+        filter_ = obj.get("filter")
+        acked_at, created_at = obj.get("ackedAt"), obj.get("createdAt")
+        return ConsumerStatus(
+            consumer=str(obj.get("consumer", "")),
+            partitions=[partition(p) for p in partitions if isinstance(p, dict)] if isinstance(partitions, list) else [],
+            lag=int(obj.get("lag", 0) or 0),
+            filter=filter_ if isinstance(filter_, dict) else None,
+            members=[m for m in members if isinstance(m, dict)] if isinstance(members, list) else [],
+            acked_at=acked_at if isinstance(acked_at, str) else None,
+            created_at=created_at if isinstance(created_at, str) else None,
+        )
+
+
+@dataclass(slots=True)
+class ConsumersReply(Reply):
+    """The reply to `consumers`: every durable consumer, then the ephemeral streams (as the server wrote them)."""
+
+    consumers: list[ConsumerStatus] = field(default_factory=list)
+    ephemeral: list[dict[str, JSON]] = field(default_factory=list)
+
+    def named(self, consumer: str) -> ConsumerStatus | None:
+        """The durable consumer of that name, if listed."""
+        return next((c for c in self.consumers if c.consumer == consumer), None)
+
+    @staticmethod
+    def from_wire(obj: dict[str, JSON]) -> ConsumersReply:
+        consumers, ephemeral = obj.get("consumers"), obj.get("ephemeral")
+        return ConsumersReply(
+            raw=obj,
+            consumers=[ConsumerStatus.from_wire(c) for c in consumers if isinstance(c, dict)] if isinstance(consumers, list) else [],
+            ephemeral=[e for e in ephemeral if isinstance(e, dict)] if isinstance(ephemeral, list) else [],
+        )
+
+
+@dataclass(slots=True)
+class DeleteConsumerReply(Reply):
+    """The reply to `deleteConsumer`: the cursor it had acknowledged and how many live connections were closed."""
+
+    consumer: str = ""
+    acked: int = 0
+    closed_connections: int = 0
+
+    @staticmethod
+    def from_wire(obj: dict[str, JSON]) -> DeleteConsumerReply:
+        return DeleteConsumerReply(raw=obj, consumer=str(obj.get("consumer", "")), acked=int(obj.get("acked", 0) or 0),
+                                   closed_connections=int(obj.get("closedConnections", 0) or 0))
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,10 @@ from .models import (
     Authorization,
     BadgeClear,
     Clock,
+    ConsumersReply,
+    DeleteConsumerReply,
     Delivery,
+    Erase,
     FocusDefine,
     FocusOff,
     FocusOn,
@@ -195,6 +198,18 @@ class Client:
 
     def stats(self) -> dict[str, Any]:
         return self._runner.run(self._a.stats())
+
+    def erase(self, user: str) -> Ack:
+        """Admin: erases the user's stored notification content (SPEC §14); the ack carries the erasure event's seq."""
+        return self.request(Erase(user=user))
+
+    def consumers(self) -> ConsumersReply:
+        """Admin: every durable consumer with its cursors, lag, filter and live members, then the ephemeral streams."""
+        return self._runner.run(self._a.consumers())
+
+    def delete_consumer(self, consumer: str) -> DeleteConsumerReply:
+        """Admin: closes the consumer's connections and removes its cursors (`NotFoundError` for an unknown name)."""
+        return self._runner.run(self._a.delete_consumer(consumer))
 
     def subscribe(
         self,
