@@ -29,6 +29,26 @@ export interface Warning {
 }
 
 /** The reply to a successful request. */
+/** A durable consumer's position in one partition. */
+export interface ConsumerPartition { partition: number; acked: number; head: number; lag: number; }
+
+/** One durable consumer as `consumers` lists it. */
+export interface ConsumerStatus {
+  consumer: string;
+  partitions: ConsumerPartition[];
+  lag: number;
+  /** null: no filter. */
+  filter: { apps?: string[]; kinds?: string[] } | null;
+  /** Its group's live connections, newest first (`member`, `partitions`, and on one instance `connection`, `peer`, `generation`, …). */
+  members: Array<{ member: string; partitions: number[]; [field: string]: unknown }>;
+  ackedAt?: string;
+  createdAt?: string;
+}
+
+export interface ConsumersReply extends Ack { op: 'consumers'; consumers: ConsumerStatus[]; ephemeral: Array<Record<string, unknown>>; }
+
+export interface DeleteConsumerReply extends Ack { op: 'deleteConsumer'; consumer: string; acked: number; closedConnections: number; }
+
 export interface Ack {
   /** The partition of the event (0 with one partition). */
   partition: number;
@@ -261,6 +281,12 @@ export class HeraldClient {
   badgeClear(fields: BadgeClear): Promise<Ack>;
   registerApp(fields: RegisterApp): Promise<Ack>;
   clock(fields: Clock | Instant | Date): Promise<ClockAck>;
+  /** Admin: erases the user's stored notification content (SPEC §14); the ack carries the erasure event's seq. */
+  erase(user: string | { user: string }): Promise<Ack>;
+  /** Admin: every durable consumer, then the ephemeral streams. */
+  consumers(): Promise<ConsumersReply>;
+  /** Admin: closes the consumer's connections and removes its cursors; rejects with `unknown_consumer` for an unknown name. */
+  deleteConsumer(consumer: string | { consumer: string }): Promise<DeleteConsumerReply>;
   ping(): Promise<Ack & { op: 'pong' }>;
   stats(): Promise<Ack & { op: 'stats' }>;
   /** A consumer on a connection of its own, with this client's address, TLS and token. */

@@ -213,6 +213,12 @@ export class HeraldClient {
   clock(fields) {
     return this.request('clock', typeof fields === 'string' || fields instanceof Date ? { advanceTo: toInstant(fields) } : fields);
   }
+  /** Erases the user's stored notification content (SPEC §14); acked with the erasure event's seq. */
+  erase(user) { return this.request('erase', typeof user === 'string' ? { user } : user); }
+  /** Every durable consumer with its cursors, lag, filter and live members, then the ephemeral streams. */
+  consumers() { return this.request('consumers'); }
+  /** Closes the consumer's connections and removes its cursors; `unknown_consumer` for a name that does not exist. */
+  deleteConsumer(consumer) { return this.request('deleteConsumer', typeof consumer === 'string' ? { consumer } : consumer); }
   // Any role.
   ping() { return this.request('ping'); }
   stats() { return this.request('stats'); }

@@ -141,3 +141,40 @@ test('whenWritable holds a loop back while the window is full', async () => {
   }
   assert.equal((await Promise.all(acks)).length, 2000);
 });
+
+test('the admin ops: consumers lists a durable consumer, deleteConsumer removes it, erase is acked with its seq', async (t) => {
+  const app = 'com.example.admin';
+  const user = 'admin-hana';
+  await client.registerApp({ app });
+  await client.authorization({ user, app, status: 'authorized', options: ['alert'] });
+  await Promise.all([0, 1, 2].map((i) => client.submit({ app, id: `adm-${i}`, user, title: 'A', hiddenPreviewsBodyPlaceholder: 'x' })));
+  const sub = client.subscribe({ consumer: 'gateway', from: 'earliest', filter: { apps: [app] }, ackEvery: 1 });
+  t.after(() => sub.close());
+  await sub.ready();
+  let last = 0;
+  for await (const d of sub) {
+    last = d.cursor;
+    if (d.notification === 'adm-2') break; // acks it, then closes
+  }
+  const named = (reply) => reply.consumers.find((c) => c.consumer === 'gateway');
+  const waitForMembers = async (count) => {
+    for (let i = 0; i < 250; i++) {
+      const c = named(await client.consumers());
+      if (c && c.members.length === count) return c;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return named(await client.consumers());
+  };
+  const listed = await waitForMembers(0);
+  assert.ok(listed, 'gateway is listed');
+  assert.deepEqual(listed.partitions.map((p) => [p.partition, p.acked]), [[0, last]]);
+  assert.deepEqual(listed.filter, { apps: [app] });
+  const deleted = await client.deleteConsumer('gateway');
+  assert.equal(deleted.consumer, 'gateway');
+  assert.equal(deleted.acked, last);
+  assert.equal(named(await client.consumers()), undefined);
+  await assert.rejects(client.deleteConsumer('gateway'), { name: 'HeraldError', code: 'unknown_consumer' });
+
+  const erased = await client.erase(user);
+  assertStored(erased);
+});
