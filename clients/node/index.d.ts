@@ -28,7 +28,6 @@ export interface Warning {
   message: string;
 }
 
-/** The reply to a successful request. */
 /** A durable consumer's position in one partition. */
 export interface ConsumerPartition { partition: number; acked: number; head: number; lag: number; }
 
@@ -49,6 +48,7 @@ export interface ConsumersReply extends Ack { op: 'consumers'; consumers: Consum
 
 export interface DeleteConsumerReply extends Ack { op: 'deleteConsumer'; consumer: string; acked: number; closedConnections: number; }
 
+/** The reply to a successful request. */
 export interface Ack {
   /** The partition of the event (0 with one partition). */
   partition: number;
