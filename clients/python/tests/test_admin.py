@@ -25,7 +25,7 @@ def members_of(c: Client, consumer: str) -> int | None:
     return None if status is None else len(status.members)
 
 
-def wait_for_members(c: Client, consumer: str, count: int, seconds: float = 5) -> int | None:
+def wait_for_members(c: Client, consumer: str, count: int, seconds: float = 15) -> int | None:
     deadline = time.monotonic() + seconds
     while members_of(c, consumer) != count and time.monotonic() < deadline:
         time.sleep(0.02)
