@@ -195,7 +195,16 @@ final class LineSocket {
             SSL_free(ssl)
             self.ssl = nil
         }
-        if fd >= 0 { closeDescriptor(fd) }
+        if fd >= 0 {
+            // The connection ends at the server now (FIN after what is queued), even if a process
+            // forked without exec still holds a copy of the descriptor (close-on-exec covers exec).
+            #if canImport(Glibc)
+            _ = shutdown(fd, Int32(SHUT_RDWR))
+            #else
+            _ = shutdown(fd, SHUT_RDWR)
+            #endif
+            closeDescriptor(fd)
+        }
         fd = -1
     }
 

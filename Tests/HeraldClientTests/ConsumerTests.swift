@@ -142,8 +142,9 @@ import Testing
     }
 
     /// A closed consumer's connection ends at the server even while a child process the application
-    /// started after connecting still runs: the client's descriptors are not inherited (close-on-exec),
-    /// or the child would hold the socket open and the group would never hand the partition over.
+    /// started after connecting still runs: the client's descriptors are not inherited (close-on-exec)
+    /// and its close shuts the connection down; without both, the child held the socket open and the
+    /// group never handed the partition over.
     @Test func aClosedConsumerLeavesItsGroupWhileAChildProcessStartedAfterItRuns() async throws {
         let server = try ClientTestServer()
         let herald = try await Self.producer(server)
