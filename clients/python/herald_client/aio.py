@@ -7,6 +7,7 @@ import collections
 import concurrent.futures
 import json
 import random
+import socket as socket_module
 import ssl as ssl_module
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, Union
@@ -83,6 +84,20 @@ def _settle(future: AnyFuture, result: Any = None, error: BaseException | None =
         future.set_exception(error)
     else:
         future.set_result(result)
+
+
+def _shut_down(writer: asyncio.StreamWriter) -> None:
+    """Ends the connection for every holder of its socket: a process forked without exec
+    (multiprocessing's default start method on Linux) keeps a copy of the descriptor, which a close
+    alone leaves open, so the server would never see this end. Only once nothing waits in the
+    transport's buffer (a TLS close then skips its close_notify, which the server does not need)."""
+    sock = writer.get_extra_info("socket")
+    if sock is None or writer.transport.get_write_buffer_size() > 0:
+        return
+    try:
+        sock.shutdown(socket_module.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 @dataclass(frozen=True)
@@ -262,6 +277,7 @@ class _Connection:
         self.writable = False
         self.up.clear()
         if self.writer is not None:
+            _shut_down(self.writer)
             self.writer.close()
             self.writer = None
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 
@@ -84,3 +86,22 @@ def test_a_closed_consumer_leaves_its_group_while_a_child_process_started_after_
         finally:
             child.kill()
             child.wait()
+
+
+def test_a_closed_consumer_leaves_its_group_while_a_process_forked_after_it_runs(server: HeraldServer) -> None:
+    """A fork without exec (multiprocessing's default start method on Linux) copies every descriptor, the
+    client's sockets included: closing shuts the connection down, so it still ends at the server."""
+    with Client.connect(server.host, server.port, token=ADMIN_TOKEN) as c:
+        prepare(c, "kira", 1)
+        sub = c.subscribe("forked-without-exec", "earliest")
+        assert wait_for_members(c, "forked-without-exec", 1) == 1
+        child = os.fork()
+        if child == 0:
+            time.sleep(30)
+            os._exit(0)
+        try:
+            sub.close()
+            assert wait_for_members(c, "forked-without-exec", 0) == 0, "the forked process keeps the closed consumer's connection open"
+        finally:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
