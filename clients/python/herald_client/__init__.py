@@ -55,10 +55,12 @@ from .routing import RoutingTable, fnv1a64, partition_of, routing_user
 from .sync import Client, Subscription
 
 __all__ = [
-    "UNSET", "Ack", "Action", "AsyncClient", "AsyncSubscription", "AuthenticationError", "Authorization", "Backoff",
-    "BadgeClear", "Client", "ClientClosedError", "Clock", "ClockError", "Communication", "ConnectionError_", "ConsumerPartition",
-    "ConsumerStatus", "Consumers", "ConsumersReply", "Content", "DeleteConsumer", "DeleteConsumerReply", "Delivery", "Erase", "FocusDefine", "FocusOff", "FocusOn", "FocusWindow", "ForbiddenError", "HelloReply", "HeraldError",
-    "Mute", "NotFoundError", "Opened", "Presentation", "ProvisionalKeep", "ProvisionalTurnOff", "RegisterApp", "Reply",
-    "Request", "RetryableError", "Route", "RoutingTable", "Settings", "Snooze", "Submit", "Subscription", "SummarySchedule", "ValidationError",
-    "Warning", "Withdraw", "error_class", "fnv1a64", "partition_of", "routing_user",
+    "Ack", "Action", "AsyncClient", "AsyncSubscription", "AuthenticationError", "Authorization", "Backoff",
+    "BadgeClear", "Client", "ClientClosedError", "Clock", "ClockError", "Communication", "ConnectionError_",
+    "ConsumerPartition", "Consumers", "ConsumersReply", "ConsumerStatus", "Content", "DeleteConsumer",
+    "DeleteConsumerReply", "Delivery", "Erase", "error_class", "fnv1a64", "FocusDefine", "FocusOff", "FocusOn",
+    "FocusWindow", "ForbiddenError", "HelloReply", "HeraldError", "Mute", "NotFoundError", "Opened", "partition_of",
+    "Presentation", "ProvisionalKeep", "ProvisionalTurnOff", "RegisterApp", "Reply", "Request", "RetryableError",
+    "Route", "routing_user", "RoutingTable", "Settings", "Snooze", "Submit", "Subscription", "SummarySchedule",
+    "UNSET", "ValidationError", "Warning", "Withdraw",
 ]
