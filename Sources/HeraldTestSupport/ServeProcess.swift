@@ -71,7 +71,7 @@ public final class ServeProcess: @unchecked Sendable {
         // The child inherits no other descriptor of the test process: a parallel suite's sockets
         // held open by another test's server would hide their closing from theirs (and count
         // against a file limit).
-        Self.closeFrom?(&actions, 3)
+        _ = Self.closeFrom?(&actions, 3)
         var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         defer { for p in cArgs { free(p) } }
         // The test runner's threads block or ignore some signals; the child starts with none

@@ -60,7 +60,7 @@ public final class TestCertificates: Sendable {
     /// The least `openssl ca` needs to revoke and to sign CRLs: its database and the CA's files.
     private func writeCAConfiguration() throws {
         let index = directory + "/index.txt"
-        if !FileManager.default.fileExists(atPath: index) { FileManager.default.createFile(atPath: index, contents: nil) }
+        if !FileManager.default.fileExists(atPath: index) { _ = FileManager.default.createFile(atPath: index, contents: nil) }
         try ["[ca]", "default_ca = test", "[test]", "database = \(index)", "default_md = sha256", "default_crl_days = 2",
              "certificate = \(caFile)", "private_key = \(directory)/ca.key", ""]
             .joined(separator: "\n").write(toFile: directory + "/ca.cnf", atomically: true, encoding: .utf8)

@@ -105,9 +105,9 @@ import Testing
         let dir = FileManager.default.temporaryDirectory.path
         let tag = "herald-deploy-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let input = "\(dir)/\(tag).in", out = "\(dir)/\(tag).out", err = "\(dir)/\(tag).err"
-        FileManager.default.createFile(atPath: input, contents: Data(stdin.utf8))
-        FileManager.default.createFile(atPath: out, contents: nil)
-        FileManager.default.createFile(atPath: err, contents: nil)
+        _ = FileManager.default.createFile(atPath: input, contents: Data(stdin.utf8))
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        _ = FileManager.default.createFile(atPath: err, contents: nil)
         defer { for path in [input, out, err] { try? FileManager.default.removeItem(atPath: path) } }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: executable)

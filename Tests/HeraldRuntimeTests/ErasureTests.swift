@@ -124,7 +124,7 @@ import Testing
         p.executableURL = URL(fileURLWithPath: pgDump)
         p.arguments = ["--no-owner", "-d", url]
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("erasure-dump-\(getpid()).sql")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: out) }
         p.standardOutput = try FileHandle(forWritingTo: out)
         p.standardError = FileHandle.nullDevice

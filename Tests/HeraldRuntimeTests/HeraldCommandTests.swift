@@ -22,8 +22,8 @@ import Testing
         let dir = FileManager.default.temporaryDirectory.path
         let tag = "herald-cmd-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let out = "\(dir)/\(tag).out", err = "\(dir)/\(tag).err", inFile = "\(dir)/\(tag).in"
-        FileManager.default.createFile(atPath: out, contents: nil)
-        FileManager.default.createFile(atPath: err, contents: nil)
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        _ = FileManager.default.createFile(atPath: err, contents: nil)
         defer { for f in [out, err, inFile] { try? FileManager.default.removeItem(atPath: f) } }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: try ServeProcess.findBinary())

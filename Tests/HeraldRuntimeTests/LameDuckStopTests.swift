@@ -49,7 +49,7 @@ import Testing
 
         // Pipelined submits, sent from a thread of their own until the server stops reading.
         let total = 100_000
-        nonisolated(unsafe) let producerForSender = producer
+        let producerForSender = producer
         let senderDone = DispatchSemaphore(value: 0)
         let sender = Thread {
             defer { senderDone.signal() }

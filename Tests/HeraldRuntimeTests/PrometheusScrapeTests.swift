@@ -60,7 +60,7 @@ import Testing
         server.executableURL = URL(fileURLWithPath: Self.prometheus!)
         server.arguments = ["--config.file=\(dir)/prometheus.yml", "--storage.tsdb.path=\(dir)/data",
                             "--web.listen-address=127.0.0.1:\(prometheusPort)", "--log.level=warn"]
-        FileManager.default.createFile(atPath: dir + "/prometheus.log", contents: nil)
+        _ = FileManager.default.createFile(atPath: dir + "/prometheus.log", contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: dir + "/prometheus.log"))
         server.standardOutput = log
         server.standardError = log

@@ -224,7 +224,7 @@ import Testing
             var finalHead: Int64?
         }
         let shared = Shared()
-        nonisolated(unsafe) let producer = try server.client()
+        let producer = try server.client()
         let produced = DispatchSemaphore(value: 0)
         Thread {
             var n = 0
@@ -240,7 +240,7 @@ import Testing
             }
             produced.signal()
         }.start()
-        nonisolated(unsafe) let live = try server.client()
+        let live = try server.client()
         #expect(try live.call(["op": "subscribe", "consumer": "live", "from": "earliest"])["ok"] == true)
         let consumed = DispatchSemaphore(value: 0)
         Thread {

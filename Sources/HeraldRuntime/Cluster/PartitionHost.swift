@@ -35,8 +35,7 @@ final class PartitionHost: @unchecked Sendable {
         // Why unchecked: `log` and `post` are thread-safe (the member's log and its locked queue);
         // the other closures run on the member's loop, through `post`.
         nonisolated(unsafe) let callbacks = (log: log, post: post, started: started, failed: failed, stopped: stopped)
-        // Why unchecked: the registry and the durations are thread-safe (locks inside).
-        nonisolated(unsafe) let metrics = metrics
+        let metrics = metrics
         let thread = Thread { [self] in
             let service = HeraldService(configuration: configuration) { callbacks.log("partition \(partition): \($0)") }
             do {

@@ -161,7 +161,7 @@ final class SnapshotLink {
             do {
                 let upload = try SnapshotUpload(connection: result.get())
                 upload.partition = self.partition
-                try self.install(upload)
+                self.install(upload)
             } catch {
                 if !self.currentFailed {
                     self.failed += 1

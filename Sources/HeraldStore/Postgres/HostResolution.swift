@@ -44,7 +44,7 @@ public enum HostResolution {
             while let e = entry {
                 var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
                 if getnameinfo(e.pointee.ai_addr, e.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 {
-                    let address = String(cString: text)
+                    let address = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
                     if !addresses.contains(address) { addresses.append(address) }
                 }
                 entry = e.pointee.ai_next

@@ -9,7 +9,7 @@ import HeraldTestSupport
     /// definition, which the fast path must match).
     @Test func shortDecimalsMatchDescription() {
         var values: [Double] = [0, -0.0, 1e6, -1e6, 999_999.999, 999_999.5, 1e6 - 1, 0.0005, 0.0001, 1e-5, 123.456, 0.30000000000000004,
-                                Double.ulpOfOne, 1 + Double.ulpOfOne, 0.1 + 0.2, 1.0 / 3, 2.0 / 3, 1e15, 1e16, 5e-324]
+                                Double.ulpOfOne, 1 + Double.ulpOfOne, 0.1 + 0.2, 1.0 / 3, 2.0 / 3, 1e15, 1e16, Double.leastNonzeroMagnitude]
         for k in 0...3 {
             var p = 1.0
             for _ in 0..<k { p *= 10 }
