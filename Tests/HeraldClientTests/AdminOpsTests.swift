@@ -25,11 +25,7 @@ import Testing
         // Closed (which acks the third line), else it would subscribe again after the delete and bring the name back.
         await consumer.close()
         // The server sees the connection close a moment later: wait until the list has no member.
-        let closing = Date().addingTimeInterval(10)
-        while Date() < closing, try await herald.consumers().raw["consumers"]?.arrayValue?
-            .first(where: { $0["consumer"]?.stringValue == "gateway" })?["members"]?.arrayValue?.isEmpty == false {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        _ = try await ConsumerTests.members(of: "gateway", in: herald, becoming: 0, withinSeconds: 10)
 
         // The reply says what it removed. How many connections it closed is the server's view of a
         // close racing it (under load the consumer's last connection may not have been seen to go).

@@ -24,6 +24,22 @@ import Testing
         return herald
     }
 
+    /// How many live members `consumers` lists for `name` (nil: not listed), read until it is
+    /// `count` or `seconds` have passed: the server sees a connection close a moment after it.
+    static func members(of name: String, in herald: HeraldProducer, becoming count: Int, withinSeconds seconds: Double) async throws -> Int? {
+        func read() async throws -> Int? {
+            try await herald.consumers().raw["consumers"]?.arrayValue?
+                .first(where: { $0["consumer"]?.stringValue == name })?["members"]?.arrayValue?.count
+        }
+        let deadline = Date().addingTimeInterval(seconds)
+        var members = try await read()
+        while members != count, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            members = try await read()
+        }
+        return members
+    }
+
     /// Deliveries come as typed values in cursor order; acks are batched and the last one goes
     /// out on close, so a consumer subscribing again under the name starts after it.
     @Test func deliveriesAreTypedAndACloseAcksSoTheNextSubscribeGoesOn() async throws {
@@ -155,14 +171,9 @@ import Testing
         #expect(posix_spawn(&child, "/bin/sleep", nil, nil, &argv, environ) == 0)
         defer { kill(child, SIGKILL); var status: Int32 = 0; waitpid(child, &status, 0) }
         await consumer.close()
-        func members() async throws -> Int? {
-            try await herald.consumers().raw["consumers"]?.arrayValue?
-                .first(where: { $0["consumer"]?.stringValue == "forked" })?["members"]?.arrayValue?.count
-        }
         // Seconds at most on a loaded host; with the socket inherited it never ends.
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline, try await members() != 0 { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(try await members() == 0, "the server still counts the closed consumer's connection")
+        #expect(try await Self.members(of: "forked", in: herald, becoming: 0, withinSeconds: 15) == 0,
+                "the server still counts the closed consumer's connection")
         await herald.close()
     }
 
